@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Local base images for the CPU flavour of the Dockerfile, made from Debian's packages, for
+# engines that cannot pull (CI, offline machines):
+#   etserve-base/runtime-cpu:bookworm  Debian 12 minbase + a headless JRE 17 (RUNTIME_BASE)
+#   etserve-base/tools-cpu:bookworm    the same + binutils and unzip (BUILD_BASE with
+#                                      APP_JAR_SOURCE=prebuilt: unpacks the jar's native
+#                                      libraries and runs the linkage check)
+# Usage: .ci/base-images.sh [--force]
+# An image is made only when missing or made by another recipe (label io.etserve.base-recipe).
+# Root filesystem tarballs are cached under .cache/base-images (ETSERVE_BASE_IMAGE_CACHE) so a
+# re-import needs no debootstrap. Needs root, a running engine and Debian's apt sources.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${ETSERVE_BASE_IMAGE_CACHE:-$ROOT/.cache/base-images}"
+SUITE="bookworm"
+RUNTIME_IMAGE="etserve-base/runtime-cpu:$SUITE"
+TOOLS_IMAGE="etserve-base/tools-cpu:$SUITE"
+RUNTIME_PACKAGES=(openjdk-17-jre-headless)
+TOOLS_PACKAGES=(binutils unzip)
+FORCE=false
+[[ "${1:-}" == "--force" ]] && FORCE=true
+
+log() { printf '[base-images] %s\n' "$*" >&2; }
+
+# Any change to what goes into the images makes a new recipe id, so stale images are remade.
+RECIPE="$( { echo "$SUITE ${RUNTIME_PACKAGES[*]} | ${TOOLS_PACKAGES[*]}"; sed -n '/^make_rootfs()/,/^}/p' "${BASH_SOURCE[0]}"; } \
+  | sha256sum | cut -c1-16)"
+RUNTIME_TAR="$CACHE/runtime-cpu-$SUITE-$RECIPE.tar"
+TOOLS_TAR="$CACHE/tools-cpu-$SUITE-$RECIPE.tar"
+
+image_current() {
+  [[ "$FORCE" == false ]] || return 1
+  local label
+  label="$(docker image inspect --format '{{index .Config.Labels "io.etserve.base-recipe"}}' "$1" 2>/dev/null)" || return 1
+  [[ "$label" == "$RECIPE" ]]
+}
+
+# The mirror this machine's apt already uses for the suite (no host name is kept in this repo).
+debian_mirror() {
+  apt-get indextargets --format '$(REPO_URI) $(CODENAME) $(SUITE) $(TARGET_OF)' 2>/dev/null \
+    | awk -v s="$SUITE" '$2 == s && $3 !~ /-(updates|security)$/ && $4 == "deb" { print $1; exit }'
+}
+
+timed() {
+  local what="$1"; shift
+  local t0=$SECONDS
+  "$@"
+  log "$what: $((SECONDS - t0))s"
+}
+
+chroot_apt_install() {
+  local rootfs="$1"; shift
+  chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends -o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false "$@" >/dev/null
+}
+
+slim_and_pack() {
+  local rootfs="$1" tarball="$2"
+  chroot "$rootfs" apt-get clean
+  rm -rf "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \
+    "$rootfs"/var/log/apt/* "$rootfs"/var/cache/debconf/*-old "$rootfs"/tmp/*
+  # Package lists are needed again for the tools layer; drop them only from the tarball.
+  tar --numeric-owner --exclude=./var/lib/apt/lists --exclude=./proc/* --exclude=./sys/* \
+    --exclude=./dev/* -C "$rootfs" -cf "$tarball.partial" .
+  mv "$tarball.partial" "$tarball"
+}
+
+make_rootfs() {
+  local rootfs="$CACHE/rootfs-$SUITE"
+  local mirror; mirror="$(debian_mirror)"
+  [[ -n "$mirror" ]] || { log "no apt source for $SUITE on this machine"; exit 1; }
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    log "installing debootstrap"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+  fi
+  rm -rf "$rootfs"
+  mkdir -p "$CACHE"
+  timed "debootstrap --variant=minbase $SUITE" \
+    debootstrap --variant=minbase --arch=amd64 "$SUITE" "$rootfs" "$mirror" >"$CACHE/debootstrap.log" 2>&1
+  # The host's own Debian sources (suite, updates, security) for current package versions.
+  cp /etc/apt/sources.list.d/debian.sources "$rootfs/etc/apt/sources.list.d/" 2>/dev/null \
+    && rm -f "$rootfs/etc/apt/sources.list"
+  mount -t proc proc "$rootfs/proc"
+  trap 'umount "$rootfs/proc" 2>/dev/null || true' EXIT
+  timed "apt-get update (chroot)" chroot "$rootfs" apt-get update -qq \
+    -o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false
+  timed "install ${RUNTIME_PACKAGES[*]}" chroot_apt_install "$rootfs" "${RUNTIME_PACKAGES[@]}"
+  chroot "$rootfs" java -version >/dev/null 2>&1 || { log "java does not run in the rootfs"; exit 1; }
+  timed "pack runtime rootfs" slim_and_pack "$rootfs" "$RUNTIME_TAR"
+  timed "install ${TOOLS_PACKAGES[*]}" chroot_apt_install "$rootfs" "${TOOLS_PACKAGES[@]}"
+  timed "pack tools rootfs" slim_and_pack "$rootfs" "$TOOLS_TAR"
+  umount "$rootfs/proc"
+  trap - EXIT
+  rm -rf "$rootfs"
+}
+
+import_image() {
+  local tarball="$1" image="$2"
+  timed "docker import $image" docker import \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'ENV LANG=C.UTF-8' \
+    --change "LABEL io.etserve.base-recipe=$RECIPE" \
+    --change 'CMD ["/bin/bash"]' \
+    "$tarball" "$image" >/dev/null
+}
+
+main() {
+  docker info >/dev/null 2>&1 || { log "no container engine answers (run .ci/container-engine.sh start)"; exit 1; }
+  if image_current "$RUNTIME_IMAGE" && image_current "$TOOLS_IMAGE"; then
+    log "$RUNTIME_IMAGE and $TOOLS_IMAGE are current (recipe $RECIPE)"
+    return
+  fi
+  if [[ "$FORCE" == true || ! -f "$RUNTIME_TAR" || ! -f "$TOOLS_TAR" ]]; then
+    make_rootfs
+  fi
+  import_image "$RUNTIME_TAR" "$RUNTIME_IMAGE"
+  import_image "$TOOLS_TAR" "$TOOLS_IMAGE"
+  # Tarballs of older recipes are dead weight.
+  find "$CACHE" -maxdepth 1 -name '*-cpu-*.tar' ! -name "*-$RECIPE.tar" -delete
+  log "ready: $RUNTIME_IMAGE, $TOOLS_IMAGE (recipe $RECIPE)"
+}
+
+main

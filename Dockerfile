@@ -1,0 +1,104 @@
+# etserve: ExecuTorch programs over the Open Inference Protocol (KServe v2).
+#
+# Production (CUDA) image, built from source inside the build stage:
+#   docker build --network host \
+#     --build-arg EXECUTORCH_INDEX_URL=<PyTorch wheel index for CUDA 13.0> \
+#     --build-arg EXECUTORCH_VERSION=1.5.1 -t etserve:cuda .
+#
+# CPU image from the jar the host build already made (`mvn package`), on bases that need no
+# registry (.ci/base-images.sh makes them):
+#   docker build --network host --build-arg APP_JAR_SOURCE=prebuilt \
+#     --build-arg BUILD_BASE=etserve-base/tools-cpu:bookworm \
+#     --build-arg RUNTIME_BASE=etserve-base/runtime-cpu:bookworm -t etserve:cpu .
+#
+# Both paths leave the same layout: /opt/etserve/app.jar, /opt/etserve/native (the jar's JNI
+# bridge and ExecuTorch libraries, linkage-checked), /models (the demo models).
+# Stages are ordered so the classic builder (which builds every stage before the target, as
+# Testcontainers' builds do) never touches an image it was not given.
+
+# The stage that produces the jar and its native libraries. With APP_JAR_SOURCE=build it needs
+# a JDK 17, Maven, Python 3 with venv, a C++ compiler, unzip and binutils (installed here with
+# apt when missing); with APP_JAR_SOURCE=prebuilt only unzip, binutils and ldd.
+ARG BUILD_BASE=nvidia/cuda:13.0.1-devel-ubuntu24.04
+# Needs glibc >= 2.28 and libstdc++ (the ExecuTorch wheel is manylinux_2_28); a JRE 17+ is
+# installed with apt when the base has no `java`.
+ARG RUNTIME_BASE=nvidia/cuda:13.0.1-runtime-ubuntu24.04
+
+FROM ${BUILD_BASE} AS app
+SHELL ["/bin/bash", "-euo", "pipefail", "-c"]
+# build: Maven builds the bridge and the jar here. prebuilt: take target/etserve-*.jar.
+ARG APP_JAR_SOURCE=build
+# Empty: the wheel pinned in native/requirements.txt (PyPI, CPU only). Set: install
+# executorch==EXECUTORCH_VERSION from this index instead (the CUDA wheel).
+ARG EXECUTORCH_INDEX_URL=
+ARG EXECUTORCH_VERSION=1.5.1
+ARG MAVEN_BUILD_ARGS="-B -q -DskipTests"
+ENV DEBIAN_FRONTEND=noninteractive
+WORKDIR /src
+COPY . /src
+RUN case "$APP_JAR_SOURCE" in \
+      build) \
+        apt-get update -qq; \
+        apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven \
+          python3 python3-venv g++ unzip binutils ca-certificates >/dev/null; \
+        rm -rf /var/lib/apt/lists/*; \
+        bash native/build.sh setup; \
+        if [[ -n "$EXECUTORCH_INDEX_URL" ]]; then \
+          .venv/bin/python -m pip install --quiet --no-deps --force-reinstall \
+            --index-url "$EXECUTORCH_INDEX_URL" "executorch==$EXECUTORCH_VERSION"; \
+          # The CUDA wheel's caller-stream library is the one its CUDA delegate links: \
+          # the bridge must link the same file, or the process holds two selections. \
+          wheel_caller_stream="$(find .venv -name 'libexecutorch_extension_cuda.so*' -print -quit)"; \
+          if [[ -n "$wheel_caller_stream" ]]; then export ETSERVE_CALLER_STREAM_LIBRARY="$PWD/$wheel_caller_stream"; fi; \
+        fi; \
+        rm -f target/etserve-*.jar; \
+        mvn $MAVEN_BUILD_ARGS package ;; \
+      prebuilt) ;; \
+      *) echo "APP_JAR_SOURCE must be build or prebuilt, not '$APP_JAR_SOURCE'" >&2; exit 2 ;; \
+    esac; \
+    jars=(target/etserve-*.jar); \
+    if [[ ${#jars[@]} -ne 1 || ! -f "${jars[0]}" ]]; then \
+      echo "expected exactly one target/etserve-*.jar (APP_JAR_SOURCE=$APP_JAR_SOURCE), found: ${jars[*]}" >&2; exit 1; \
+    fi; \
+    mkdir -p /out/opt/etserve/native /out/models; \
+    cp "${jars[0]}" /out/opt/etserve/app.jar; \
+    # Spring Boot keeps resources under BOOT-INF/classes/; a plain jar at the root. \
+    unzip -q -j /out/opt/etserve/app.jar '*META-INF/etserve/native/linux-x86_64/*' -d /out/opt/etserve/native; \
+    test -f /out/opt/etserve/native/libraries.txt; \
+    cp -r models/. /out/models/; \
+    bash native/scripts/check-linkage.sh --dir /out/opt/etserve/native
+
+FROM ${RUNTIME_BASE} AS runtime
+SHELL ["/bin/bash", "-euo", "pipefail", "-c"]
+ARG JRE_PACKAGE=openjdk-17-jre-headless
+RUN if ! command -v java >/dev/null; then \
+      apt-get update -qq; \
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$JRE_PACKAGE" >/dev/null; \
+      rm -rf /var/lib/apt/lists/*; \
+    fi; \
+    java -version 2>&1 | head -n 1; \
+    groupadd --gid 10001 etserve; \
+    useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin etserve
+COPY --from=app /out/ /
+# The libraries must resolve against this image's glibc and libstdc++, not the build stage's.
+RUN unresolved=""; \
+    for lib in /opt/etserve/native/*.so*; do \
+      out="$(LD_LIBRARY_PATH=/opt/etserve/native ldd "$lib" 2>&1)" || true; \
+      if grep -Eq 'not found|not a dynamic executable' <<<"$out"; then unresolved+="$lib: $out"$'\n'; fi; \
+    done; \
+    if [[ -n "$unresolved" ]]; then echo "unresolved in the runtime image:"; echo "$unresolved"; exit 1; fi
+
+LABEL org.opencontainers.image.title="etserve" \
+      org.opencontainers.image.description="ExecuTorch programs served over the Open Inference Protocol (KServe v2)"
+# Everything written at run time goes to /tmp (Tomcat, the JavaCPP cache, the CUDA delegate's
+# compiled .so), so the root filesystem can be mounted read-only with a tmpfs at /tmp.
+ENV ETSERVE_MODEL_REPOSITORY=/models \
+    ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native \
+    TMPDIR=/tmp \
+    JAVA_TOOL_OPTIONS="-Dorg.bytedeco.javacpp.cachedir=/tmp/javacpp"
+USER 10001:10001
+WORKDIR /opt/etserve
+EXPOSE 8080 8081
+HEALTHCHECK --interval=15s --timeout=5s --start-period=120s --retries=3 \
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${MANAGEMENT_SERVER_PORT:-8081} && printf 'GET /actuator/health/liveness HTTP/1.0\\r\\n\\r\\n' >&3 && read -r status <&3 && [[ $status == *' 200 '* ]]"]
+ENTRYPOINT ["java", "--enable-native-access=ALL-UNNAMED", "-jar", "/opt/etserve/app.jar"]

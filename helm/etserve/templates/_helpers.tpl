@@ -1,0 +1,89 @@
+{{/* Chart name, overridable. */}}
+{{- define "etserve.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Release-qualified name, 63 characters at most (DNS label). */}}
+{{- define "etserve.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "etserve.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "etserve.labels" -}}
+helm.sh/chart: {{ include "etserve.chart" . }}
+{{ include "etserve.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/component: inference-server
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "etserve.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "etserve.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "etserve.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "etserve.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "etserve.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) }}
+{{- end }}
+{{- end }}
+
+{{/* Spring's per-phase shutdown timeout: what is left of the grace period after the preStop delay. */}}
+{{- define "etserve.shutdownPhaseSeconds" -}}
+{{- $phase := sub (sub (int .Values.shutdown.gracePeriodSeconds) (int .Values.shutdown.preStopSeconds)) (int .Values.shutdown.marginSeconds) }}
+{{- if lt (int $phase) 1 }}
+{{- fail (printf "shutdown.gracePeriodSeconds (%v) must exceed shutdown.preStopSeconds (%v) + shutdown.marginSeconds (%v)" .Values.shutdown.gracePeriodSeconds .Values.shutdown.preStopSeconds .Values.shutdown.marginSeconds) }}
+{{- end }}
+{{- $phase }}
+{{- end }}
+
+{{/* The application.yml the ConfigMap carries: values' config with the chart-owned keys on top. */}}
+{{- define "etserve.applicationConfig" -}}
+{{- $owned := dict
+  "server" (dict "port" (int .Values.ports.http) "shutdown" "graceful")
+  "management" (dict
+    "server" (dict "port" (int .Values.ports.management))
+    "endpoint" (dict "health" (dict "probes" (dict "enabled" true))))
+  "spring" (dict "lifecycle" (dict "timeout-per-shutdown-phase" (printf "%ss" (include "etserve.shutdownPhaseSeconds" .)))) }}
+{{- toYaml (mergeOverwrite (deepCopy (.Values.config | default dict)) $owned) }}
+{{- end }}
+
+{{/* The preStop action actually used: sleep, exec or none. */}}
+{{- define "etserve.preStopAction" -}}
+{{- $action := .Values.shutdown.preStopAction | default "auto" }}
+{{- if le (int .Values.shutdown.preStopSeconds) 0 }}none
+{{- else if eq $action "auto" }}
+{{- if semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version }}sleep{{ else }}exec{{ end }}
+{{- else }}{{ $action }}
+{{- end }}
+{{- end }}
+
+{{/* An emptyDir source from a map with optional medium and sizeLimit; {} when both are empty. */}}
+{{- define "etserve.emptyDir" -}}
+{{- $source := dict }}
+{{- with .medium }}{{ $_ := set $source "medium" . }}{{ end }}
+{{- with .sizeLimit }}{{ $_ := set $source "sizeLimit" . }}{{ end }}
+{{- toJson $source }}
+{{- end }}

@@ -1,0 +1,323 @@
+#include "bridge_core.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <limits>
+
+#include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/interface.h>
+
+#include "etserve/caller_stream_api.h"
+#include "etserve/cuda_runtime_min.h"
+#include "native_log.h"
+
+namespace etserve {
+namespace {
+
+using executorch::extension::Module;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::Program;
+using executorch::runtime::Tag;
+
+constexpr const char* kGetCallerStreamSymbol = "_ZN10executorch9extension4cuda15getCallerStreamEv";
+
+// "Error::NotFound" -> "NotFound": the name Java code and users see.
+std::string error_name(Error error) {
+  std::string name = executorch::runtime::to_string(error);
+  const auto colon = name.rfind(':');
+  return colon == std::string::npos ? name : name.substr(colon + 1);
+}
+
+[[noreturn]] void fail(Error error, const std::string& message) {
+  throw BridgeError(error_name(error), static_cast<int>(error), message);
+}
+
+TensorSpec to_spec(const executorch::runtime::MethodMeta& meta, size_t index, bool input) {
+  TensorSpec spec;
+  auto tag = input ? meta.input_tag(index) : meta.output_tag(index);
+  if (!tag.ok()) fail(tag.error(), "cannot read the tag of a method value");
+  spec.tag = static_cast<int>(tag.get());
+  if (tag.get() != Tag::Tensor) return spec;
+  auto info = input ? meta.input_tensor_meta(index) : meta.output_tensor_meta(index);
+  if (!info.ok()) fail(info.error(), "cannot read the tensor metadata of a method value");
+  spec.dtype = static_cast<int>(info->scalar_type());
+  for (auto d : info->sizes()) spec.sizes.push_back(d);
+  return spec;
+}
+
+std::string describe_sizes(const std::vector<int64_t>& sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(sizes[i]);
+  }
+  return s + "]";
+}
+
+}  // namespace
+
+size_t element_size(int dtype) {
+  switch (dtype) {
+    case 0: case 1: case 11: return 1;    // Byte, Char, Bool
+    case 2: case 5: case 15: case 27: return 2;  // Short, Half, BFloat16, UInt16
+    case 3: case 6: case 28: return 4;    // Int, Float, UInt32
+    case 4: case 7: case 29: return 8;    // Long, Double, UInt64
+    default: return 0;
+  }
+}
+
+std::shared_ptr<ProgramHandle> ProgramHandle::open(const std::string& path, int verification) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail(Error::NotFound, "no such file: " + path);
+  if (!S_ISREG(st.st_mode)) fail(Error::InvalidArgument, "not a regular file: " + path);
+  if (st.st_size == 0) fail(Error::InvalidProgram, "empty file: " + path);
+
+  auto handle = std::shared_ptr<ProgramHandle>(new ProgramHandle());
+  handle->primary_ = std::make_unique<Module>(path, Module::LoadMode::Mmap);
+  const auto level = verification == 0 ? Program::Verification::Minimal
+                                       : Program::Verification::InternalConsistency;
+  const Error err = handle->primary_->load(level);
+  if (err != Error::Ok) fail(err, "cannot load ExecuTorch program " + path);
+  handle->program_ = handle->primary_->program();
+  if (!handle->program_) fail(Error::Internal, "ExecuTorch returned no program for " + path);
+  return handle;
+}
+
+std::vector<std::string> ProgramHandle::method_names() const {
+  std::vector<std::string> names;
+  const size_t n = program_->num_methods();
+  for (size_t i = 0; i < n; ++i) {
+    auto name = program_->get_method_name(i);
+    if (!name.ok()) fail(name.error(), "cannot read method name " + std::to_string(i));
+    names.emplace_back(*name);
+  }
+  return names;
+}
+
+MethodSignature ProgramHandle::signature(const std::string& method) const {
+  auto meta = program_->method_meta(method.c_str());
+  if (!meta.ok()) fail(meta.error(), "no method '" + method + "' in the program");
+  MethodSignature sig;
+  for (size_t i = 0; i < meta->num_inputs(); ++i) sig.inputs.push_back(to_spec(*meta, i, true));
+  for (size_t i = 0; i < meta->num_outputs(); ++i) sig.outputs.push_back(to_spec(*meta, i, false));
+  for (size_t i = 0; i < meta->num_backends(); ++i) {
+    auto name = meta->get_backend_name(i);
+    if (!name.ok()) fail(name.error(), "cannot read backend name " + std::to_string(i));
+    sig.backends.emplace_back(*name);
+  }
+  return sig;
+}
+
+InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method)
+    : program_(std::move(program)), method_(method) {
+  signature_ = program_->signature(method);
+  module_ = std::make_unique<Module>(program_->program());
+  const Error err = module_->load_method(method);
+  if (err != Error::Ok) fail(err, "cannot load method '" + method + "'");
+}
+
+std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& inputs,
+                                                  const StreamSelection& stream) {
+  if (inputs.size() != signature_.inputs.size()) {
+    fail(Error::InvalidArgument, "method '" + method_ + "' takes " +
+                                     std::to_string(signature_.inputs.size()) + " inputs, got " +
+                                     std::to_string(inputs.size()));
+  }
+  std::vector<executorch::extension::TensorPtr> tensors;
+  std::vector<EValue> values;
+  tensors.reserve(inputs.size());
+  values.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& in = inputs[i];
+    const auto& spec = signature_.inputs[i];
+    const std::string which = "input " + std::to_string(i);
+    if (spec.tag != static_cast<int>(Tag::Tensor)) {
+      fail(Error::NotSupported, which + " of '" + method_ + "' is not a tensor");
+    }
+    if (in.dtype != spec.dtype) {
+      fail(Error::InvalidArgument, which + ": dtype " + std::to_string(in.dtype) +
+                                       " given, the method expects " + std::to_string(spec.dtype));
+    }
+    const size_t esize = element_size(in.dtype);
+    if (esize == 0) fail(Error::NotSupported, which + ": unsupported dtype");
+    if (in.sizes.size() != spec.sizes.size()) {
+      fail(Error::InvalidArgument, which + ": rank " + std::to_string(in.sizes.size()) +
+                                       " given, the method expects " + describe_sizes(spec.sizes));
+    }
+    std::vector<executorch::aten::SizesType> sizes;
+    size_t numel = 1;
+    for (auto d : in.sizes) {
+      if (d < 0 || d > std::numeric_limits<int32_t>::max()) {
+        fail(Error::InvalidArgument, which + ": dimension out of range");
+      }
+      if (d != 0 && numel > std::numeric_limits<size_t>::max() / static_cast<size_t>(d)) {
+        fail(Error::InvalidArgument, which + ": too many elements");
+      }
+      numel *= static_cast<size_t>(d);
+      sizes.push_back(static_cast<executorch::aten::SizesType>(d));
+    }
+    if (numel > in.capacity / esize) {
+      fail(Error::InvalidArgument, which + ": shape " + describe_sizes(in.sizes) + " needs " +
+                                       std::to_string(numel * esize) + " bytes, buffer holds " +
+                                       std::to_string(in.capacity));
+    }
+    // numel == 0 may come with a null buffer; ExecuTorch never reads it then.
+    static uint8_t empty_storage[8];
+    void* data = in.data != nullptr ? in.data : empty_storage;
+    tensors.push_back(executorch::extension::from_blob(
+        data, std::move(sizes), static_cast<executorch::aten::ScalarType>(in.dtype)));
+    values.emplace_back(*tensors.back());
+  }
+
+  auto copy_outputs = [&](const std::vector<EValue>& outs) {
+    std::vector<OutputTensor> result;
+    result.reserve(outs.size());
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const EValue& v = outs[i];
+      if (!v.isTensor()) {
+        fail(Error::NotSupported, "output " + std::to_string(i) + " of '" + method_ +
+                                      "' is not a tensor");
+      }
+      const auto& t = v.toTensor();
+      OutputTensor out;
+      out.dtype = static_cast<int>(t.scalar_type());
+      for (auto d : t.sizes()) out.sizes.push_back(d);
+      const auto* p = static_cast<const uint8_t*>(t.const_data_ptr());
+      if (t.nbytes() > 0 && p == nullptr) {
+        fail(Error::Internal, "output " + std::to_string(i) + " has no data");
+      }
+      out.bytes.assign(p, p + t.nbytes());
+      result.push_back(std::move(out));
+    }
+    return result;
+  };
+
+  if (stream.mode == StreamMode::kNone) {
+    auto outs = module_->execute(method_, values);
+    if (!outs.ok()) fail(outs.error(), "execution of '" + method_ + "' failed");
+    return copy_outputs(*outs);
+  }
+
+  if (stream.mode == StreamMode::kCuda) {
+    const int rc = cudaSetDevice(stream.device);
+    if (rc != 0) {
+      throw BridgeError("CudaError", rc, std::string("cudaSetDevice(") +
+                                             std::to_string(stream.device) +
+                                             ") failed: " + cudaGetErrorName(rc));
+    }
+  }
+  auto* handle = reinterpret_cast<cudaStream_t>(stream.handle);
+  // The guard, the forward and the completion wait stay in this one native call, so every
+  // delegate of the program sees the same stream and outputs are complete when we copy.
+  executorch::extension::cuda::CallerStreamGuard guard(handle);
+  auto outs = module_->execute(method_, values);
+  if (stream.mode == StreamMode::kCuda) {
+    // Wait even when execution failed: work already queued must finish before the stream
+    // and this Module go back to their pools.
+    const int rc = cudaStreamSynchronize(handle);
+    if (rc != 0) {
+      throw BridgeError("CudaError", rc, std::string("cudaStreamSynchronize failed: ") +
+                                             cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc));
+    }
+  }
+  if (!outs.ok()) fail(outs.error(), "execution of '" + method_ + "' failed");
+  return copy_outputs(*outs);
+}
+
+namespace {
+
+struct LoadedObject {
+  std::string path;
+  ElfW(Addr) base;
+  std::vector<std::pair<uintptr_t, uintptr_t>> segments;
+  std::string soname;
+};
+
+std::string read_soname(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_DYNAMIC) continue;
+    const auto* dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + ph.p_vaddr);
+    ElfW(Addr) strtab = 0;
+    ElfW(Xword) soname_offset = 0;
+    bool has_soname = false;
+    for (; dyn->d_tag != DT_NULL; ++dyn) {
+      if (dyn->d_tag == DT_STRTAB) strtab = dyn->d_un.d_ptr;
+      if (dyn->d_tag == DT_SONAME) {
+        soname_offset = dyn->d_un.d_val;
+        has_soname = true;
+      }
+    }
+    if (!has_soname || strtab == 0) return {};
+    // glibc relocates DT_STRTAB in place on most targets; add the bias where it did not.
+    if (strtab < info->dlpi_addr) strtab += info->dlpi_addr;
+    return reinterpret_cast<const char*>(strtab + soname_offset);
+  }
+  return {};
+}
+
+int collect(dl_phdr_info* info, size_t, void* data) {
+  auto* objects = static_cast<std::vector<LoadedObject>*>(data);
+  LoadedObject obj;
+  obj.path = info->dlpi_name ? info->dlpi_name : "";
+  obj.base = info->dlpi_addr;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD) {
+      obj.segments.emplace_back(info->dlpi_addr + ph.p_vaddr,
+                                info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+    }
+  }
+  obj.soname = read_soname(info);
+  objects->push_back(std::move(obj));
+  return 0;
+}
+
+}  // namespace
+
+std::vector<CallerStreamDefiner> caller_stream_definers() {
+  std::vector<LoadedObject> objects;
+  dl_iterate_phdr(&collect, &objects);
+  std::vector<CallerStreamDefiner> definers;
+  for (const auto& obj : objects) {
+    // The main program has an empty name; the vDSO cannot be opened and defines nothing.
+    void* handle = dlopen(obj.path.empty() ? nullptr : obj.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    // dlsym on a handle searches that object first, then its dependencies: the address is
+    // this object's own definition exactly when it falls inside one of its segments.
+    void* sym = dlsym(handle, kGetCallerStreamSymbol);
+    dlclose(handle);
+    if (sym == nullptr) continue;
+    const auto addr = reinterpret_cast<uintptr_t>(sym);
+    for (const auto& [lo, hi] : obj.segments) {
+      if (addr >= lo && addr < hi) {
+        definers.push_back({obj.path.empty() ? "(main program)" : obj.path, obj.soname});
+        break;
+      }
+    }
+  }
+  return definers;
+}
+
+ObservedSelection observe_caller_stream() {
+  const auto selection = executorch::extension::cuda::getCallerStream();
+  return {selection.has_value(),
+          selection.has_value() ? reinterpret_cast<uintptr_t>(*selection) : 0};
+}
+
+std::vector<std::string> registered_backends() {
+  std::vector<std::string> names;
+  const size_t n = executorch::runtime::get_num_registered_backends();
+  for (size_t i = 0; i < n; ++i) {
+    auto name = executorch::runtime::get_backend_name(i);
+    if (name.ok()) names.emplace_back(*name);
+  }
+  return names;
+}
+
+}  // namespace etserve

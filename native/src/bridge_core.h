@@ -1,0 +1,129 @@
+// The bridge's C++ core, free of JNI so GoogleTest can drive it directly.
+//
+//  * ProgramHandle: one loaded .pte. Owns the data loader (through its primary Module) and
+//    shares its Program with every instance. A Program is thread-safe.
+//  * InstanceHandle: one Module over the shared Program, for one concurrent worker.
+//    A Module is not thread-safe: the Java side never hands one to two threads at once.
+//
+// Every failure surfaces as BridgeError (never an abort): the error name, the ExecuTorch
+// code when there is one, and the log lines ExecuTorch printed on this thread meanwhile.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <executorch/extension/module/module.h>
+
+namespace etserve {
+
+class BridgeError : public std::runtime_error {
+ public:
+  BridgeError(std::string name, int code, const std::string& message, std::string native_log = {})
+      : std::runtime_error(message), name_(std::move(name)), code_(code),
+        native_log_(std::move(native_log)) {}
+  const std::string& name() const { return name_; }
+  int code() const { return code_; }
+  const std::string& native_log() const { return native_log_; }
+  void set_native_log(std::string log) { native_log_ = std::move(log); }
+
+ private:
+  std::string name_;
+  int code_;
+  std::string native_log_;
+};
+
+struct TensorSpec {
+  int tag = 0;        // executorch::runtime::Tag (Tensor == 1)
+  int dtype = -1;     // ScalarType code, -1 when not a tensor
+  std::vector<int64_t> sizes;
+};
+
+struct MethodSignature {
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::vector<std::string> backends;
+};
+
+// One input handed over without copying: the memory belongs to the caller for the call.
+struct InputView {
+  void* data = nullptr;
+  size_t capacity = 0;  // bytes available at data
+  int dtype = -1;
+  std::vector<int64_t> sizes;
+};
+
+struct OutputTensor {
+  int dtype = -1;
+  std::vector<int64_t> sizes;
+  std::vector<uint8_t> bytes;  // owned copy: never aliases Module memory
+};
+
+// How a forward call meets CUDA streams.
+enum class StreamMode : int {
+  kNone = 0,           // no guard: delegates pick their own stream
+  kSelectOnly = 1,     // guard with the handle, no CUDA calls (opaque handles, tests)
+  kCuda = 2,           // make `device` current, guard, then wait for the stream
+};
+
+struct StreamSelection {
+  StreamMode mode = StreamMode::kNone;
+  uintptr_t handle = 0;
+  int device = 0;
+};
+
+class ProgramHandle {
+ public:
+  // verification: 0 = Minimal, 1 = InternalConsistency.
+  static std::shared_ptr<ProgramHandle> open(const std::string& path, int verification);
+
+  std::vector<std::string> method_names() const;
+  MethodSignature signature(const std::string& method) const;
+  const std::shared_ptr<executorch::runtime::Program>& program() const { return program_; }
+
+ private:
+  // Owns the mmap data loader the shared Program reads from; never executed.
+  std::unique_ptr<executorch::extension::Module> primary_;
+  std::shared_ptr<executorch::runtime::Program> program_;
+};
+
+class InstanceHandle {
+ public:
+  // Loads `method` up front, so planned memory is allocated at model load, not first call.
+  InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method);
+
+  std::vector<OutputTensor> execute(const std::vector<InputView>& inputs,
+                                    const StreamSelection& stream);
+
+  const std::string& method() const { return method_; }
+
+ private:
+  std::shared_ptr<ProgramHandle> program_;  // keeps the loader alive
+  std::unique_ptr<executorch::extension::Module> module_;
+  std::string method_;
+  MethodSignature signature_;
+};
+
+// Bytes per element of a ScalarType code, or 0 for types the bridge refuses.
+size_t element_size(int dtype);
+
+// Every loaded object that *defines* ExecuTorch's getCallerStream: path and soname.
+struct CallerStreamDefiner {
+  std::string path;
+  std::string soname;
+};
+std::vector<CallerStreamDefiner> caller_stream_definers();
+
+// The calling thread's selection as ExecuTorch's library reports it.
+struct ObservedSelection {
+  bool has_value;
+  uintptr_t handle;
+};
+ObservedSelection observe_caller_stream();
+
+// Names of the delegates registered in ExecuTorch's one registry.
+std::vector<std::string> registered_backends();
+
+}  // namespace etserve

@@ -1,0 +1,282 @@
+// JNI face of the bridge: io.etserve.runtime.NativeBridge. Thin by design: it converts
+// Java values, calls bridge_core, and turns every C++ failure into an ExecuTorchException.
+#include <jni.h>
+
+#include <new>
+#include <string>
+#include <vector>
+
+#include "bridge_core.h"
+#include "native_log.h"
+
+namespace {
+
+using etserve::BridgeError;
+using etserve::InstanceHandle;
+using etserve::LogCapture;
+using etserve::ProgramHandle;
+
+constexpr const char* kExceptionClass = "io/etserve/runtime/ExecuTorchException";
+
+// Thrown out of a conversion helper when a JNI call has already raised a Java exception.
+struct PendingJavaException {};
+
+void throw_java(JNIEnv* env, const std::string& name, int code, const std::string& message,
+                const std::string& log) {
+  if (env->ExceptionCheck()) return;
+  jclass cls = env->FindClass(kExceptionClass);
+  if (cls == nullptr) return;  // NoClassDefFoundError is pending
+  jmethodID ctor = env->GetMethodID(
+      cls, "<init>", "(Ljava/lang/String;ILjava/lang/String;Ljava/lang/String;)V");
+  if (ctor == nullptr) return;
+  jstring jname = env->NewStringUTF(name.c_str());
+  jstring jmsg = env->NewStringUTF(message.c_str());
+  jstring jlog = env->NewStringUTF(log.c_str());
+  if (env->ExceptionCheck()) return;
+  auto ex = static_cast<jthrowable>(env->NewObject(cls, ctor, jname, code, jmsg, jlog));
+  if (ex != nullptr) env->Throw(ex);
+}
+
+// Runs `body` with ExecuTorch's log captured; converts every failure into a Java exception.
+template <typename R, typename F>
+R guarded(JNIEnv* env, R failure_value, F&& body) {
+  etserve::install_log_hook();
+  LogCapture capture;
+  try {
+    return body();
+  } catch (const PendingJavaException&) {
+  } catch (const BridgeError& e) {
+    throw_java(env, e.name(), e.code(), e.what(),
+               e.native_log().empty() ? capture.text() : e.native_log());
+  } catch (const std::bad_alloc&) {
+    throw_java(env, "MemoryAllocationFailed", 0x21, "native allocation failed", capture.text());
+  } catch (const std::exception& e) {
+    throw_java(env, "Internal", 0x01, e.what(), capture.text());
+  } catch (...) {
+    throw_java(env, "Internal", 0x01, "unknown native failure", capture.text());
+  }
+  return failure_value;
+}
+
+void check(JNIEnv* env) {
+  if (env->ExceptionCheck()) throw PendingJavaException{};
+}
+
+std::string to_string(JNIEnv* env, jstring s) {
+  if (s == nullptr) throw BridgeError("InvalidArgument", 0x12, "null string argument");
+  const char* chars = env->GetStringUTFChars(s, nullptr);
+  if (chars == nullptr) throw PendingJavaException{};
+  std::string out(chars);
+  env->ReleaseStringUTFChars(s, chars);
+  return out;
+}
+
+jobjectArray to_java(JNIEnv* env, const std::vector<std::string>& strings) {
+  jclass string_class = env->FindClass("java/lang/String");
+  check(env);
+  jobjectArray arr = env->NewObjectArray(static_cast<jsize>(strings.size()), string_class, nullptr);
+  check(env);
+  for (size_t i = 0; i < strings.size(); ++i) {
+    jstring js = env->NewStringUTF(strings[i].c_str());
+    check(env);
+    env->SetObjectArrayElement(arr, static_cast<jsize>(i), js);
+    env->DeleteLocalRef(js);
+  }
+  return arr;
+}
+
+jlongArray to_java(JNIEnv* env, const std::vector<int64_t>& values) {
+  jlongArray arr = env->NewLongArray(static_cast<jsize>(values.size()));
+  check(env);
+  env->SetLongArrayRegion(arr, 0, static_cast<jsize>(values.size()),
+                          reinterpret_cast<const jlong*>(values.data()));
+  return arr;
+}
+
+std::shared_ptr<ProgramHandle>& program_from(jlong handle) {
+  if (handle == 0) throw BridgeError("InvalidState", 0x02, "program is closed");
+  return *reinterpret_cast<std::shared_ptr<ProgramHandle>*>(handle);
+}
+
+InstanceHandle& instance_from(jlong handle) {
+  if (handle == 0) throw BridgeError("InvalidState", 0x02, "instance is closed");
+  return *reinterpret_cast<InstanceHandle*>(handle);
+}
+
+void encode(std::vector<int64_t>& out, const std::vector<etserve::TensorSpec>& specs) {
+  out.push_back(static_cast<int64_t>(specs.size()));
+  for (const auto& s : specs) {
+    out.push_back(s.tag);
+    out.push_back(s.dtype);
+    out.push_back(static_cast<int64_t>(s.sizes.size()));
+    out.insert(out.end(), s.sizes.begin(), s.sizes.end());
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+JNIEXPORT jlong JNICALL Java_io_etserve_runtime_NativeBridge_openProgram(JNIEnv* env, jclass,
+                                                                         jstring path,
+                                                                         jint verification) {
+  return guarded<jlong>(env, 0, [&] {
+    auto program = ProgramHandle::open(to_string(env, path), verification);
+    return reinterpret_cast<jlong>(new std::shared_ptr<ProgramHandle>(std::move(program)));
+  });
+}
+
+JNIEXPORT void JNICALL Java_io_etserve_runtime_NativeBridge_closeProgram(JNIEnv* env, jclass,
+                                                                         jlong handle) {
+  guarded<int>(env, 0, [&] {
+    delete reinterpret_cast<std::shared_ptr<ProgramHandle>*>(handle);
+    return 0;
+  });
+}
+
+JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_methodNames(JNIEnv* env,
+                                                                                jclass,
+                                                                                jlong handle) {
+  return guarded<jobjectArray>(env, nullptr,
+                               [&] { return to_java(env, program_from(handle)->method_names()); });
+}
+
+JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_methodSignature(
+    JNIEnv* env, jclass, jlong handle, jstring method) {
+  return guarded<jlongArray>(env, nullptr, [&] {
+    const auto sig = program_from(handle)->signature(to_string(env, method));
+    std::vector<int64_t> encoded;
+    encode(encoded, sig.inputs);
+    encode(encoded, sig.outputs);
+    return to_java(env, encoded);
+  });
+}
+
+JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_methodBackends(
+    JNIEnv* env, jclass, jlong handle, jstring method) {
+  return guarded<jobjectArray>(env, nullptr, [&] {
+    return to_java(env, program_from(handle)->signature(to_string(env, method)).backends);
+  });
+}
+
+JNIEXPORT jlong JNICALL Java_io_etserve_runtime_NativeBridge_openInstance(JNIEnv* env, jclass,
+                                                                          jlong program,
+                                                                          jstring method) {
+  return guarded<jlong>(env, 0, [&] {
+    auto* instance = new InstanceHandle(program_from(program), to_string(env, method));
+    return reinterpret_cast<jlong>(instance);
+  });
+}
+
+JNIEXPORT void JNICALL Java_io_etserve_runtime_NativeBridge_closeInstance(JNIEnv* env, jclass,
+                                                                          jlong handle) {
+  guarded<int>(env, 0, [&] {
+    delete reinterpret_cast<InstanceHandle*>(handle);
+    return 0;
+  });
+}
+
+JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_execute(
+    JNIEnv* env, jclass, jlong handle, jobjectArray buffers, jintArray dtypes, jobjectArray shapes,
+    jint stream_mode, jlong stream, jint device, jintArray out_dtypes, jobjectArray out_shapes) {
+  return guarded<jobjectArray>(env, nullptr, [&]() -> jobjectArray {
+    InstanceHandle& instance = instance_from(handle);
+    if (buffers == nullptr || dtypes == nullptr || shapes == nullptr) {
+      throw BridgeError("InvalidArgument", 0x12, "null input arrays");
+    }
+    const jsize n = env->GetArrayLength(buffers);
+    if (env->GetArrayLength(dtypes) != n || env->GetArrayLength(shapes) != n) {
+      throw BridgeError("InvalidArgument", 0x12, "inputs, dtypes and shapes differ in length");
+    }
+    std::vector<jint> dtype_values(n);
+    env->GetIntArrayRegion(dtypes, 0, n, dtype_values.data());
+    std::vector<etserve::InputView> inputs(n);
+    for (jsize i = 0; i < n; ++i) {
+      jobject buf = env->GetObjectArrayElement(buffers, i);
+      auto shape = static_cast<jlongArray>(env->GetObjectArrayElement(shapes, i));
+      check(env);
+      if (buf == nullptr || shape == nullptr) {
+        throw BridgeError("InvalidArgument", 0x12, "input " + std::to_string(i) + " is null");
+      }
+      void* address = env->GetDirectBufferAddress(buf);
+      const jlong capacity = env->GetDirectBufferCapacity(buf);
+      if (capacity < 0) {
+        throw BridgeError("InvalidArgument", 0x12,
+                          "input " + std::to_string(i) + " is not a direct ByteBuffer");
+      }
+      inputs[i].data = address;
+      inputs[i].capacity = static_cast<size_t>(capacity);
+      inputs[i].dtype = dtype_values[i];
+      const jsize rank = env->GetArrayLength(shape);
+      inputs[i].sizes.resize(rank);
+      env->GetLongArrayRegion(shape, 0, rank, reinterpret_cast<jlong*>(inputs[i].sizes.data()));
+      env->DeleteLocalRef(buf);
+      env->DeleteLocalRef(shape);
+    }
+
+    etserve::StreamSelection selection;
+    selection.mode = static_cast<etserve::StreamMode>(stream_mode);
+    if (stream_mode < 0 || stream_mode > 2) {
+      throw BridgeError("InvalidArgument", 0x12, "unknown stream mode");
+    }
+    selection.handle = static_cast<uintptr_t>(stream);
+    selection.device = device;
+
+    const auto outputs = instance.execute(inputs, selection);
+
+    const jsize m = static_cast<jsize>(outputs.size());
+    if (out_dtypes == nullptr || out_shapes == nullptr || env->GetArrayLength(out_dtypes) < m ||
+        env->GetArrayLength(out_shapes) < m) {
+      throw BridgeError("InvalidArgument", 0x12,
+                        "output arrays too short for " + std::to_string(m) + " outputs");
+    }
+    jclass bytes_class = env->FindClass("[B");
+    check(env);
+    jobjectArray result = env->NewObjectArray(m, bytes_class, nullptr);
+    check(env);
+    for (jsize i = 0; i < m; ++i) {
+      const auto& out = outputs[i];
+      jbyteArray data = env->NewByteArray(static_cast<jsize>(out.bytes.size()));
+      check(env);  // OutOfMemoryError is pending
+      env->SetByteArrayRegion(data, 0, static_cast<jsize>(out.bytes.size()),
+                              reinterpret_cast<const jbyte*>(out.bytes.data()));
+      env->SetObjectArrayElement(result, i, data);
+      env->DeleteLocalRef(data);
+      jint dt = out.dtype;
+      env->SetIntArrayRegion(out_dtypes, i, 1, &dt);
+      jlongArray shape = to_java(env, out.sizes);
+      env->SetObjectArrayElement(out_shapes, i, shape);
+      env->DeleteLocalRef(shape);
+    }
+    return result;
+  });
+}
+
+JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_callerStreamDefiners(
+    JNIEnv* env, jclass) {
+  return guarded<jobjectArray>(env, nullptr, [&] {
+    std::vector<std::string> flat;
+    for (const auto& d : etserve::caller_stream_definers()) {
+      flat.push_back(d.path);
+      flat.push_back(d.soname);
+    }
+    return to_java(env, flat);
+  });
+}
+
+JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_observeCallerStream(JNIEnv* env,
+                                                                                      jclass) {
+  return guarded<jlongArray>(env, nullptr, [&] {
+    const auto seen = etserve::observe_caller_stream();
+    return to_java(env, std::vector<int64_t>{seen.has_value ? 1 : 0,
+                                             static_cast<int64_t>(seen.handle)});
+  });
+}
+
+JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_registeredBackends(JNIEnv* env,
+                                                                                       jclass) {
+  return guarded<jobjectArray>(env, nullptr,
+                               [&] { return to_java(env, etserve::registered_backends()); });
+}
+
+}  // extern "C"

@@ -1,0 +1,76 @@
+// TEST-ONLY delegate "CallerStreamProbe" (see CMakeLists.txt). Not ExecuTorch code.
+//
+// Contract with scripts/export/export_probe.py:
+//   input 0: float32[2]  — [spin microseconds of GPU work (GPU build only), unused]
+//   output 0: int64[3]   — [selection has a value (0/1), the selected handle, GPU work queued (0/1)]
+#include <cstdint>
+#include <cstring>
+
+#include <executorch/runtime/backend/interface.h>
+
+#include "etserve/caller_stream_api.h"
+
+#if defined(ETSERVE_PROBE_WITH_CUDA)
+// probe_gpu_work.cu: queues a spin kernel of `micros` on `stream` (or the per-thread default).
+bool etserve_probe_queue_gpu_work(cudaStream_t stream, bool has_stream, double micros);
+#endif
+
+namespace {
+
+using executorch::runtime::ArrayRef;
+using executorch::runtime::BackendExecutionContext;
+using executorch::runtime::BackendInitContext;
+using executorch::runtime::BackendInterface;
+using executorch::runtime::CompileSpec;
+using executorch::runtime::DelegateHandle;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::FreeableBuffer;
+using executorch::runtime::Result;
+using executorch::runtime::Span;
+
+class CallerStreamProbe final : public BackendInterface {
+ public:
+  bool is_available() const override { return true; }
+
+  Result<DelegateHandle*> init(BackendInitContext&, FreeableBuffer* processed,
+                               ArrayRef<CompileSpec>) const override {
+    // The blob only identifies the probe; nothing to keep.
+    if (processed != nullptr) processed->Free();
+    static int token = 0;
+    return static_cast<DelegateHandle*>(&token);
+  }
+
+  Error execute(BackendExecutionContext&, DelegateHandle*, Span<EValue*> args) const override {
+    if (args.size() < 2 || !args[0]->isTensor() || !args[args.size() - 1]->isTensor()) {
+      return Error::InvalidArgument;
+    }
+    // Read the selection exactly once, the way the TensorRT delegate does.
+    const auto selection = executorch::extension::cuda::getCallerStream();
+    auto& out = args[args.size() - 1]->toTensor();
+    if (out.numel() < 3 || out.scalar_type() != executorch::aten::ScalarType::Long) {
+      return Error::InvalidArgument;
+    }
+    int64_t* o = out.mutable_data_ptr<int64_t>();
+    o[0] = selection.has_value() ? 1 : 0;
+    o[1] = selection.has_value() ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(*selection)) : 0;
+    o[2] = 0;
+#if defined(ETSERVE_PROBE_WITH_CUDA)
+    const auto& in = args[0]->toTensor();
+    const double micros = in.numel() > 0 ? in.const_data_ptr<float>()[0] : 0.0;
+    if (micros > 0) {
+      if (!etserve_probe_queue_gpu_work(selection.value_or(nullptr), selection.has_value(), micros)) {
+        return Error::Internal;
+      }
+      o[2] = 1;
+    }
+#endif
+    return Error::Ok;
+  }
+};
+
+CallerStreamProbe probe;
+const executorch::runtime::Backend kBackend{"CallerStreamProbe", &probe};
+const Error kRegistered = executorch::runtime::register_backend(kBackend);
+
+}  // namespace

@@ -1,0 +1,223 @@
+// The bridge core on the real ExecuTorch runtime: loading, metadata, execution, errors.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include <gtest/gtest.h>
+
+#include "bridge_core.h"
+#include "native_log.h"
+
+namespace {
+
+using etserve::BridgeError;
+using etserve::InputView;
+using etserve::InstanceHandle;
+using etserve::ProgramHandle;
+using etserve::StreamMode;
+using etserve::StreamSelection;
+
+const std::string kRoot = ETSERVE_REPO_ROOT;
+const std::string kDemo = kRoot + "/models/demo-portable/1/model.pte";
+const std::string kDemoXnnpack = kRoot + "/models/demo-xnnpack/1/model.pte";
+const std::string kProbe = kRoot + "/src/test/resources/models/caller-stream-probe/1/model.pte";
+
+constexpr int kFloat = 6;
+constexpr int kLong = 4;
+
+std::string temp_file(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+BridgeError load_error(const std::string& path) {
+  etserve::install_log_hook();
+  etserve::LogCapture capture;
+  try {
+    ProgramHandle::open(path, 1);
+  } catch (const BridgeError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a load error for " << path;
+  return BridgeError("none", 0, "");
+}
+
+TEST(Program, ListsMethodsAndSignature) {
+  auto program = ProgramHandle::open(kDemo, 1);
+  EXPECT_EQ(program->method_names(), std::vector<std::string>{"forward"});
+  const auto sig = program->signature("forward");
+  ASSERT_EQ(sig.inputs.size(), 1u);
+  EXPECT_EQ(sig.inputs[0].dtype, kFloat);
+  EXPECT_EQ(sig.inputs[0].sizes, (std::vector<int64_t>{1, 16}));
+  ASSERT_EQ(sig.outputs.size(), 1u);
+  EXPECT_EQ(sig.outputs[0].sizes, (std::vector<int64_t>{1, 4}));
+  EXPECT_TRUE(sig.backends.empty());
+}
+
+TEST(Program, XnnpackVariantNamesItsDelegate) {
+  auto program = ProgramHandle::open(kDemoXnnpack, 1);
+  const auto sig = program->signature("forward");
+  ASSERT_FALSE(sig.backends.empty());
+  EXPECT_EQ(sig.backends[0], "XnnpackBackend");
+}
+
+TEST(Program, UnknownMethodIsAnError) {
+  auto program = ProgramHandle::open(kDemo, 1);
+  EXPECT_THROW(program->signature("nope"), BridgeError);
+}
+
+TEST(ProgramErrors, MissingFile) { EXPECT_EQ(load_error("/nonexistent/model.pte").name(), "NotFound"); }
+
+TEST(ProgramErrors, EmptyFile) {
+  EXPECT_EQ(load_error(temp_file("empty.pte", "")).name(), "InvalidProgram");
+}
+
+TEST(ProgramErrors, NotAProgram) {
+  const auto e = load_error(temp_file("text.pte", std::string(4096, 'x')));
+  EXPECT_NE(e.name(), "none");
+}
+
+TEST(ProgramErrors, TruncatedProgram) {
+  const std::string bytes = read_file(kDemo);
+  ASSERT_GT(bytes.size(), 200u);
+  const auto e = load_error(temp_file("truncated.pte", bytes.substr(0, bytes.size() / 2)));
+  EXPECT_NE(e.name(), "none");
+}
+
+TEST(ProgramErrors, CorruptProgram) {
+  std::string bytes = read_file(kDemo);
+  // Scribble over the flatbuffer tables after the header: verification must catch it.
+  for (size_t i = 64; i < bytes.size() && i < 2048; i += 7) bytes[i] = static_cast<char>(0xFF);
+  const auto e = load_error(temp_file("corrupt.pte", bytes));
+  EXPECT_NE(e.name(), "none");
+}
+
+TEST(ProgramErrors, Directory) {
+  EXPECT_EQ(load_error(::testing::TempDir()).name(), "InvalidArgument");
+}
+
+std::vector<float> demo_input() {
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i) x[i] = 0.1f * static_cast<float>(i) - 0.5f;
+  return x;
+}
+
+TEST(Instance, ExecutesAndCopiesOutputs) {
+  auto program = ProgramHandle::open(kDemo, 1);
+  InstanceHandle instance(program, "forward");
+  auto x = demo_input();
+  InputView in{x.data(), x.size() * sizeof(float), kFloat, {1, 16}};
+  const auto outs = instance.execute({in}, StreamSelection{});
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_EQ(outs[0].dtype, kFloat);
+  EXPECT_EQ(outs[0].sizes, (std::vector<int64_t>{1, 4}));
+  ASSERT_EQ(outs[0].bytes.size(), 16u);
+  // Same input, second instance over the shared program: same answer, separate memory.
+  InstanceHandle other(program, "forward");
+  const auto again = other.execute({in}, StreamSelection{});
+  EXPECT_EQ(outs[0].bytes, again[0].bytes);
+  EXPECT_NE(static_cast<const void*>(outs[0].bytes.data()),
+            static_cast<const void*>(again[0].bytes.data()));
+}
+
+TEST(Instance, PortableAndXnnpackAgree) {
+  auto a = ProgramHandle::open(kDemo, 1);
+  auto b = ProgramHandle::open(kDemoXnnpack, 1);
+  InstanceHandle ia(a, "forward"), ib(b, "forward");
+  auto x = demo_input();
+  InputView in{x.data(), x.size() * sizeof(float), kFloat, {1, 16}};
+  const auto oa = ia.execute({in}, StreamSelection{});
+  const auto ob = ib.execute({in}, StreamSelection{});
+  const auto* fa = reinterpret_cast<const float*>(oa[0].bytes.data());
+  const auto* fb = reinterpret_cast<const float*>(ob[0].bytes.data());
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(fa[i], fb[i], 1e-4);
+}
+
+TEST(InstanceErrors, WrongArityDtypeShapeAndSize) {
+  auto program = ProgramHandle::open(kDemo, 1);
+  InstanceHandle instance(program, "forward");
+  auto x = demo_input();
+  InputView good{x.data(), x.size() * sizeof(float), kFloat, {1, 16}};
+  EXPECT_THROW(instance.execute({}, StreamSelection{}), BridgeError);
+  EXPECT_THROW(instance.execute({good, good}, StreamSelection{}), BridgeError);
+  InputView dtype = good;
+  dtype.dtype = kLong;
+  EXPECT_THROW(instance.execute({dtype}, StreamSelection{}), BridgeError);
+  InputView rank = good;
+  rank.sizes = {16};
+  EXPECT_THROW(instance.execute({rank}, StreamSelection{}), BridgeError);
+  InputView small = good;
+  small.capacity = 8;
+  EXPECT_THROW(instance.execute({small}, StreamSelection{}), BridgeError);
+  InputView negative = good;
+  negative.sizes = {-1, 16};
+  EXPECT_THROW(instance.execute({negative}, StreamSelection{}), BridgeError);
+  InputView huge = good;
+  huge.sizes = {1LL << 40, 1LL << 40};
+  EXPECT_THROW(instance.execute({huge}, StreamSelection{}), BridgeError);
+  // Still usable after every refusal.
+  EXPECT_EQ(instance.execute({good}, StreamSelection{}).size(), 1u);
+}
+
+class Probe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // The probe delegate registers itself into ExecuTorch's one registry on load.
+    probe_ = dlopen(ETSERVE_PROBE_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(probe_, nullptr) << dlerror();
+  }
+  static void* probe_;
+
+  std::vector<int64_t> observe(const StreamSelection& selection) {
+    auto program = ProgramHandle::open(kProbe, 1);
+    EXPECT_EQ(program->signature("forward").backends,
+              std::vector<std::string>{"CallerStreamProbe"});
+    InstanceHandle instance(program, "forward");
+    float x[2] = {0, 0};
+    InputView in{x, sizeof(x), kFloat, {2}};
+    const auto outs = instance.execute({in}, selection);
+    const auto* v = reinterpret_cast<const int64_t*>(outs.at(0).bytes.data());
+    return {v[0], v[1], v[2]};
+  }
+};
+void* Probe::probe_ = nullptr;
+
+TEST_F(Probe, NoGuardGivesNoSelection) {
+  const auto seen = observe(StreamSelection{});
+  EXPECT_EQ(seen[0], 0);
+}
+
+TEST_F(Probe, GuardedCallShowsTheHandle) {
+  const auto seen = observe(StreamSelection{StreamMode::kSelectOnly, 0xBEEF00, 0});
+  EXPECT_EQ(seen[0], 1);
+  EXPECT_EQ(seen[1], 0xBEEF00);
+}
+
+TEST_F(Probe, ExplicitNullHandleIsASelection) {
+  const auto seen = observe(StreamSelection{StreamMode::kSelectOnly, 0, 0});
+  EXPECT_EQ(seen[0], 1);
+  EXPECT_EQ(seen[1], 0);
+}
+
+TEST_F(Probe, SelectionEndsWithTheCall) {
+  observe(StreamSelection{StreamMode::kSelectOnly, 0x77, 0});
+  EXPECT_FALSE(etserve::observe_caller_stream().has_value);
+}
+
+TEST_F(Probe, RegisteredOnceInTheOneRegistry) {
+  const auto names = etserve::registered_backends();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "CallerStreamProbe"), 1);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "XnnpackBackend"), 1);
+}
+
+}  // namespace

@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""Exports the ExecuTorch programs that etserve ships and tests against.
+
+Every expected output in a reference.json comes from eager PyTorch (the nn.Module itself),
+never from running the exported .pte. Each exported program is then run through
+ExecuTorch's Python runtime and must match that reference within the written tolerance;
+otherwise this script fails before writing that model's files.
+
+Deterministic: fixed seeds, fixed inputs. Run it through export.sh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.exir import to_edge_transform_and_lower
+from executorch.exir._serialize._program import deserialize_pte_binary
+from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+from executorch.exir.backend.canonical_partitioners.all_node_partitioner import (
+    AllNodePartitioner,
+)
+from executorch.runtime import Runtime
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SERVED_MODELS = REPO_ROOT / "models"
+TEST_MODELS = REPO_ROOT / "src" / "test" / "resources" / "models"
+
+# Float tolerance written into reference.json; verified below against every float output.
+FLOAT_TOLERANCE = {"atol": 1e-5, "rtol": 1e-4}
+MAX_PTE_BYTES = 1 << 20
+
+# Open Inference Protocol datatype names.
+PROTOCOL_DATATYPE = {
+    torch.bool: "BOOL",
+    torch.uint8: "UINT8",
+    torch.int8: "INT8",
+    torch.int16: "INT16",
+    torch.int32: "INT32",
+    torch.int64: "INT64",
+    torch.float16: "FP16",
+    torch.bfloat16: "BF16",
+    torch.float32: "FP32",
+    torch.float64: "FP64",
+}
+FLOAT_DTYPES = {torch.float16, torch.bfloat16, torch.float32, torch.float64}
+
+PROBE_BACKEND_ID = "CallerStreamProbe"
+PROBE_PAYLOAD = b"CallerStreamProbe-v1"
+
+
+class CallerStreamProbe(BackendDetails):
+    """Test-only backend. Its native delegate (in the test build) reports what caller
+    stream it observed; ahead of time it needs nothing but a recognisable payload.
+    The class name is the backend id, so it must stay exactly this."""
+
+    @staticmethod
+    def preprocess(edge_program, compile_specs) -> PreprocessResult:
+        return PreprocessResult(processed_bytes=PROBE_PAYLOAD)
+
+
+class DemoMlp(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+class AllDtypes(nn.Module):
+    """One elementwise op per dtype; inputs are chosen so every output is exact."""
+
+    def forward(self, a, b, c, d, e, f, g, h, i):
+        return (
+            a + 1,
+            b * 2,
+            c * 0.5,
+            torch.logical_not(d),
+            e + 1,
+            f - 1,
+            g * 3,
+            h * 2,
+            i * 2,
+        )
+
+
+class TwoInputs(nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor):
+        return a + b, a.mean(dim=1)
+
+
+class CallerStreamProbeModel(nn.Module):
+    """Only the signature matters (float32[2] -> int64[3]): the native probe delegate
+    overwrites the output with [has_selection, handle, gpu_work_queued]."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x[:1] * 0).to(torch.int64).expand(3).clone()
+
+
+@dataclass
+class ModelSpec:
+    directory: Path
+    module: nn.Module
+    input_names: list[str]
+    output_names: list[str]
+    instances: int
+    # Each case is one tuple of example inputs; the first also drives torch.export.
+    cases: list[tuple[torch.Tensor, ...]]
+    lower: Callable[[torch.export.ExportedProgram], bytes]
+    # Backend ids the exported forward method must use, in any order (empty: portable only).
+    expected_backends: set[str]
+    # False for programs whose delegate only exists natively (no Python-side check possible).
+    write_reference: bool = True
+
+
+def lower_portable(exported: torch.export.ExportedProgram) -> bytes:
+    return to_edge_transform_and_lower(exported).to_executorch().buffer
+
+
+def lower_xnnpack(exported: torch.export.ExportedProgram) -> bytes:
+    return to_edge_transform_and_lower(
+        exported, partitioner=[XnnpackPartitioner()]
+    ).to_executorch().buffer
+
+
+def lower_caller_stream_probe(exported: torch.export.ExportedProgram) -> bytes:
+    return to_edge_transform_and_lower(
+        exported, partitioner=[AllNodePartitioner(PROBE_BACKEND_ID, [])]
+    ).to_executorch().buffer
+
+
+def grid_values(generator: torch.Generator, shape: Sequence[int]) -> torch.Tensor:
+    """Normal samples snapped to multiples of 1/64: exact in float32 and short in JSON."""
+    return torch.round(torch.randn(*shape, generator=generator) * 64) / 64
+
+
+def demo_mlp_spec(directory: Path, lower, expected_backends: set[str]) -> ModelSpec:
+    torch.manual_seed(0)
+    module = DemoMlp().eval()
+    generator = torch.Generator().manual_seed(1234)
+    cases = [(grid_values(generator, (1, 16)),) for _ in range(3)]
+    return ModelSpec(directory, module, ["x"], ["y"], 2, cases, lower, expected_backends)
+
+
+def dtypes_spec() -> ModelSpec:
+    def case(a, b, c, d, e, f, g, h, i):
+        return (
+            torch.tensor(a, dtype=torch.int32),
+            torch.tensor(b, dtype=torch.int64),
+            torch.tensor(c, dtype=torch.float64),
+            torch.tensor(d, dtype=torch.bool),
+            torch.tensor(e, dtype=torch.uint8),
+            torch.tensor(f, dtype=torch.int8),
+            torch.tensor(g, dtype=torch.int16),
+            torch.tensor(h, dtype=torch.float16),
+            torch.tensor(i, dtype=torch.bfloat16),
+        )
+
+    cases = [
+        case(
+            [-5, 0, 1, 2147483646],  # reaches INT32 max
+            [-3, 0, 7, 3_000_000_000],  # beyond the int32 range
+            [1.5, -3.0, 0.1, 1e300],
+            [True, False, False, True],
+            [0, 1, 127, 254],  # reaches UINT8 max
+            [-127, 0, 1, 127],  # reaches INT8 min
+            [-10000, 0, 3, 10922],  # 32766, near INT16 max
+            [0.5, -1.25, 1000.0, 2.0**-10],
+            [0.5, -1.25, 256.0, 1572864.0],
+        ),
+        case(
+            [-2147483647, 41, -1, 7],
+            [-4_000_000_000, 1, -1, 123456789012],
+            [-0.25, 2.0**-1000, 12345.678, -7.0],
+            [False, True, True, False],
+            [200, 2, 3, 99],
+            [-1, 2, -100, 50],
+            [-10922, 1, -3, 1000],
+            [-0.125, 3.0, -2048.0, 0.75],
+            [-0.125, 3.0, -2.0**100, 0.75],
+        ),
+    ]
+    names = list("abcdefghi")
+    return ModelSpec(
+        TEST_MODELS / "dtypes",
+        AllDtypes().eval(),
+        names,
+        [f"{n}_out" for n in names],
+        1,
+        cases,
+        lower_portable,
+        set(),
+    )
+
+
+def two_inputs_spec() -> ModelSpec:
+    # Each row of a sums to a multiple of 3/4, so the mean is exact in float32.
+    cases = [
+        (
+            torch.tensor([[1.0, 2.0, 3.0], [-1.5, 0.25, 2.0]]),
+            torch.tensor([0.5, -1.0, 10.0]),
+        ),
+        (
+            torch.tensor([[0.0, 0.0, 0.0], [100.0, -50.0, 0.5]]),
+            torch.tensor([-0.25, 4.0, 0.125]),
+        ),
+    ]
+    return ModelSpec(
+        TEST_MODELS / "two-inputs",
+        TwoInputs().eval(),
+        ["a", "b"],
+        ["sum", "mean"],
+        2,
+        cases,
+        lower_portable,
+        set(),
+    )
+
+
+def caller_stream_probe_spec() -> ModelSpec:
+    return ModelSpec(
+        TEST_MODELS / "caller-stream-probe",
+        CallerStreamProbeModel().eval(),
+        ["x"],
+        ["observed"],
+        1,
+        [(torch.tensor([1.0, 2.0]),)],
+        lower_caller_stream_probe,
+        {PROBE_BACKEND_ID},
+        write_reference=False,
+    )
+
+
+def config_yaml(spec: ModelSpec) -> str:
+    inputs = ", ".join(f"{{ name: {n} }}" for n in spec.input_names)
+    outputs = ", ".join(f"{{ name: {n} }}" for n in spec.output_names)
+    return (
+        "method: forward\n"
+        f"inputs: [ {inputs} ]\n"
+        f"outputs: [ {outputs} ]\n"
+        f"instances: {spec.instances}\n"
+    )
+
+
+def tensor_json(name: str, tensor: torch.Tensor) -> dict:
+    values = tensor.detach()
+    if values.dtype in (torch.float16, torch.bfloat16):
+        values = values.float()  # every half value is exact in float32 and in JSON
+    return {
+        "name": name,
+        "datatype": PROTOCOL_DATATYPE[tensor.dtype],
+        "shape": list(tensor.shape),
+        "data": values.flatten().tolist(),
+    }
+
+
+def as_tuple(outputs) -> tuple[torch.Tensor, ...]:
+    return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
+
+
+def inspect_method(pte: bytes, method: str) -> tuple[list[str], list[tuple[str, bytes]]]:
+    """Operators the method calls outside delegates, and the (backend id, payload)
+    of every delegate it calls, read back from the serialized program."""
+    program = deserialize_pte_binary(pte).program  # inlines delegate segments
+    plans = [p for p in program.execution_plan if p.name == method]
+    if len(plans) != 1:
+        raise SystemExit(f"expected one method {method!r}, found {[p.name for p in program.execution_plan]}")
+    operators = [f"{op.name}.{op.overload}" for op in plans[0].operators]
+    delegates = [
+        (d.id, bytes(program.backend_delegate_data[d.processed.index].data))
+        for d in plans[0].delegates
+    ]
+    return operators, delegates
+
+
+def check_matches(spec: ModelSpec, case_index: int, expected, actual) -> float:
+    """Fails unless the runtime output equals the eager one: exactly for integers and
+    bools, within FLOAT_TOLERANCE for floats. Returns the largest float deviation."""
+    if len(actual) != len(expected):
+        raise SystemExit(f"{spec.directory}: case {case_index}: {len(actual)} outputs, expected {len(expected)}")
+    worst = 0.0
+    for name, want, got in zip(spec.output_names, expected, actual):
+        where = f"{spec.directory.name}: case {case_index}: output {name}"
+        if got.dtype != want.dtype or tuple(got.shape) != tuple(want.shape):
+            raise SystemExit(f"{where}: runtime gave {got.dtype}{list(got.shape)}, eager {want.dtype}{list(want.shape)}")
+        if want.dtype in FLOAT_DTYPES:
+            ok = torch.allclose(got, want, atol=FLOAT_TOLERANCE["atol"], rtol=FLOAT_TOLERANCE["rtol"])
+            worst = max(worst, (got.double() - want.double()).abs().max().item())
+        else:
+            ok = torch.equal(got, want)
+        if not ok:
+            raise SystemExit(f"{where}: runtime {got.tolist()} != eager {want.tolist()}")
+    return worst
+
+
+def export_one(spec: ModelSpec, runtime: Runtime) -> dict:
+    with torch.no_grad():
+        exported = torch.export.export(spec.module, spec.cases[0])
+        pte = spec.lower(exported)
+
+    if len(pte) >= MAX_PTE_BYTES:
+        raise SystemExit(f"{spec.directory}: program is {len(pte)} bytes")
+    operators, delegates = inspect_method(pte, "forward")
+    backends = [backend for backend, _ in delegates]
+    if set(backends) != spec.expected_backends:
+        raise SystemExit(f"{spec.directory}: forward uses backends {backends}, expected {sorted(spec.expected_backends)}")
+    if PROBE_BACKEND_ID in backends:
+        # The probe must own the whole graph, so its delegate alone writes the output.
+        if operators or delegates != [(PROBE_BACKEND_ID, PROBE_PAYLOAD)]:
+            raise SystemExit(f"{spec.directory}: not wholly delegated: {operators} {delegates}")
+
+    summary = {
+        "model": str(spec.directory.relative_to(REPO_ROOT)),
+        "bytes": len(pte),
+        "sha256": hashlib.sha256(pte).hexdigest(),
+        "backends": backends,
+        "operators": operators,
+    }
+    reference = None
+    if spec.write_reference:
+        reference, summary["max_float_deviation"] = verified_reference(spec, runtime, pte)
+
+    # Written only after every check passed: a model's .pte and reference never disagree.
+    version_dir = spec.directory / "1"
+    version_dir.mkdir(parents=True, exist_ok=True)
+    (spec.directory / "config.yml").write_text(config_yaml(spec))
+    (version_dir / "model.pte").write_bytes(pte)
+    if reference is not None:
+        (version_dir / "reference.json").write_text(json.dumps(reference, indent=1) + "\n")
+    return summary
+
+
+def verified_reference(spec: ModelSpec, runtime: Runtime, pte: bytes) -> tuple[dict, float]:
+    """Eager outputs for every case, after checking the program reproduces them."""
+    method = runtime.load_program(pte).load_method("forward")
+    cases = []
+    worst = 0.0
+    for index, inputs in enumerate(spec.cases):
+        with torch.no_grad():
+            expected = as_tuple(spec.module(*inputs))
+        actual = as_tuple(method.execute([t.clone() for t in inputs]))
+        worst = max(worst, check_matches(spec, index, expected, actual))
+        cases.append(
+            {
+                "inputs": [tensor_json(n, t) for n, t in zip(spec.input_names, inputs)],
+                "outputs": [tensor_json(n, t) for n, t in zip(spec.output_names, expected)],
+            }
+        )
+    return {"tolerance": FLOAT_TOLERANCE, "cases": cases}, worst
+
+
+def main() -> int:
+    torch.use_deterministic_algorithms(True)
+    runtime = Runtime.get()
+    specs = [
+        demo_mlp_spec(SERVED_MODELS / "demo-portable", lower_portable, set()),
+        demo_mlp_spec(SERVED_MODELS / "demo-xnnpack", lower_xnnpack, {"XnnpackBackend"}),
+        dtypes_spec(),
+        two_inputs_spec(),
+        caller_stream_probe_spec(),
+    ]
+    for spec in specs:
+        print(json.dumps(export_one(spec, runtime)))
+    print(f"torch {torch.__version__}; tolerance verified: {FLOAT_TOLERANCE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+package io.etserve.api;
+
+import io.etserve.api.protocol.InvalidRequestException;
+import io.etserve.inference.InvalidInputException;
+import io.etserve.inference.ModelNotFoundException;
+import io.etserve.inference.ModelUnavailableException;
+import io.etserve.inference.OverloadedException;
+import io.etserve.runtime.ExecuTorchException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ResponseEntity;
+import org.springframework.http.converter.HttpMessageNotReadableException;
+import org.springframework.web.HttpMediaTypeNotSupportedException;
+import org.springframework.web.HttpRequestMethodNotSupportedException;
+import org.springframework.web.bind.MissingRequestHeaderException;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.web.bind.annotation.RestControllerAdvice;
+import org.springframework.web.method.annotation.MethodArgumentTypeMismatchException;
+
+/**
+ * The protocol fixes its error body: {@code {"error": "..."}} with 400, 404, 503 or 500.
+ * Scoped to the protocol controllers; everything else keeps Spring's problem details.
+ */
+@RestControllerAdvice(assignableTypes = InferenceProtocolController.class)
+class ApiExceptionHandler {
+
+    private static final Logger log = LoggerFactory.getLogger(ApiExceptionHandler.class);
+
+    @ExceptionHandler(ApiException.class)
+    ResponseEntity<ProtocolDtos.ErrorBody> api(ApiException e) {
+        ResponseEntity.BodyBuilder b = ResponseEntity.status(e.status()).contentType(MediaType.APPLICATION_JSON);
+        if (e.retryAfter() != null) {
+            b.header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, e.retryAfter().toSeconds())));
+        }
+        return b.body(new ProtocolDtos.ErrorBody(e.getMessage()));
+    }
+
+    @ExceptionHandler({InvalidRequestException.class, InvalidInputException.class,
+            HttpMessageNotReadableException.class, MissingRequestHeaderException.class,
+            MethodArgumentTypeMismatchException.class})
+    ResponseEntity<ProtocolDtos.ErrorBody> badRequest(Exception e) {
+        return error(HttpStatus.BAD_REQUEST, e.getMessage());
+    }
+
+    @ExceptionHandler(ModelNotFoundException.class)
+    ResponseEntity<ProtocolDtos.ErrorBody> notFound(ModelNotFoundException e) {
+        return error(HttpStatus.NOT_FOUND, e.getMessage());
+    }
+
+    @ExceptionHandler(ModelUnavailableException.class)
+    ResponseEntity<ProtocolDtos.ErrorBody> unavailable(ModelUnavailableException e) {
+        return error(HttpStatus.SERVICE_UNAVAILABLE, e.getMessage());
+    }
+
+    @ExceptionHandler(OverloadedException.class)
+    ResponseEntity<ProtocolDtos.ErrorBody> overloaded(OverloadedException e) {
+        return api(new ApiException(HttpStatus.SERVICE_UNAVAILABLE, e.getMessage(), e.retryAfter()));
+    }
+
+    @ExceptionHandler(HttpRequestMethodNotSupportedException.class)
+    ResponseEntity<ProtocolDtos.ErrorBody> method(HttpRequestMethodNotSupportedException e) {
+        return error(HttpStatus.METHOD_NOT_ALLOWED, e.getMessage());
+    }
+
+    @ExceptionHandler(HttpMediaTypeNotSupportedException.class)
+    ResponseEntity<ProtocolDtos.ErrorBody> mediaType(HttpMediaTypeNotSupportedException e) {
+        return error(HttpStatus.UNSUPPORTED_MEDIA_TYPE, e.getMessage());
+    }
+
+    @ExceptionHandler(ExecuTorchException.class)
+    ResponseEntity<ProtocolDtos.ErrorBody> runtime(ExecuTorchException e) {
+        log.warn("inference failed in the runtime: {}", e.getMessage());
+        return error(HttpStatus.INTERNAL_SERVER_ERROR, "inference failed: " + e.getMessage());
+    }
+
+    @ExceptionHandler(Exception.class)
+    ResponseEntity<ProtocolDtos.ErrorBody> internal(Exception e) {
+        log.error("unexpected failure", e);
+        return error(HttpStatus.INTERNAL_SERVER_ERROR, "internal error: " + e.getClass().getSimpleName());
+    }
+
+    private static ResponseEntity<ProtocolDtos.ErrorBody> error(HttpStatus status, String message) {
+        return ResponseEntity.status(status).contentType(MediaType.APPLICATION_JSON)
+                .body(new ProtocolDtos.ErrorBody(message == null ? status.getReasonPhrase() : message));
+    }
+}

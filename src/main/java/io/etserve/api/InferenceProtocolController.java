@@ -1,0 +1,132 @@
+package io.etserve.api;
+
+import io.etserve.api.protocol.DecodeLimits;
+import io.etserve.api.protocol.EncodedResponse;
+import io.etserve.api.protocol.InferRequestDecoder;
+import io.etserve.api.protocol.InferResponseEncoder;
+import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.InferenceResponse;
+import io.etserve.inference.InferenceService;
+import io.etserve.inference.LoadedModel;
+import io.etserve.inference.ModelRegistry;
+import io.etserve.inference.ModelVersionState;
+import io.etserve.inference.TensorMetadata;
+import jakarta.servlet.http.HttpServletRequest;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.List;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestHeader;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/** The Open Inference Protocol (KServe v2) over REST. */
+@RestController
+@RequestMapping("/v2")
+public class InferenceProtocolController {
+
+    static final String HEADER_LENGTH = "Inference-Header-Content-Length";
+    static final List<String> EXTENSIONS = List.of("binary_tensor_data");
+
+    private final ModelRegistry registry;
+    private final InferenceService inference;
+    private final ServerReadiness readiness;
+    private final InferRequestDecoder decoder;
+    private final InferResponseEncoder encoder;
+    private final DecodeLimits limits;
+    private final long maxRequestBytes;
+    private final String version;
+
+    public InferenceProtocolController(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
+            InferRequestDecoder decoder, InferResponseEncoder encoder, DecodeLimits limits, long maxRequestBytes,
+            String version) {
+        this.registry = registry;
+        this.inference = inference;
+        this.readiness = readiness;
+        this.decoder = decoder;
+        this.encoder = encoder;
+        this.limits = limits;
+        this.maxRequestBytes = maxRequestBytes;
+        this.version = version;
+    }
+
+    @GetMapping({"", "/"})
+    ProtocolDtos.ServerMetadata server() {
+        return new ProtocolDtos.ServerMetadata("etserve", version, EXTENSIONS);
+    }
+
+    @GetMapping("/health/live")
+    ResponseEntity<Void> live() {
+        return ResponseEntity.ok().build();
+    }
+
+    @GetMapping("/health/ready")
+    ResponseEntity<Void> ready() {
+        return ResponseEntity.status(readiness.isReady() ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE).build();
+    }
+
+    @GetMapping({"/models/{model}", "/models/{model}/versions/{version}"})
+    ProtocolDtos.ModelMetadata metadata(@PathVariable String model, @PathVariable(required = false) String version) {
+        ModelVersionState state = registry.resolve(model, version);
+        LoadedModel loaded = state.loaded().orElseThrow(() -> new ApiException(HttpStatus.SERVICE_UNAVAILABLE,
+                "model '" + state.name() + "' version " + state.version() + " did not load: " + state.reason()));
+        return new ProtocolDtos.ModelMetadata(loaded.name(), registry.versions(loaded.name()), "executorch",
+                describe(loaded.inputs()), describe(loaded.outputs()));
+    }
+
+    @GetMapping({"/models/{model}/ready", "/models/{model}/versions/{version}/ready"})
+    ResponseEntity<ProtocolDtos.ModelReady> modelReady(@PathVariable String model,
+            @PathVariable(required = false) String version) {
+        ModelVersionState state = registry.resolve(model, version);
+        boolean ready = state.ready() && readiness.isReady();
+        String reason = state.ready() ? readiness.whyNotReady().orElse(null) : state.reason();
+        return ResponseEntity.status(ready ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE)
+                .body(new ProtocolDtos.ModelReady(state.name(), ready, reason));
+    }
+
+    @PostMapping({"/models/{model}/infer", "/models/{model}/versions/{version}/infer"})
+    ResponseEntity<byte[]> infer(@PathVariable String model, @PathVariable(required = false) String version,
+            @RequestHeader(value = HEADER_LENGTH, required = false) Integer headerLength, HttpServletRequest http)
+            throws IOException {
+        if (!readiness.isReady()) {
+            throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE,
+                    "server is not ready: " + readiness.whyNotReady().orElse("unknown"));
+        }
+        byte[] body = readBody(http);
+        InferenceRequest request = decoder.decode(body, headerLength, limits);
+        InferenceResponse response = inference.infer(model, version, request);
+        EncodedResponse encoded = encoder.encode(response);
+        ResponseEntity.BodyBuilder b = ResponseEntity.ok().contentType(MediaType.parseMediaType(encoded.contentType()));
+        encoded.inferenceHeaderContentLength().ifPresent(n -> b.header(HEADER_LENGTH, Integer.toString(n)));
+        return b.header(HttpHeaders.CONTENT_LENGTH, Integer.toString(encoded.body().length)).body(encoded.body());
+    }
+
+    /** The body, refusing more than the configured size before reading it all. */
+    private byte[] readBody(HttpServletRequest http) throws IOException {
+        long declared = http.getContentLengthLong();
+        if (declared > maxRequestBytes) {
+            throw new ApiException(HttpStatus.PAYLOAD_TOO_LARGE,
+                    "request body of " + declared + " bytes exceeds the limit of " + maxRequestBytes);
+        }
+        try (InputStream in = http.getInputStream()) {
+            byte[] body = in.readNBytes((int) Math.min(Integer.MAX_VALUE - 8, maxRequestBytes + 1));
+            if (body.length > maxRequestBytes) {
+                throw new ApiException(HttpStatus.PAYLOAD_TOO_LARGE,
+                        "request body exceeds the limit of " + maxRequestBytes + " bytes");
+            }
+            return body;
+        }
+    }
+
+    private static List<ProtocolDtos.TensorMetadata> describe(List<TensorMetadata> tensors) {
+        return tensors.stream()
+                .map(t -> new ProtocolDtos.TensorMetadata(t.name(), t.dataType().protocolName(), t.shape())).toList();
+    }
+}

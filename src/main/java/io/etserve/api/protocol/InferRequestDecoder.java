@@ -1,0 +1,683 @@
+package io.etserve.api.protocol;
+
+import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.InferenceRequest.RequestedOutput;
+import io.etserve.inference.Tensor;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
+import tools.jackson.core.ObjectReadContext;
+
+/**
+ * Decodes a KServe v2 {@code /infer} request body into an {@link InferenceRequest}.
+ *
+ * <p>The body is JSON, or, with the binary tensor data extension, a JSON header of
+ * {@code Inference-Header-Content-Length} bytes followed by the raw little-endian data of every
+ * input that declares {@code parameters.binary_data_size}, in input order. JSON {@code data} may
+ * be flat or nested row-major arrays; only the element count is checked against the shape.
+ *
+ * <p>Every input's data lands in its own little-endian direct buffer, so the native bridge reads
+ * it in place. BYTES elements are stored as Triton lays them out: a 4-byte little-endian length,
+ * then the bytes. FP32/FP64 JSON data also accepts the strings {@code "NaN"}, {@code "Infinity"}
+ * and {@code "-Infinity"}, which is how {@link InferResponseEncoder} writes those values.
+ *
+ * <p>Every problem with the body, however malformed, surfaces as an
+ * {@link InvalidRequestException}; sizes are checked against {@link DecodeLimits} and against the
+ * body itself before any tensor memory is allocated. Thread-safe.
+ */
+public final class InferRequestDecoder {
+
+    /** Most dimensions a shape may have; ExecuTorch itself allows 16. */
+    static final int MAX_RANK = 32;
+    /** Deepest nesting of a {@code data} array (row-major nesting has one level per dimension). */
+    static final int MAX_DATA_NESTING = MAX_RANK;
+    /** Largest tensor a direct buffer can hold. */
+    private static final long MAX_TENSOR_BYTES = Integer.MAX_VALUE;
+    private static final BigInteger UINT64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
+    private static final int MAX_QUOTED_LENGTH = 100;
+
+    public InferenceRequest decode(byte[] body, Integer inferenceHeaderContentLength, DecodeLimits limits) {
+        Objects.requireNonNull(body, "body");
+        Objects.requireNonNull(limits, "limits");
+        int headerLength = headerLength(body, inferenceHeaderContentLength);
+        requireUtf8(body, headerLength);
+        return new Decoding(body, headerLength, inferenceHeaderContentLength != null, limits).run();
+    }
+
+    private static int headerLength(byte[] body, Integer declared) {
+        if (declared == null) {
+            return body.length;
+        }
+        if (declared < 0) {
+            throw new InvalidRequestException("Inference-Header-Content-Length is negative (" + declared + ").");
+        }
+        if (declared > body.length) {
+            throw new InvalidRequestException("Inference-Header-Content-Length (" + declared
+                    + ") is larger than the request body (" + body.length + " bytes).");
+        }
+        return declared;
+    }
+
+    /**
+     * JSON starts with an ASCII character, so a UTF-16 byte order mark or a zero among its first
+     * bytes means UTF-16 or UTF-32. Refusing those keeps Jackson on its UTF-8 parser, whose token
+     * offsets are byte offsets.
+     */
+    private static void requireUtf8(byte[] body, int headerLength) {
+        boolean utf16Mark = headerLength >= 2
+                && ((body[0] == (byte) 0xFE && body[1] == (byte) 0xFF) || (body[0] == (byte) 0xFF && body[1] == (byte) 0xFE));
+        boolean zero = false;
+        for (int i = 0; i < Math.min(4, headerLength); i++) {
+            zero |= body[i] == 0;
+        }
+        if (utf16Mark || zero) {
+            throw new InvalidRequestException("The request's JSON must be encoded as UTF-8.");
+        }
+    }
+
+    /** The state of one decode call. */
+    private static final class Decoding {
+        private final byte[] body;
+        private final int headerLength;
+        private final boolean hasBinarySection;
+        private final DecodeLimits limits;
+        /** The next unread byte of the binary section. */
+        private int binaryCursor;
+        /** What is being read, for the message when Jackson rejects the JSON. */
+        private String context = "The request";
+
+        Decoding(byte[] body, int headerLength, boolean hasBinarySection, DecodeLimits limits) {
+            this.body = body;
+            this.headerLength = headerLength;
+            this.hasBinarySection = hasBinarySection;
+            this.limits = limits;
+            this.binaryCursor = headerLength;
+        }
+
+        InferenceRequest run() {
+            try (JsonParser p = ProtocolJson.FACTORY.createParser(ObjectReadContext.empty(), body, 0, headerLength)) {
+                return readRequest(p);
+            } catch (JacksonException e) {
+                throw new InvalidRequestException(context + " is not valid JSON: " + e.getOriginalMessage(), e);
+            }
+        }
+
+        private InferenceRequest readRequest(JsonParser p) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                throw new InvalidRequestException("The request body must be a JSON object.");
+            }
+            String id = null;
+            Map<String, Object> parameters = Map.of();
+            List<Tensor> inputs = null;
+            List<RequestedOutput> outputs = List.of();
+            for (String field = p.nextName(); field != null; field = p.nextName()) {
+                p.nextToken();
+                switch (field) {
+                    case "id" -> id = readString(p, "The request 'id'");
+                    case "parameters" -> parameters = readParameters(p, "The request");
+                    case "inputs" -> inputs = readInputs(p);
+                    case "outputs" -> outputs = readOutputs(p);
+                    default -> p.skipChildren();
+                }
+                context = "The request";
+            }
+            if (p.nextToken() != null) {
+                throw new InvalidRequestException("The request's JSON has content after its closing brace.");
+            }
+            if (inputs == null) {
+                throw new InvalidRequestException("The request has no 'inputs'.");
+            }
+            if (binaryCursor != body.length) {
+                throw new InvalidRequestException("The request carries " + (body.length - headerLength)
+                        + " bytes of binary data but its inputs' binary_data_size add up to "
+                        + (binaryCursor - headerLength) + ".");
+            }
+            Object binaryOutput = parameters.get("binary_data_output");
+            if (binaryOutput != null && !(binaryOutput instanceof Boolean)) {
+                throw new InvalidRequestException("The request parameter 'binary_data_output' must be a boolean.");
+            }
+            return new InferenceRequest(id, parameters, inputs, outputs, Boolean.TRUE.equals(binaryOutput));
+        }
+
+        private List<Tensor> readInputs(JsonParser p) {
+            if (p.currentToken() != JsonToken.START_ARRAY) {
+                throw new InvalidRequestException("The request's 'inputs' must be an array.");
+            }
+            List<Tensor> inputs = new ArrayList<>();
+            Set<String> names = new HashSet<>();
+            for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
+                int index = inputs.size();
+                if (index >= limits.maxInputs()) {
+                    throw new InvalidRequestException(
+                            "The request has more than " + limits.maxInputs() + " inputs, the most allowed.");
+                }
+                if (t != JsonToken.START_OBJECT) {
+                    throw new InvalidRequestException("Input #" + index + " must be a JSON object.");
+                }
+                Tensor input = readInput(p, index);
+                if (!names.add(input.name())) {
+                    throw new InvalidRequestException("Input " + quote(input.name()) + " appears more than once.");
+                }
+                inputs.add(input);
+            }
+            return inputs;
+        }
+
+        private Tensor readInput(JsonParser p, int index) {
+            String label = "Input #" + index;
+            context = label;
+            String name = null;
+            DataType type = null;
+            long[] shape = null;
+            Map<String, Object> parameters = Map.of();
+            boolean hasData = false;
+            ByteBuffer data = null;
+            int deferredDataOffset = -1;
+            for (String field = p.nextName(); field != null; field = p.nextName()) {
+                p.nextToken();
+                switch (field) {
+                    case "name" -> {
+                        name = readString(p, label + " 'name'");
+                        label = "Input " + quote(name);
+                        context = label;
+                    }
+                    case "datatype" -> type = readDataType(p, label);
+                    case "shape" -> shape = readShape(p, label);
+                    case "parameters" -> parameters = readParameters(p, label);
+                    case "data" -> {
+                        hasData = true;
+                        if (name != null && type != null && shape != null) {
+                            data = readJsonData(p, label, type, shape);
+                        } else {
+                            // The protocol fixes no field order; read the data once the rest is known.
+                            deferredDataOffset = byteOffset(p);
+                            p.skipChildren();
+                        }
+                    }
+                    default -> p.skipChildren();
+                }
+            }
+            if (name == null) {
+                throw new InvalidRequestException(label + " has no 'name'.");
+            }
+            if (type == null) {
+                throw new InvalidRequestException(label + " has no 'datatype'.");
+            }
+            if (shape == null) {
+                throw new InvalidRequestException(label + " has no 'shape'.");
+            }
+            if (parameters.containsKey("shared_memory_region")) {
+                throw new InvalidRequestException(label + " uses shared memory, which this server does not support.");
+            }
+            Object binarySize = parameters.get("binary_data_size");
+            if (binarySize != null) {
+                if (hasData) {
+                    throw new InvalidRequestException(label + " has both 'data' and binary_data_size.");
+                }
+                data = readBinaryData(label, type, shape, binarySize);
+            } else if (!hasData) {
+                throw new InvalidRequestException(label + " has neither 'data' nor binary_data_size.");
+            } else if (data == null) {
+                data = readDeferredJsonData(deferredDataOffset, label, type, shape);
+            }
+            return new Tensor(name, type, shape, data);
+        }
+
+        private static int byteOffset(JsonParser p) {
+            long offset = p.currentTokenLocation().getByteOffset();
+            if (offset < 0) {
+                throw new IllegalStateException("the UTF-8 parser reported no byte offset");
+            }
+            return (int) offset;
+        }
+
+        private ByteBuffer readDeferredJsonData(int offset, String label, DataType type, long[] shape) {
+            try (JsonParser p = ProtocolJson.FACTORY.createParser(
+                    ObjectReadContext.empty(), body, offset, headerLength - offset)) {
+                p.nextToken();
+                return readJsonData(p, label, type, shape);
+            }
+        }
+
+        private static DataType readDataType(JsonParser p, String label) {
+            String name = readString(p, label + " 'datatype'");
+            return DataType.fromProtocol(name).orElseThrow(() ->
+                    new InvalidRequestException(label + " has unknown datatype " + quote(name) + "."));
+        }
+
+        private static long[] readShape(JsonParser p, String label) {
+            if (p.currentToken() != JsonToken.START_ARRAY) {
+                throw new InvalidRequestException(label + " 'shape' must be an array of non-negative integers.");
+            }
+            long[] dims = new long[4];
+            int rank = 0;
+            for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
+                if (t != JsonToken.VALUE_NUMBER_INT) {
+                    throw new InvalidRequestException(label + " 'shape' must be an array of non-negative integers.");
+                }
+                if (rank == MAX_RANK) {
+                    throw new InvalidRequestException(label + " has more than " + MAX_RANK + " dimensions.");
+                }
+                if (p.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
+                    throw new InvalidRequestException(label + " has dimension " + p.getString() + ", which is too large.");
+                }
+                long dim = p.getLongValue();
+                if (dim < 0) {
+                    throw new InvalidRequestException(label + " has negative dimension " + dim + " in its shape.");
+                }
+                if (rank == dims.length) {
+                    dims = Arrays.copyOf(dims, rank * 2);
+                }
+                dims[rank++] = dim;
+            }
+            return Arrays.copyOf(dims, rank);
+        }
+
+        /** The shape's element count, refused when it exceeds the limit or the address space. */
+        private long elementCount(String label, long[] shape) {
+            long count = 1;
+            boolean empty = Arrays.stream(shape).anyMatch(d -> d == 0);
+            if (!empty) {
+                try {
+                    for (long d : shape) {
+                        count = Math.multiplyExact(count, d);
+                    }
+                } catch (ArithmeticException e) {
+                    throw new InvalidRequestException(label + " has shape " + Arrays.toString(shape)
+                            + ", whose element count overflows 64 bits.");
+                }
+            } else {
+                count = 0;
+            }
+            if (count > limits.maxElementsPerTensor()) {
+                throw new InvalidRequestException(label + " has " + count + " elements, more than the limit of "
+                        + limits.maxElementsPerTensor() + " per tensor.");
+            }
+            return count;
+        }
+
+        private static long fixedByteSize(String label, DataType type, long count) {
+            if (count > MAX_TENSOR_BYTES / type.byteSize()) {
+                throw new InvalidRequestException(label + " would need more than " + MAX_TENSOR_BYTES
+                        + " bytes, the most one tensor can hold.");
+            }
+            return count * type.byteSize();
+        }
+
+        private ByteBuffer readBinaryData(String label, DataType type, long[] shape, Object declaredSize) {
+            if (!(declaredSize instanceof Long size) || size < 0) {
+                throw new InvalidRequestException(label + " binary_data_size must be a non-negative integer.");
+            }
+            if (!hasBinarySection) {
+                throw new InvalidRequestException(label + " has binary_data_size but the request has no"
+                        + " Inference-Header-Content-Length header.");
+            }
+            long count = elementCount(label, shape);
+            int remaining = body.length - binaryCursor;
+            if (size > remaining) {
+                throw new InvalidRequestException(label + " declares binary_data_size " + size + " but only "
+                        + remaining + " bytes of binary data remain.");
+            }
+            int length = (int) (long) size;
+            if (type == DataType.BYTES) {
+                requireLengthPrefixed(label, count, binaryCursor, length);
+            } else {
+                long expected = fixedByteSize(label, type, count);
+                if (length != expected) {
+                    throw new InvalidRequestException(label + " declares binary_data_size " + length + " but shape "
+                            + Arrays.toString(shape) + " of " + type.protocolName() + " needs " + expected + " bytes.");
+                }
+            }
+            ByteBuffer data = ByteBuffer.allocateDirect(length).order(ByteOrder.LITTLE_ENDIAN);
+            data.put(body, binaryCursor, length).flip();
+            binaryCursor += length;
+            return data;
+        }
+
+        /** Binary BYTES data must be exactly {@code count} (length, bytes) pairs. */
+        private void requireLengthPrefixed(String label, long count, int start, int length) {
+            ByteBuffer view = ByteBuffer.wrap(body, start, length).order(ByteOrder.LITTLE_ENDIAN);
+            for (long i = 0; i < count; i++) {
+                if (view.remaining() < Integer.BYTES) {
+                    throw new InvalidRequestException(label + " binary BYTES data ends before element " + i + " of "
+                            + count + ".");
+                }
+                int elementLength = view.getInt();
+                if (elementLength < 0 || elementLength > view.remaining()) {
+                    throw new InvalidRequestException(label + " binary BYTES element " + i + " declares "
+                            + Integer.toUnsignedString(elementLength) + " bytes, more than its data holds.");
+                }
+                view.position(view.position() + elementLength);
+            }
+            if (view.hasRemaining()) {
+                throw new InvalidRequestException(label + " binary BYTES data has " + view.remaining()
+                        + " bytes after its " + count + " elements.");
+            }
+        }
+
+        private ByteBuffer readJsonData(JsonParser p, String label, DataType type, long[] shape) {
+            if (!type.jsonRepresentable()) {
+                throw new InvalidRequestException(label + " has datatype " + type.protocolName()
+                        + ", which can only be sent as binary data (binary_data_size).");
+            }
+            if (p.currentToken() != JsonToken.START_ARRAY) {
+                throw new InvalidRequestException(label + " 'data' must be an array.");
+            }
+            long count = elementCount(label, shape);
+            // Every JSON element takes at least one byte, so a larger count cannot be honest; refusing
+            // it here keeps a small body from allocating a large buffer.
+            if (count > headerLength) {
+                throw new InvalidRequestException(label + " has shape " + Arrays.toString(shape) + " of " + count
+                        + " elements, more than its " + headerLength + "-byte JSON could hold.");
+            }
+            DataSink sink = type == DataType.BYTES
+                    ? new BytesSink()
+                    : new FixedSink(ByteBuffer.allocateDirect((int) fixedByteSize(label, type, count))
+                            .order(ByteOrder.LITTLE_ENDIAN), type);
+            long read = 0;
+            int depth = 1;
+            while (depth > 0) {
+                JsonToken t = p.nextToken();
+                if (t == null) {
+                    throw new InvalidRequestException(label + " 'data' ends before its closing bracket.");
+                }
+                if (t == JsonToken.START_ARRAY) {
+                    if (++depth > MAX_DATA_NESTING) {
+                        throw new InvalidRequestException(label + " 'data' nests arrays deeper than "
+                                + MAX_DATA_NESTING + " levels.");
+                    }
+                } else if (t == JsonToken.END_ARRAY) {
+                    depth--;
+                } else {
+                    if (read == count) {
+                        throw new InvalidRequestException(label + " has more data elements than its shape "
+                                + Arrays.toString(shape) + " holds (" + count + ").");
+                    }
+                    sink.accept(p, t, label, read);
+                    read++;
+                }
+            }
+            if (read != count) {
+                throw new InvalidRequestException(label + " has " + read + " data elements but its shape "
+                        + Arrays.toString(shape) + " needs " + count + ".");
+            }
+            return sink.finish();
+        }
+
+        private List<RequestedOutput> readOutputs(JsonParser p) {
+            context = "The request's 'outputs'";
+            if (p.currentToken() != JsonToken.START_ARRAY) {
+                throw new InvalidRequestException("The request's 'outputs' must be an array.");
+            }
+            List<RequestedOutput> outputs = new ArrayList<>();
+            Set<String> names = new HashSet<>();
+            for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
+                String label = "Requested output #" + outputs.size();
+                if (t != JsonToken.START_OBJECT) {
+                    throw new InvalidRequestException(label + " must be a JSON object.");
+                }
+                String name = null;
+                Map<String, Object> parameters = Map.of();
+                for (String field = p.nextName(); field != null; field = p.nextName()) {
+                    p.nextToken();
+                    switch (field) {
+                        case "name" -> {
+                            name = readString(p, label + " 'name'");
+                            label = "Requested output " + quote(name);
+                        }
+                        case "parameters" -> parameters = readParameters(p, label);
+                        default -> p.skipChildren();
+                    }
+                }
+                if (name == null) {
+                    throw new InvalidRequestException(label + " has no 'name'.");
+                }
+                if (parameters.containsKey("classification")) {
+                    throw new InvalidRequestException(label + " asks for classification, which this server does not support.");
+                }
+                if (parameters.containsKey("shared_memory_region")) {
+                    throw new InvalidRequestException(label + " uses shared memory, which this server does not support.");
+                }
+                Object binary = parameters.get("binary_data");
+                if (binary != null && !(binary instanceof Boolean)) {
+                    throw new InvalidRequestException(label + " parameter 'binary_data' must be a boolean.");
+                }
+                if (!names.add(name)) {
+                    throw new InvalidRequestException(label + " is requested more than once.");
+                }
+                outputs.add(new RequestedOutput(name, (Boolean) binary));
+            }
+            return outputs;
+        }
+
+        /**
+         * Protocol parameters are a flat object of strings, numbers and booleans. Integers become
+         * {@link Long} (or {@link BigInteger} past its range), other numbers {@link Double}.
+         */
+        private static Map<String, Object> readParameters(JsonParser p, String owner) {
+            if (p.currentToken() != JsonToken.START_OBJECT) {
+                throw new InvalidRequestException(owner + " 'parameters' must be a JSON object.");
+            }
+            Map<String, Object> parameters = new LinkedHashMap<>();
+            for (String key = p.nextName(); key != null; key = p.nextName()) {
+                JsonToken t = p.nextToken();
+                Object value = switch (t) {
+                    case VALUE_STRING -> p.getString();
+                    case VALUE_TRUE -> Boolean.TRUE;
+                    case VALUE_FALSE -> Boolean.FALSE;
+                    case VALUE_NUMBER_INT -> p.getNumberType() == JsonParser.NumberType.BIG_INTEGER
+                            ? p.getBigIntegerValue()
+                            : (Object) p.getLongValue();
+                    case VALUE_NUMBER_FLOAT -> p.getDoubleValue();
+                    default -> throw new InvalidRequestException(owner + " parameter " + quote(key)
+                            + " must be a string, number or boolean.");
+                };
+                parameters.put(key, value);
+            }
+            return parameters;
+        }
+
+        private static String readString(JsonParser p, String what) {
+            if (p.currentToken() != JsonToken.VALUE_STRING) {
+                throw new InvalidRequestException(what + " must be a string.");
+            }
+            return p.getString();
+        }
+    }
+
+    /** Where a JSON {@code data} array's elements go. */
+    private interface DataSink {
+        void accept(JsonParser p, JsonToken t, String label, long index);
+
+        ByteBuffer finish();
+    }
+
+    /** Fixed-size elements, written straight into the tensor's direct buffer. */
+    private static final class FixedSink implements DataSink {
+        private final ByteBuffer buffer;
+        private final DataType type;
+
+        FixedSink(ByteBuffer buffer, DataType type) {
+            this.buffer = buffer;
+            this.type = type;
+        }
+
+        @Override
+        public void accept(JsonParser p, JsonToken t, String label, long index) {
+            switch (type) {
+                case BOOL -> buffer.put(bool(p, t, label, index));
+                case UINT8 -> buffer.put((byte) integer(p, t, label, index, 0, 0xFF));
+                case INT8 -> buffer.put((byte) integer(p, t, label, index, Byte.MIN_VALUE, Byte.MAX_VALUE));
+                case UINT16 -> buffer.putShort((short) integer(p, t, label, index, 0, 0xFFFF));
+                case INT16 -> buffer.putShort((short) integer(p, t, label, index, Short.MIN_VALUE, Short.MAX_VALUE));
+                case UINT32 -> buffer.putInt((int) integer(p, t, label, index, 0, 0xFFFF_FFFFL));
+                case INT32 -> buffer.putInt((int) integer(p, t, label, index, Integer.MIN_VALUE, Integer.MAX_VALUE));
+                case INT64 -> buffer.putLong(integer(p, t, label, index, Long.MIN_VALUE, Long.MAX_VALUE));
+                case UINT64 -> buffer.putLong(unsigned64(p, t, label, index));
+                case FP32 -> buffer.putFloat(fp32(p, t, label, index));
+                case FP64 -> buffer.putDouble(fp64(p, t, label, index));
+                default -> throw new IllegalStateException("no JSON form for " + type);
+            }
+        }
+
+        @Override
+        public ByteBuffer finish() {
+            return buffer.flip();
+        }
+
+        private byte bool(JsonParser p, JsonToken t, String label, long index) {
+            if (t == JsonToken.VALUE_TRUE) {
+                return 1;
+            }
+            if (t == JsonToken.VALUE_FALSE) {
+                return 0;
+            }
+            throw wrongKind(p, t, label, index, "true or false");
+        }
+
+        private long integer(JsonParser p, JsonToken t, String label, long index, long min, long max) {
+            if (t != JsonToken.VALUE_NUMBER_INT) {
+                throw wrongKind(p, t, label, index, "integers");
+            }
+            if (p.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
+                long value = p.getLongValue();
+                if (value >= min && value <= max) {
+                    return value;
+                }
+            }
+            throw outOfRange(p, label, index);
+        }
+
+        private long unsigned64(JsonParser p, JsonToken t, String label, long index) {
+            if (t != JsonToken.VALUE_NUMBER_INT) {
+                throw wrongKind(p, t, label, index, "integers");
+            }
+            if (p.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
+                long value = p.getLongValue();
+                if (value >= 0) {
+                    return value;
+                }
+            } else {
+                BigInteger value = p.getBigIntegerValue();
+                if (value.signum() >= 0 && value.compareTo(UINT64_MAX) <= 0) {
+                    return value.longValue();
+                }
+            }
+            throw outOfRange(p, label, index);
+        }
+
+        private float fp32(JsonParser p, JsonToken t, String label, long index) {
+            if (t == JsonToken.VALUE_NUMBER_FLOAT || t == JsonToken.VALUE_NUMBER_INT) {
+                // Jackson parses the decimal text straight to the nearest float, no double rounding.
+                float value = p.getFloatValue();
+                if (Float.isInfinite(value)) {
+                    throw outOfRange(p, label, index);
+                }
+                return value;
+            }
+            if (t == JsonToken.VALUE_STRING) {
+                return (float) nonFinite(p, label, index);
+            }
+            throw wrongKind(p, t, label, index, "numbers");
+        }
+
+        private double fp64(JsonParser p, JsonToken t, String label, long index) {
+            if (t == JsonToken.VALUE_NUMBER_FLOAT || t == JsonToken.VALUE_NUMBER_INT) {
+                double value = p.getDoubleValue();
+                if (Double.isInfinite(value)) {
+                    throw outOfRange(p, label, index);
+                }
+                return value;
+            }
+            if (t == JsonToken.VALUE_STRING) {
+                return nonFinite(p, label, index);
+            }
+            throw wrongKind(p, t, label, index, "numbers");
+        }
+
+        private double nonFinite(JsonParser p, String label, long index) {
+            return switch (p.getString()) {
+                case "NaN" -> Double.NaN;
+                case "Infinity" -> Double.POSITIVE_INFINITY;
+                case "-Infinity" -> Double.NEGATIVE_INFINITY;
+                default -> throw wrongKind(p, JsonToken.VALUE_STRING, label, index,
+                        "numbers (or \"NaN\", \"Infinity\", \"-Infinity\")");
+            };
+        }
+
+        private InvalidRequestException outOfRange(JsonParser p, String label, long index) {
+            return new InvalidRequestException(label + " element " + index + " (" + abbreviate(p.getString())
+                    + ") is out of range for " + type.protocolName() + ".");
+        }
+
+        private InvalidRequestException wrongKind(JsonParser p, JsonToken t, String label, long index, String expected) {
+            String found = switch (t) {
+                case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> "the number " + abbreviate(p.getString());
+                case VALUE_STRING -> "the string " + quote(p.getString());
+                case VALUE_TRUE, VALUE_FALSE -> "a boolean";
+                case VALUE_NULL -> "null";
+                case START_OBJECT -> "an object";
+                default -> t.toString();
+            };
+            return new InvalidRequestException(label + " element " + index + " is " + found + ", but "
+                    + type.protocolName() + " data must be " + expected + ".");
+        }
+    }
+
+    /** BYTES elements: JSON strings, stored as 4-byte little-endian length plus UTF-8 bytes. */
+    private static final class BytesSink implements DataSink {
+        private byte[] bytes = new byte[256];
+        private int size;
+
+        @Override
+        public void accept(JsonParser p, JsonToken t, String label, long index) {
+            if (t != JsonToken.VALUE_STRING) {
+                throw new InvalidRequestException(label + " element " + index + " is not a string, but BYTES data"
+                        + " must be strings.");
+            }
+            byte[] element = p.getString().getBytes(StandardCharsets.UTF_8);
+            ensure(label, Integer.BYTES + element.length);
+            ByteBuffer.wrap(bytes, size, Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN).putInt(element.length);
+            System.arraycopy(element, 0, bytes, size + Integer.BYTES, element.length);
+            size += Integer.BYTES + element.length;
+        }
+
+        private void ensure(String label, int more) {
+            long needed = (long) size + more;
+            if (needed > MAX_TENSOR_BYTES) {
+                throw new InvalidRequestException(label + " BYTES data would need more than " + MAX_TENSOR_BYTES
+                        + " bytes, the most one tensor can hold.");
+            }
+            if (needed > bytes.length) {
+                bytes = Arrays.copyOf(bytes, (int) Math.min(MAX_TENSOR_BYTES, Math.max(needed, 2L * bytes.length)));
+            }
+        }
+
+        @Override
+        public ByteBuffer finish() {
+            ByteBuffer data = ByteBuffer.allocateDirect(size).order(ByteOrder.LITTLE_ENDIAN);
+            return data.put(bytes, 0, size).flip();
+        }
+    }
+
+    static String quote(String s) {
+        return "'" + abbreviate(s) + "'";
+    }
+
+    private static String abbreviate(String s) {
+        return s.length() <= MAX_QUOTED_LENGTH ? s : s.substring(0, MAX_QUOTED_LENGTH) + "...";
+    }
+}

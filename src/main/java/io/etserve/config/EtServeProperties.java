@@ -1,0 +1,69 @@
+package io.etserve.config;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.boot.context.properties.bind.Name;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * Everything the service reads from {@code etserve.*} (defaults in the top-level
+ * application.yml, documented in the README).
+ */
+@ConfigurationProperties("etserve")
+public record EtServeProperties(
+        @DefaultValue("models") Path modelRepository,
+        @Name("native") @DefaultValue Native nativeRuntime,
+        @DefaultValue Cuda cuda,
+        @DefaultValue Inference inference,
+        @DefaultValue Health health) {
+
+    /**
+     * @param libraryDir a directory holding the bridge and its libraries; empty = use the jar's
+     * @param extractDir where the jar's libraries are extracted
+     * @param extraLibraries more delegate libraries (.so) to load; they register by name
+     * @param verification ExecuTorch's check of each program before trusting it
+     */
+    public record Native(
+            Path libraryDir,
+            Path extractDir,
+            @DefaultValue List<Path> extraLibraries,
+            @DefaultValue("internal-consistency") String verification) {}
+
+    /**
+     * @param enabled {@code auto} (use CUDA when a driver and device are present), {@code true}
+     *     (fail startup without them) or {@code false}
+     * @param devices device ordinals to serve on; empty = every visible device
+     * @param streamsPerDevice stream slots per device: the concurrency of GPU models
+     * @param priority stream priority (0 = default; lower numbers run first)
+     * @param leaseTimeout longest wait for a free stream before answering 503
+     */
+    public record Cuda(
+            @DefaultValue("auto") String enabled,
+            @DefaultValue List<Integer> devices,
+            @DefaultValue("4") int streamsPerDevice,
+            @DefaultValue("0") int priority,
+            @DefaultValue("2s") Duration leaseTimeout,
+            @DefaultValue("30s") Duration drainTimeout) {}
+
+    /**
+     * @param defaultInstances CPU Modules per model when its config.yml sets none
+     * @param queueTimeout longest wait for a free instance before answering 503
+     * @param maxRequestSize largest request body accepted (413 above)
+     * @param maxElementsPerTensor largest element count of one input tensor (400 above)
+     * @param maxInputs most input tensors in one request
+     * @param strictReadiness when true, one failed model keeps the server not-ready
+     */
+    public record Inference(
+            @DefaultValue("2") int defaultInstances,
+            @DefaultValue("2s") Duration queueTimeout,
+            @DefaultValue("64MB") DataSize maxRequestSize,
+            @DefaultValue("16777216") long maxElementsPerTensor,
+            @DefaultValue("64") int maxInputs,
+            @DefaultValue("false") boolean strictReadiness) {}
+
+    /** @param failFastCallerStream refuse to start unless exactly one caller-stream library is loaded */
+    public record Health(@DefaultValue("true") boolean failFastCallerStream) {}
+}

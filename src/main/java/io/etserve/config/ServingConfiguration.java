@@ -1,0 +1,92 @@
+package io.etserve.config;
+
+import io.etserve.api.InferenceProtocolController;
+import io.etserve.api.protocol.DecodeLimits;
+import io.etserve.api.protocol.InferRequestDecoder;
+import io.etserve.api.protocol.InferResponseEncoder;
+import io.etserve.cuda.CudaRuntime;
+import io.etserve.cuda.StreamPools;
+import io.etserve.cuda.TensorRtProbe;
+import io.etserve.health.CallerStreamCheck;
+import io.etserve.health.CallerStreamHealthIndicator;
+import io.etserve.health.CudaHealthIndicator;
+import io.etserve.health.ModelsHealthIndicator;
+import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InferenceService;
+import io.etserve.inference.ModelLoader;
+import io.etserve.inference.ModelRegistry;
+import io.etserve.inference.NodeCapabilities;
+import io.etserve.metrics.StreamPoolMetrics;
+import io.etserve.metrics.TritonMetrics;
+import io.etserve.runtime.Program;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.Locale;
+import org.springframework.boot.availability.ApplicationAvailability;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/** Models, inference, the protocol endpoint, health and metrics. */
+@Configuration(proxyBeanMethods = false)
+public class ServingConfiguration {
+
+    @Bean(initMethod = "loadAll", destroyMethod = "close")
+    ModelRegistry modelRegistry(EtServeProperties props, StreamPools pools, NodeCapabilities node,
+            CallerStreamCheck callerStreamChecked) {
+        Program.Verification verification = switch (props.nativeRuntime().verification().toLowerCase(Locale.ROOT)) {
+            case "minimal" -> Program.Verification.MINIMAL;
+            case "internal-consistency" -> Program.Verification.INTERNAL_CONSISTENCY;
+            default -> throw new IllegalArgumentException(
+                    "etserve.native.verification must be minimal or internal-consistency");
+        };
+        ModelLoader loader = new ModelLoader(verification, pools, node, props.inference().defaultInstances(),
+                props.inference().maxElementsPerTensor());
+        return new ModelRegistry(props.modelRepository(), loader);
+    }
+
+    @Bean
+    TritonMetrics tritonMetrics(MeterRegistry meters) {
+        return new TritonMetrics(meters);
+    }
+
+    @Bean
+    StreamPoolMetrics streamPoolMetrics(StreamPools pools, CudaRuntime cuda) {
+        return new StreamPoolMetrics(pools, cuda);
+    }
+
+    @Bean
+    InferenceService inferenceService(ModelRegistry registry, EtServeProperties props, TritonMetrics metrics) {
+        return new InferenceService(registry, props.inference().queueTimeout(), metrics,
+                InferenceService.ExecutionGuard.DIRECT);
+    }
+
+    @Bean
+    ServerReadiness serverReadiness(ModelRegistry registry, ApplicationAvailability availability,
+            CallerStreamCheck callerStream, EtServeProperties props) {
+        return new ServerReadiness(registry, availability, callerStream, props.inference().strictReadiness());
+    }
+
+    @Bean
+    InferenceProtocolController inferenceProtocolController(ModelRegistry registry, InferenceService inference,
+            ServerReadiness readiness, EtServeProperties props) {
+        String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
+        return new InferenceProtocolController(registry, inference, readiness, new InferRequestDecoder(),
+                new InferResponseEncoder(),
+                new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
+                props.inference().maxRequestSize().toBytes(), version == null ? "dev" : version);
+    }
+
+    @Bean
+    CallerStreamHealthIndicator callerStreamHealthIndicator(CallerStreamCheck check) {
+        return new CallerStreamHealthIndicator(check);
+    }
+
+    @Bean
+    ModelsHealthIndicator modelsHealthIndicator(ModelRegistry registry, ServerReadiness readiness) {
+        return new ModelsHealthIndicator(registry, readiness);
+    }
+
+    @Bean
+    CudaHealthIndicator cudaHealthIndicator(CudaRuntime cuda, StreamPools pools, TensorRtProbe tensorRt) {
+        return new CudaHealthIndicator(cuda, pools, tensorRt);
+    }
+}

@@ -1,0 +1,146 @@
+package io.etserve.cuda;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.bytedeco.cuda.cudart.cudaDeviceProp;
+import org.bytedeco.cuda.global.cudart;
+import org.bytedeco.javacpp.Loader;
+import org.bytedeco.javacpp.SizeTPointer;
+
+/**
+ * The host's CUDA runtime through JavaCPP, probed once. Without a driver or a device the
+ * probe reports why ({@link #unavailableReason()}) and the service runs CPU-only.
+ */
+public final class CudaRuntime {
+
+    /** One visible device. Memory values are read when asked: see {@link #memory(int)}. */
+    public record Device(int ordinal, String name, int computeMajor, int computeMinor, long totalMemory) {}
+
+    public record Memory(long free, long total) {}
+
+    private final boolean available;
+    private final String unavailableReason;
+    private final int driverVersion;
+    private final int runtimeVersion;
+    private final List<Device> devices;
+
+    private CudaRuntime(boolean available, String reason, int driver, int runtime, List<Device> devices) {
+        this.available = available;
+        this.unavailableReason = reason;
+        this.driverVersion = driver;
+        this.runtimeVersion = runtime;
+        this.devices = List.copyOf(devices);
+    }
+
+    /** Loads JavaCPP's CUDA bindings and lists devices; never throws. */
+    public static CudaRuntime probe() {
+        try {
+            Loader.load(cudart.class);
+        } catch (UnsatisfiedLinkError | NoClassDefFoundError | ExceptionInInitializerError e) {
+            return unavailable("CUDA runtime not loadable (no driver or libcudart.so.13 on this host): "
+                    + rootMessage(e));
+        }
+        try {
+            int[] count = {0};
+            int rc = cudart.cudaGetDeviceCount(count);
+            int[] driver = {0};
+            int[] runtime = {0};
+            cudart.cudaDriverGetVersion(driver);
+            cudart.cudaRuntimeGetVersion(runtime);
+            if (rc != 0) {
+                return new CudaRuntime(false, "cudaGetDeviceCount: " + errorName(rc), driver[0], runtime[0], List.of());
+            }
+            if (count[0] == 0) {
+                return new CudaRuntime(false, "no CUDA device visible", driver[0], runtime[0], List.of());
+            }
+            List<Device> devices = new ArrayList<>();
+            for (int d = 0; d < count[0]; d++) {
+                try (cudaDeviceProp prop = new cudaDeviceProp()) {
+                    check("cudaGetDeviceProperties", cudart.cudaGetDeviceProperties(prop, d));
+                    devices.add(new Device(d, prop.name().getString(), prop.major(), prop.minor(),
+                            prop.totalGlobalMem()));
+                }
+            }
+            return new CudaRuntime(true, null, driver[0], runtime[0], devices);
+        } catch (RuntimeException | UnsatisfiedLinkError e) {
+            return unavailable("CUDA probe failed: " + rootMessage(e));
+        }
+    }
+
+    public static CudaRuntime unavailable(String reason) {
+        return new CudaRuntime(false, reason, 0, 0, List.of());
+    }
+
+    public boolean available() {
+        return available;
+    }
+
+    public Optional<String> unavailableReason() {
+        return Optional.ofNullable(unavailableReason);
+    }
+
+    public List<Device> devices() {
+        return devices;
+    }
+
+    /** Driver API version as CUDA encodes it (1000 * major + 10 * minor), 0 when unknown. */
+    public int driverVersion() {
+        return driverVersion;
+    }
+
+    public int runtimeVersion() {
+        return runtimeVersion;
+    }
+
+    public Memory memory(int device) {
+        requireAvailable();
+        synchronized (CudaRuntime.class) {
+            check("cudaSetDevice", cudart.cudaSetDevice(device));
+            try (SizeTPointer free = new SizeTPointer(1); SizeTPointer total = new SizeTPointer(1)) {
+                check("cudaMemGetInfo", cudart.cudaMemGetInfo(free, total));
+                return new Memory(free.get(), total.get());
+            }
+        }
+    }
+
+    /** Priorities the device accepts: [least, greatest] (greatest is numerically lower). */
+    public int[] priorityRange(int device) {
+        requireAvailable();
+        synchronized (CudaRuntime.class) {
+            check("cudaSetDevice", cudart.cudaSetDevice(device));
+            int[] least = {0};
+            int[] greatest = {0};
+            check("cudaDeviceGetStreamPriorityRange", cudart.cudaDeviceGetStreamPriorityRange(least, greatest));
+            return new int[] {least[0], greatest[0]};
+        }
+    }
+
+    private void requireAvailable() {
+        if (!available) {
+            throw new IllegalStateException("CUDA unavailable: " + unavailableReason);
+        }
+    }
+
+    static void check(String call, int rc) {
+        if (rc != 0) {
+            throw new CudaException(call, rc, errorName(rc), cudart.cudaGetErrorString(rc).getString());
+        }
+    }
+
+    static String errorName(int rc) {
+        return cudart.cudaGetErrorName(rc).getString();
+    }
+
+    static String versionString(int v) {
+        return v == 0 ? "unknown" : (v / 1000) + "." + (v % 1000) / 10;
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
+    }
+}

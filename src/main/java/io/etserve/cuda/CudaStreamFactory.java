@@ -1,0 +1,58 @@
+package io.etserve.cuda;
+
+import io.etserve.runtime.StreamSelection;
+import java.util.List;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.cuda.global.cudart;
+
+/** Real CUDA streams through JavaCPP: non-blocking, with the configured priority. */
+public final class CudaStreamFactory implements StreamFactory {
+
+    private final CudaRuntime runtime;
+
+    public CudaStreamFactory(CudaRuntime runtime) {
+        if (!runtime.available()) {
+            throw new IllegalArgumentException("CUDA unavailable: " + runtime.unavailableReason().orElse("?"));
+        }
+        this.runtime = runtime;
+    }
+
+    private record CudaStream(int device, CUstream_st stream) implements ComputeStream {
+        @Override
+        public long handle() {
+            return stream.address();
+        }
+    }
+
+    @Override
+    public List<Integer> devices() {
+        return runtime.devices().stream().map(CudaRuntime.Device::ordinal).toList();
+    }
+
+    @Override
+    public ComputeStream create(int device, int priority) {
+        synchronized (CudaRuntime.class) {
+            CudaRuntime.check("cudaSetDevice", cudart.cudaSetDevice(device));
+            CUstream_st stream = new CUstream_st();
+            // Non-blocking: never implicitly ordered after the legacy default stream.
+            CudaRuntime.check("cudaStreamCreateWithPriority",
+                    cudart.cudaStreamCreateWithPriority(stream, cudart.cudaStreamNonBlocking, priority));
+            return new CudaStream(device, stream);
+        }
+    }
+
+    @Override
+    public void synchronize(ComputeStream stream) {
+        CudaRuntime.check("cudaStreamSynchronize", cudart.cudaStreamSynchronize(((CudaStream) stream).stream()));
+    }
+
+    @Override
+    public void destroy(ComputeStream stream) {
+        CudaRuntime.check("cudaStreamDestroy", cudart.cudaStreamDestroy(((CudaStream) stream).stream()));
+    }
+
+    @Override
+    public StreamSelection.Mode selectionMode() {
+        return StreamSelection.Mode.CUDA;
+    }
+}

@@ -1,0 +1,25 @@
+package io.etserve.cuda;
+
+import io.etserve.runtime.StreamSelection;
+import java.util.List;
+
+/**
+ * Creates, waits for and destroys streams. One production implementation,
+ * {@link CudaStreamFactory} on JavaCPP's CUDA runtime; tests on hosts without a GPU use
+ * opaque handles (as ExecuTorch's own tests do), never a fake CUDA library.
+ */
+public interface StreamFactory {
+
+    /** Devices this factory can create streams on (ordinals). */
+    List<Integer> devices();
+
+    ComputeStream create(int device, int priority);
+
+    /** Blocks until every piece of work queued on the stream has completed. */
+    void synchronize(ComputeStream stream);
+
+    void destroy(ComputeStream stream);
+
+    /** How the bridge must treat these handles. */
+    StreamSelection.Mode selectionMode();
+}

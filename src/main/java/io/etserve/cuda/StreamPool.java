@@ -1,0 +1,166 @@
+package io.etserve.cuda;
+
+import io.etserve.runtime.StreamSelection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongConsumer;
+
+/**
+ * The streams of one device, leased one caller at a time with a bounded wait.
+ *
+ * <p>A lease comes back only once its stream is idle (the pool synchronizes it on return),
+ * so the next caller never inherits in-flight work. {@link #close()} stops new leases,
+ * waits for the leased ones to drain, then destroys the streams.
+ */
+public final class StreamPool implements AutoCloseable {
+
+    private final int device;
+    private final StreamFactory factory;
+    private final List<ComputeStream> streams;
+    private final BlockingQueue<Integer> idle;
+    private final AtomicInteger waiting = new AtomicInteger();
+    private final AtomicReference<String> fault = new AtomicReference<>();
+    private final LongConsumer leaseWaitNanos;
+    private volatile boolean closed;
+
+    /**
+     * @param leaseWaitNanos receives each successful lease's wait time (for metrics)
+     */
+    public StreamPool(int device, int size, int priority, StreamFactory factory, LongConsumer leaseWaitNanos) {
+        if (size < 1) {
+            throw new IllegalArgumentException("a stream pool needs at least one stream");
+        }
+        this.device = device;
+        this.factory = factory;
+        this.leaseWaitNanos = leaseWaitNanos;
+        List<ComputeStream> created = new ArrayList<>(size);
+        try {
+            for (int i = 0; i < size; i++) {
+                created.add(factory.create(device, priority));
+            }
+        } catch (RuntimeException e) {
+            created.forEach(factory::destroy);
+            throw e;
+        }
+        this.streams = List.copyOf(created);
+        this.idle = new ArrayBlockingQueue<>(size, true);
+        for (int i = 0; i < size; i++) {
+            idle.add(i);
+        }
+    }
+
+    public int device() {
+        return device;
+    }
+
+    public int size() {
+        return streams.size();
+    }
+
+    public int idleCount() {
+        return idle.size();
+    }
+
+    public int leasedCount() {
+        return streams.size() - idle.size();
+    }
+
+    public int waitingCount() {
+        return waiting.get();
+    }
+
+    public StreamSelection.Mode selectionMode() {
+        return factory.selectionMode();
+    }
+
+    /** Why the pool stopped leasing (a stream could not be synchronized), if it did. */
+    public java.util.Optional<String> fault() {
+        return java.util.Optional.ofNullable(fault.get());
+    }
+
+    /**
+     * Leases a stream, waiting at most {@code timeout}.
+     *
+     * @throws StreamPoolExhaustedException when none became free in time
+     * @throws IllegalStateException when the pool is closed or faulted
+     */
+    public StreamLease lease(Duration timeout) throws InterruptedException {
+        ensureUsable();
+        long start = System.nanoTime();
+        waiting.incrementAndGet();
+        Integer slot;
+        try {
+            slot = idle.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } finally {
+            waiting.decrementAndGet();
+        }
+        if (slot == null) {
+            throw new StreamPoolExhaustedException(device, timeout);
+        }
+        if (closed || fault.get() != null) {
+            idle.add(slot);
+            ensureUsable();
+        }
+        leaseWaitNanos.accept(System.nanoTime() - start);
+        return new StreamLease(this, slot, streams.get(slot));
+    }
+
+    void release(StreamLease lease) {
+        try {
+            // Work queued by the forward call must be complete before anyone else sees the stream.
+            factory.synchronize(lease.stream());
+        } catch (RuntimeException e) {
+            fault.compareAndSet(null, "stream " + lease.slot() + " of device " + device + ": " + e.getMessage());
+            throw e;
+        } finally {
+            idle.add(lease.slot());
+        }
+    }
+
+    private void ensureUsable() {
+        if (closed) {
+            throw new IllegalStateException("stream pool of device " + device + " is closed");
+        }
+        String f = fault.get();
+        if (f != null) {
+            throw new IllegalStateException("stream pool of device " + device + " is faulted: " + f);
+        }
+    }
+
+    /** Stops leasing, waits up to {@code drain} for leased streams to return, destroys all. */
+    public void close(Duration drain) {
+        closed = true;
+        long deadline = System.nanoTime() + drain.toNanos();
+        while (idle.size() < streams.size() && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        if (idle.size() < streams.size()) {
+            // Destroying a stream with work on it would free memory under running kernels:
+            // leak the streams rather than risk it; the process is going away anyway.
+            return;
+        }
+        for (ComputeStream s : streams) {
+            try {
+                factory.destroy(s);
+            } catch (RuntimeException ignored) {
+                // a sticky CUDA error: nothing left to release
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        close(Duration.ofSeconds(30));
+    }
+}

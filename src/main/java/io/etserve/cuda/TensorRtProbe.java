@@ -1,0 +1,29 @@
+package io.etserve.cuda;
+
+import java.util.Optional;
+import org.bytedeco.javacpp.Loader;
+
+/**
+ * Whether TensorRT's runtime loads on this node (JavaCPP's {@code org.bytedeco:tensorrt}, which
+ * links libnvinfer), and its version. A load failure means "no TensorRT", never a crash.
+ */
+public record TensorRtProbe(boolean available, String version, String reason) {
+
+    public static TensorRtProbe probe() {
+        try {
+            Class<?> nvinfer = Class.forName("org.bytedeco.tensorrt.global.nvinfer");
+            Loader.load(nvinfer);
+            Object v = nvinfer.getMethod("getInferLibVersion").invoke(null);
+            int n = ((Number) v).intValue();
+            // NV_TENSORRT_VERSION encoding: major * 10000 + minor * 100 + patch (TensorRT 10+).
+            return new TensorRtProbe(true, (n / 10000) + "." + (n / 100) % 100 + "." + n % 100, null);
+        } catch (Throwable e) {
+            Throwable root = e;
+            while (root.getCause() != null) {
+                root = root.getCause();
+            }
+            return new TensorRtProbe(false, null, "TensorRT not loadable: "
+                    + Optional.ofNullable(root.getMessage()).orElse(root.getClass().getSimpleName()));
+        }
+    }
+}

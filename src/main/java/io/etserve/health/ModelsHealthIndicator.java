@@ -1,0 +1,43 @@
+package io.etserve.health;
+
+import io.etserve.inference.ModelRegistry;
+import io.etserve.inference.ModelVersionState;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
+
+/** {@code models}: every model version's state; DOWN while the server is not ready. */
+public final class ModelsHealthIndicator implements HealthIndicator {
+
+    private final ModelRegistry registry;
+    private final ServerReadiness readiness;
+
+    public ModelsHealthIndicator(ModelRegistry registry, ServerReadiness readiness) {
+        this.registry = registry;
+        this.readiness = readiness;
+    }
+
+    @Override
+    public Health health() {
+        Map<String, Object> models = new LinkedHashMap<>();
+        for (ModelVersionState s : registry.states()) {
+            Map<String, Object> d = new LinkedHashMap<>();
+            d.put("status", s.status().name());
+            s.reasonIfNotReady().ifPresent(r -> d.put("reason", r));
+            s.loaded().ifPresent(m -> {
+                d.put("backends", m.signature().backends());
+                if (m.instances() != null) {
+                    d.put("placement", m.instances().placement());
+                    d.put("instances", m.instances().capacity());
+                }
+            });
+            models.put(s.name() + (s.version().isEmpty() ? "" : ":" + s.version()), d);
+        }
+        var why = readiness.whyNotReady();
+        boolean modelsOk = registry.isLoaded() && registry.repositoryError().isEmpty();
+        Health.Builder b = modelsOk && why.isEmpty() ? Health.up() : Health.down();
+        why.ifPresent(w -> b.withDetail("reason", w));
+        return b.withDetail("models", models).build();
+    }
+}

@@ -1,0 +1,57 @@
+package io.etserve.health;
+
+import io.etserve.inference.ModelRegistry;
+import io.etserve.inference.ModelVersionState;
+import java.util.List;
+import java.util.Optional;
+import org.springframework.boot.availability.ApplicationAvailability;
+import org.springframework.boot.availability.ReadinessState;
+
+/**
+ * One answer to "may traffic come here?", shared by the protocol's {@code /v2/health/ready}
+ * and the actuator's readiness group: the application accepts traffic (it goes false first on
+ * shutdown), the caller-stream check holds, and the models have loaded (with strict readiness:
+ * all of them are ready).
+ */
+public final class ServerReadiness {
+
+    private final ModelRegistry registry;
+    private final ApplicationAvailability availability;
+    private final CallerStreamCheck callerStream;
+    private final boolean strict;
+
+    public ServerReadiness(ModelRegistry registry, ApplicationAvailability availability, CallerStreamCheck callerStream,
+            boolean strict) {
+        this.registry = registry;
+        this.availability = availability;
+        this.callerStream = callerStream;
+        this.strict = strict;
+    }
+
+    public Optional<String> whyNotReady() {
+        if (availability.getReadinessState() != ReadinessState.ACCEPTING_TRAFFIC) {
+            return Optional.of("the application is not accepting traffic (" + availability.getReadinessState() + ")");
+        }
+        CallerStreamCheck.Result cs = callerStream.check();
+        if (!cs.ok()) {
+            return Optional.of(cs.summary());
+        }
+        if (!registry.isLoaded()) {
+            return Optional.of("models are still loading");
+        }
+        if (registry.repositoryError().isPresent()) {
+            return registry.repositoryError();
+        }
+        if (strict) {
+            List<ModelVersionState> notReady = registry.states().stream().filter(s -> !s.ready()).toList();
+            if (!notReady.isEmpty()) {
+                return Optional.of("not ready: " + notReady.stream().map(s -> s.name() + ":" + s.version()).toList());
+            }
+        }
+        return Optional.empty();
+    }
+
+    public boolean isReady() {
+        return whyNotReady().isEmpty();
+    }
+}

@@ -1,0 +1,232 @@
+package io.etserve.inference;
+
+import io.etserve.runtime.ExecuTorchException;
+import io.etserve.runtime.ExecutionInput;
+import io.etserve.runtime.ExecutionOutput;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Runs one request on one model version: checks it against the model's signature, takes a
+ * free instance (bounded wait), executes, and names the outputs.
+ */
+public final class InferenceService {
+
+    private final ModelRegistry registry;
+    private final Duration queueTimeout;
+    private final InferenceObserver observer;
+    private final ExecutionGuard guard;
+
+    /**
+     * Wraps each native execution (circuit breaking, fault detection); the identity by default.
+     */
+    public interface ExecutionGuard {
+        <T> T run(LoadedModel model, java.util.concurrent.Callable<T> execution) throws Exception;
+
+        ExecutionGuard DIRECT = new ExecutionGuard() {
+            @Override
+            public <T> T run(LoadedModel model, java.util.concurrent.Callable<T> execution) throws Exception {
+                return execution.call();
+            }
+        };
+    }
+
+    public InferenceService(ModelRegistry registry, Duration queueTimeout, InferenceObserver observer,
+            ExecutionGuard guard) {
+        this.registry = registry;
+        this.queueTimeout = queueTimeout;
+        this.observer = observer;
+        this.guard = guard;
+    }
+
+    public InferenceResponse infer(String modelName, String version, InferenceRequest request) {
+        long start = System.nanoTime();
+        ModelVersionState state;
+        try {
+            state = registry.resolve(modelName, version);
+        } catch (ModelNotFoundException e) {
+            observer.failure("unknown", "", InferenceObserver.FailureReason.OTHER, System.nanoTime() - start);
+            throw e;
+        }
+        if (!state.ready()) {
+            observer.failure(state.name(), state.version(), InferenceObserver.FailureReason.OTHER,
+                    System.nanoTime() - start);
+            throw new ModelUnavailableException("model '" + state.name() + "' version " + state.version()
+                    + " is not ready: " + state.reason());
+        }
+        LoadedModel model = state.model();
+        observer.pending(model.name(), 1);
+        try {
+            return run(model, request, start);
+        } finally {
+            observer.pending(model.name(), -1);
+        }
+    }
+
+    private InferenceResponse run(LoadedModel model, InferenceRequest request, long start) {
+        InferenceObserver.FailureReason reason = InferenceObserver.FailureReason.OTHER;
+        try {
+            List<ExecutionInput> inputs = bindInputs(model, request);
+            Selection selected = selectOutputs(model, request);
+            long queued = System.nanoTime();
+            try (ExecutionSlot slot = acquire(model)) {
+                long acquired = System.nanoTime();
+                reason = InferenceObserver.FailureReason.BACKEND;
+                List<ExecutionOutput> outs = guard.run(model, () -> slot.instance().execute(inputs, slot.selection()));
+                long executed = System.nanoTime();
+                InferenceResponse response = new InferenceResponse(model.name(), model.version(), request.id(),
+                        nameOutputs(model, outs, selected.names()), selected.binary());
+                long done = System.nanoTime();
+                observer.success(model.name(), model.version(), acquired - queued, queued - start,
+                        executed - acquired, done - executed);
+                return response;
+            }
+        } catch (OverloadedException e) {
+            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.REJECTED,
+                    System.nanoTime() - start);
+            throw e;
+        } catch (ExecuTorchException e) {
+            observer.failure(model.name(), model.version(),
+                    e.isInvalidInput() ? InferenceObserver.FailureReason.OTHER : reason, System.nanoTime() - start);
+            if (e.isInvalidInput()) {
+                throw new InvalidInputException("model '" + model.name() + "' rejected the input: " + e.getMessage());
+            }
+            throw e;
+        } catch (RuntimeException e) {
+            observer.failure(model.name(), model.version(), reason, System.nanoTime() - start);
+            throw e;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.REJECTED,
+                    System.nanoTime() - start);
+            throw new ModelUnavailableException("interrupted while waiting for an instance");
+        } catch (Exception e) {
+            observer.failure(model.name(), model.version(), reason, System.nanoTime() - start);
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+    }
+
+    private ExecutionSlot acquire(LoadedModel model) throws InterruptedException {
+        try {
+            return model.instances().acquire(queueTimeout);
+        } catch (OverloadedException e) {
+            throw new OverloadedException("model '" + model.name() + "' is at capacity: " + e.getMessage(),
+                    e.retryAfter());
+        }
+    }
+
+    /** Orders the request's tensors as the method expects them, checking each one. */
+    static List<ExecutionInput> bindInputs(LoadedModel model, InferenceRequest request) {
+        List<TensorMetadata> expected = model.inputs();
+        Map<String, Tensor> byName = new HashMap<>();
+        for (Tensor t : request.inputs()) {
+            if (byName.put(t.name(), t) != null) {
+                throw new InvalidInputException("input '" + t.name() + "' appears twice");
+            }
+        }
+        for (String name : byName.keySet()) {
+            if (expected.stream().noneMatch(m -> m.name().equals(name))) {
+                throw new InvalidInputException("model '" + model.name() + "' has no input '" + ModelRegistry.abbreviate(name)
+                        + "'; its inputs are " + expected.stream().map(TensorMetadata::name).toList());
+            }
+        }
+        List<ExecutionInput> bound = new ArrayList<>(expected.size());
+        for (TensorMetadata meta : expected) {
+            Tensor t = byName.get(meta.name());
+            if (t == null) {
+                throw new InvalidInputException("missing input '" + meta.name() + "' (" + meta.dataType().protocolName()
+                        + " " + Arrays.toString(meta.shape()) + ")");
+            }
+            if (t.dataType() != meta.dataType()) {
+                throw new InvalidInputException("input '" + meta.name() + "' must be " + meta.dataType().protocolName()
+                        + ", got " + t.dataType().protocolName());
+            }
+            long[] shape = t.shape();
+            long[] planned = meta.shape();
+            if (shape.length != planned.length) {
+                throw new InvalidInputException("input '" + meta.name() + "' must have shape " + Arrays.toString(planned)
+                        + ", got " + Arrays.toString(shape));
+            }
+            for (int d = 0; d < shape.length; d++) {
+                // The planned size is the upper bound; ExecuTorch refuses what a static method cannot take.
+                if (shape[d] > planned[d]) {
+                    throw new InvalidInputException("input '" + meta.name() + "' must have shape "
+                            + Arrays.toString(planned) + ", got " + Arrays.toString(shape));
+                }
+            }
+            long elements = t.elementCount();
+            if (elements > model.maxElementsPerTensor()) {
+                throw new InvalidInputException("input '" + meta.name() + "' has " + elements
+                        + " elements; the limit is " + model.maxElementsPerTensor());
+            }
+            ByteBuffer data = t.data();
+            long bytes = elements * meta.dataType().byteSize();
+            if (data.remaining() != bytes) {
+                throw new InvalidInputException("input '" + meta.name() + "' carries " + data.remaining()
+                        + " bytes; its shape needs " + bytes);
+            }
+            if (!data.isDirect()) {
+                ByteBuffer direct = ByteBuffer.allocateDirect(data.remaining());
+                direct.put(data).flip();
+                data = direct;
+            }
+            bound.add(new ExecutionInput(data, meta.dataType().executorchCode(), shape));
+        }
+        return bound;
+    }
+
+    private record Selection(List<String> names, Set<String> binary) {}
+
+    private static Selection selectOutputs(LoadedModel model, InferenceRequest request) {
+        List<String> all = model.outputs().stream().map(TensorMetadata::name).toList();
+        Set<String> binary = new HashSet<>();
+        if (request.outputs().isEmpty()) {
+            if (request.binaryOutputByDefault()) {
+                binary.addAll(all);
+            }
+            return new Selection(all, binary);
+        }
+        List<String> names = new ArrayList<>();
+        for (InferenceRequest.RequestedOutput o : request.outputs()) {
+            if (!all.contains(o.name())) {
+                throw new InvalidInputException("model '" + model.name() + "' has no output '"
+                        + ModelRegistry.abbreviate(o.name()) + "'; its outputs are " + all);
+            }
+            if (names.contains(o.name())) {
+                throw new InvalidInputException("output '" + o.name() + "' requested twice");
+            }
+            names.add(o.name());
+            if (o.binary() != null ? o.binary() : request.binaryOutputByDefault()) {
+                binary.add(o.name());
+            }
+        }
+        return new Selection(names, binary);
+    }
+
+    private static List<Tensor> nameOutputs(LoadedModel model, List<ExecutionOutput> outs, List<String> wanted) {
+        List<TensorMetadata> meta = model.outputs();
+        if (outs.size() != meta.size()) {
+            throw new IllegalStateException("method returned " + outs.size() + " outputs, its signature declares "
+                    + meta.size());
+        }
+        List<Tensor> result = new ArrayList<>(wanted.size());
+        for (String name : wanted) {
+            int i = 0;
+            while (!meta.get(i).name().equals(name)) {
+                i++;
+            }
+            ExecutionOutput out = outs.get(i);
+            DataType type = DataType.fromExecutorch(out.scalarType()).orElseThrow(
+                    () -> new IllegalStateException("output '" + name + "' has unsupported dtype " + out.scalarType()));
+            result.add(new Tensor(name, type, out.shape(), ByteBuffer.wrap(out.data())));
+        }
+        return result;
+    }
+}

@@ -1,0 +1,24 @@
+package io.etserve.inference;
+
+import java.time.Duration;
+
+/** The Modules of one model version, handed out one caller at a time. */
+public interface InstancePool extends AutoCloseable {
+
+    /**
+     * Waits at most {@code timeout} for a free instance.
+     *
+     * @throws OverloadedException when none became free in time
+     */
+    ExecutionSlot acquire(Duration timeout) throws InterruptedException;
+
+    /** Concurrent calls this pool can run. */
+    int capacity();
+
+    /** Where the instances run, for metadata and health: "cpu" or "cuda:N". */
+    String placement();
+
+    /** Frees every Module, waiting for running calls to finish. */
+    @Override
+    void close();
+}

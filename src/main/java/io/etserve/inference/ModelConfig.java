@@ -1,0 +1,126 @@
+package io.etserve.inference;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.SafeConstructor;
+
+/**
+ * A model's optional {@code config.yml}, beside its version directories:
+ *
+ * <pre>
+ * method: forward            # the method to serve
+ * inputs: [ { name: x } ]    # tensor names, in the method's input order
+ * outputs: [ { name: y } ]
+ * instances: 2               # CPU Modules (GPU models get one per stream slot)
+ * max-elements-per-tensor: 1048576
+ * </pre>
+ */
+public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
+        Optional<Integer> instances, Optional<Long> maxElementsPerTensor) {
+
+    public static final String FILE_NAME = "config.yml";
+    private static final int MAX_CONFIG_BYTES = 64 * 1024;
+
+    public ModelConfig {
+        inputNames = List.copyOf(inputNames);
+        outputNames = List.copyOf(outputNames);
+    }
+
+    public static ModelConfig defaults() {
+        return new ModelConfig("forward", List.of(), List.of(), Optional.empty(), Optional.empty());
+    }
+
+    /** Reads {@code dir/config.yml}, or the defaults when there is none. */
+    public static ModelConfig read(Path modelDir) throws InvalidModelConfigException {
+        Path file = modelDir.resolve(FILE_NAME);
+        if (!Files.isRegularFile(file)) {
+            return defaults();
+        }
+        try (InputStream in = Files.newInputStream(file)) {
+            byte[] bytes = in.readNBytes(MAX_CONFIG_BYTES + 1);
+            if (bytes.length > MAX_CONFIG_BYTES) {
+                throw new InvalidModelConfigException(file + " is larger than 64 KiB");
+            }
+            LoaderOptions options = new LoaderOptions();
+            options.setAllowDuplicateKeys(false);
+            options.setMaxAliasesForCollections(10);
+            Object doc = new Yaml(new SafeConstructor(options)).load(new String(bytes, java.nio.charset.StandardCharsets.UTF_8));
+            return parse(file, doc);
+        } catch (IOException e) {
+            throw new InvalidModelConfigException("cannot read " + file + ": " + e.getMessage());
+        } catch (RuntimeException e) {
+            if (e instanceof InvalidModelConfigException ice) {
+                throw ice;
+            }
+            throw new InvalidModelConfigException("invalid YAML in " + file + ": " + e.getMessage());
+        }
+    }
+
+    private static ModelConfig parse(Path file, Object doc) {
+        if (doc == null) {
+            return defaults();
+        }
+        if (!(doc instanceof Map<?, ?> map)) {
+            throw new InvalidModelConfigException(file + " must be a YAML mapping");
+        }
+        for (Object key : map.keySet()) {
+            if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor").contains(key)) {
+                throw new InvalidModelConfigException(file + ": unknown key '" + key + "'");
+            }
+        }
+        String method = map.containsKey("method") ? string(file, "method", map.get("method")) : "forward";
+        Optional<Integer> instances = Optional.ofNullable(map.get("instances")).map(v -> positiveInt(file, "instances", v));
+        Optional<Long> maxElements = Optional.ofNullable(map.get("max-elements-per-tensor"))
+                .map(v -> (long) positiveInt(file, "max-elements-per-tensor", v));
+        return new ModelConfig(method, names(file, "inputs", map.get("inputs")),
+                names(file, "outputs", map.get("outputs")), instances, maxElements);
+    }
+
+    private static List<String> names(Path file, String key, Object value) {
+        if (value == null) {
+            return List.of();
+        }
+        if (!(value instanceof List<?> list)) {
+            throw new InvalidModelConfigException(file + ": '" + key + "' must be a list");
+        }
+        List<String> names = new ArrayList<>();
+        for (Object item : list) {
+            Object name = item instanceof Map<?, ?> m ? m.get("name") : item;
+            String n = string(file, key + "[].name", name);
+            if (names.contains(n)) {
+                throw new InvalidModelConfigException(file + ": duplicate name '" + n + "' in " + key);
+            }
+            names.add(n);
+        }
+        return names;
+    }
+
+    private static String string(Path file, String key, Object v) {
+        if (!(v instanceof String s) || s.isBlank() || s.length() > 256) {
+            throw new InvalidModelConfigException(file + ": '" + key + "' must be a non-empty string");
+        }
+        return s;
+    }
+
+    private static int positiveInt(Path file, String key, Object v) {
+        if (!(v instanceof Integer i) || i < 1) {
+            throw new InvalidModelConfigException(file + ": '" + key + "' must be a positive integer");
+        }
+        return i;
+    }
+
+    /** The config file is malformed: the model fails to load with this message. */
+    public static class InvalidModelConfigException extends RuntimeException {
+        public InvalidModelConfigException(String message) {
+            super(message);
+        }
+    }
+}

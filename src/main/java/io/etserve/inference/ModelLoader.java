@@ -1,0 +1,114 @@
+package io.etserve.inference;
+
+import io.etserve.cuda.StreamPool;
+import io.etserve.cuda.StreamPools;
+import io.etserve.runtime.ExecuTorchException;
+import io.etserve.runtime.MethodSignature;
+import io.etserve.runtime.Program;
+import io.etserve.runtime.ProgramInstance;
+import io.etserve.runtime.TensorSpec;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Turns one {@code <model>/<version>/model.pte} into a {@link ModelVersionState}: loads and
+ * verifies the program, maps its signature to protocol names and types, checks that this node
+ * can run its delegates, and creates the instances (one per stream slot on a GPU, else the
+ * configured CPU count). Never throws for a bad model: the state says what went wrong.
+ */
+public final class ModelLoader {
+
+    private final Program.Verification verification;
+    private final StreamPools streamPools;
+    private final NodeCapabilities node;
+    private final int defaultInstances;
+    private final long defaultMaxElements;
+
+    public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
+            int defaultInstances, long defaultMaxElements) {
+        this.verification = verification;
+        this.streamPools = streamPools;
+        this.node = node;
+        this.defaultInstances = defaultInstances;
+        this.defaultMaxElements = defaultMaxElements;
+    }
+
+    public ModelVersionState load(String name, String version, Path file, ModelConfig config) {
+        Program program;
+        try {
+            program = Program.load(file, verification);
+        } catch (ExecuTorchException e) {
+            return ModelVersionState.failed(name, version, "cannot load " + file.getFileName() + ": " + e.getMessage());
+        }
+        List<ProgramInstance> created = new ArrayList<>();
+        try {
+            if (!program.methodNames().contains(config.method())) {
+                program.close();
+                return ModelVersionState.failed(name, version, "the program has no method '" + config.method()
+                        + "' (it has " + program.methodNames() + ")");
+            }
+            MethodSignature signature = program.signature(config.method());
+            List<TensorMetadata> inputs = describe("input", signature.inputs(), config.inputNames());
+            List<TensorMetadata> outputs = describe("output", signature.outputs(), config.outputNames());
+            long maxElements = config.maxElementsPerTensor().orElse(defaultMaxElements);
+
+            Optional<String> notRunnable = node.whyNotRunnable(signature);
+            if (notRunnable.isPresent()) {
+                LoadedModel model = new LoadedModel(name, version, program, signature, inputs, outputs, null, maxElements);
+                return ModelVersionState.unavailable(model, notRunnable.get());
+            }
+            InstancePool pool;
+            Optional<StreamPool> streams = streamPools.defaultPool();
+            if (streams.isPresent()) {
+                for (int i = 0; i < streams.get().size(); i++) {
+                    created.add(program.newInstance(config.method()));
+                }
+                pool = new StreamInstancePool(streams.get(), created);
+            } else {
+                int n = config.instances().orElse(defaultInstances);
+                for (int i = 0; i < n; i++) {
+                    created.add(program.newInstance(config.method()));
+                }
+                pool = new CpuInstancePool(created);
+            }
+            return ModelVersionState.ready(new LoadedModel(name, version, program, signature, inputs, outputs, pool,
+                    maxElements));
+        } catch (ExecuTorchException | InvalidModelException e) {
+            created.forEach(ProgramInstance::close);
+            program.close();
+            return ModelVersionState.failed(name, version, e.getMessage());
+        }
+    }
+
+    private static List<TensorMetadata> describe(String kind, List<TensorSpec> specs, List<String> names) {
+        if (!names.isEmpty() && names.size() != specs.size()) {
+            throw new InvalidModelException("config.yml names " + names.size() + " " + kind + "s but the method has "
+                    + specs.size());
+        }
+        List<TensorMetadata> out = new ArrayList<>(specs.size());
+        for (int i = 0; i < specs.size(); i++) {
+            TensorSpec spec = specs.get(i);
+            if (!spec.tensor()) {
+                throw new InvalidModelException(kind + " " + i + " is not a tensor; only tensor " + kind
+                        + "s can be served");
+            }
+            int code = spec.scalarType();
+            int index = i;
+            DataType type = DataType.fromExecutorch(code).orElseThrow(
+                    () -> new InvalidModelException(kind + " " + index + " has ExecuTorch dtype " + code
+                            + ", which the protocol cannot carry"));
+            String name = names.isEmpty() ? kind + "__" + i : names.get(i);
+            out.add(new TensorMetadata(name, type, spec.sizes()));
+        }
+        return out;
+    }
+
+    /** The program loaded but cannot be served as configured. */
+    static final class InvalidModelException extends RuntimeException {
+        InvalidModelException(String message) {
+            super(message);
+        }
+    }
+}

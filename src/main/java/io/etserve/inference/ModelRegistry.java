@@ -1,0 +1,167 @@
+package io.etserve.inference;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The model repository: {@code <root>/<model>/[config.yml]} and {@code <root>/<model>/<version>/model.pte}.
+ * Loads everything once at startup; a model that fails to load is reported and skipped while
+ * the others serve.
+ */
+public final class ModelRegistry implements AutoCloseable {
+
+    public static final String PROGRAM_FILE = "model.pte";
+    private static final Logger log = LoggerFactory.getLogger(ModelRegistry.class);
+
+    private final Path root;
+    private final ModelLoader loader;
+    private final Map<String, TreeMap<Long, ModelVersionState>> models = new ConcurrentHashMap<>();
+    private final AtomicBoolean loaded = new AtomicBoolean();
+    private volatile String repositoryError;
+
+    public ModelRegistry(Path root, ModelLoader loader) {
+        this.root = root;
+        this.loader = loader;
+    }
+
+    /** Loads every model version in the repository (idempotent). */
+    public void loadAll() {
+        if (!loaded.compareAndSet(false, true)) {
+            return;
+        }
+        if (!Files.isDirectory(root)) {
+            repositoryError = "model repository " + root.toAbsolutePath() + " is not a directory";
+            log.error(repositoryError);
+            return;
+        }
+        for (Path modelDir : list(root)) {
+            String name = modelDir.getFileName().toString();
+            if (!Files.isDirectory(modelDir) || name.startsWith(".")) {
+                continue;
+            }
+            if (!ModelNames.isValidModelName(name)) {
+                log.warn("skipping {}: not a valid model name", modelDir);
+                continue;
+            }
+            loadModel(name, modelDir);
+        }
+    }
+
+    private void loadModel(String name, Path modelDir) {
+        TreeMap<Long, ModelVersionState> versions = new TreeMap<>();
+        ModelConfig config;
+        try {
+            config = ModelConfig.read(modelDir);
+        } catch (ModelConfig.InvalidModelConfigException e) {
+            versions.put(0L, ModelVersionState.failed(name, "", e.getMessage()));
+            models.put(name, versions);
+            log.error("model {} failed: {}", name, e.getMessage());
+            return;
+        }
+        for (Path versionDir : list(modelDir)) {
+            String version = versionDir.getFileName().toString();
+            if (!Files.isDirectory(versionDir) || !ModelNames.isValidVersion(version)) {
+                continue;
+            }
+            Path file = versionDir.resolve(PROGRAM_FILE);
+            ModelVersionState state = Files.isRegularFile(file)
+                    ? loader.load(name, version, file, config)
+                    : ModelVersionState.failed(name, version, "no " + PROGRAM_FILE + " in " + versionDir);
+            versions.put(Long.parseLong(version), state);
+            switch (state.status()) {
+                case READY -> log.info("model {} version {} ready on {}", name, version,
+                        state.model().instances().placement());
+                case UNAVAILABLE -> log.warn("model {} version {} unavailable: {}", name, version, state.reason());
+                case FAILED -> log.error("model {} version {} failed: {}", name, version, state.reason());
+            }
+        }
+        if (versions.isEmpty()) {
+            versions.put(0L, ModelVersionState.failed(name, "", "no version directory with a " + PROGRAM_FILE));
+        }
+        models.put(name, versions);
+    }
+
+    private static List<Path> list(Path dir) {
+        List<Path> out = new ArrayList<>();
+        try (DirectoryStream<Path> s = Files.newDirectoryStream(dir)) {
+            s.forEach(out::add);
+        } catch (IOException e) {
+            log.error("cannot list {}: {}", dir, e.getMessage());
+        }
+        out.sort(Comparator.naturalOrder());
+        return out;
+    }
+
+    public boolean isLoaded() {
+        return loaded.get();
+    }
+
+    public Optional<String> repositoryError() {
+        return Optional.ofNullable(repositoryError);
+    }
+
+    public Collection<String> modelNames() {
+        return new TreeMap<>(models).keySet();
+    }
+
+    /** Every version of every model. */
+    public List<ModelVersionState> states() {
+        return new TreeMap<>(models).values().stream().flatMap(v -> v.values().stream()).toList();
+    }
+
+    /**
+     * The named version, or the highest version when {@code version} is null.
+     *
+     * @throws ModelNotFoundException for an unknown model or version
+     */
+    public ModelVersionState resolve(String name, String version) {
+        TreeMap<Long, ModelVersionState> versions = ModelNames.isValidModelName(name) ? models.get(name) : null;
+        if (versions == null) {
+            throw new ModelNotFoundException("unknown model '" + abbreviate(name) + "'");
+        }
+        if (version == null || version.isEmpty()) {
+            return versions.lastEntry().getValue();
+        }
+        ModelVersionState state = ModelNames.isValidVersion(version) ? versions.get(Long.parseLong(version)) : null;
+        if (state == null) {
+            throw new ModelNotFoundException("unknown version '" + abbreviate(version) + "' of model '" + name + "'");
+        }
+        return state;
+    }
+
+    /** Versions of a model, ascending (for metadata). */
+    public List<String> versions(String name) {
+        TreeMap<Long, ModelVersionState> v = models.get(name);
+        return v == null ? List.of()
+                : v.values().stream().map(ModelVersionState::version).filter(s -> !s.isEmpty()).toList();
+    }
+
+    static String abbreviate(String s) {
+        if (s == null) {
+            return "";
+        }
+        String clean = s.replaceAll("[^\\x20-\\x7E]", "?");
+        return clean.length() > 64 ? clean.substring(0, 64) + "..." : clean;
+    }
+
+    @Override
+    public void close() {
+        for (ModelVersionState s : states()) {
+            s.loaded().ifPresent(LoadedModel::close);
+        }
+        models.clear();
+    }
+}

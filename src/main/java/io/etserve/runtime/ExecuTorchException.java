@@ -1,0 +1,51 @@
+package io.etserve.runtime;
+
+/**
+ * An error reported by ExecuTorch or by the bridge around it.
+ *
+ * <p>{@link #errorName()} is ExecuTorch's error name ({@code InvalidProgram},
+ * {@code InvalidArgument}, {@code OperatorMissing}, ...) or one of the bridge's own
+ * ({@code CudaError}, {@code Internal}); {@link #nativeLog()} holds the lines ExecuTorch
+ * logged on the calling thread during the failed call.
+ */
+public class ExecuTorchException extends RuntimeException {
+
+    private final String errorName;
+    private final int errorCode;
+    private final String nativeLog;
+
+    // Called from the bridge (jni_bridge.cpp): keep the signature in step with it.
+    public ExecuTorchException(String errorName, int errorCode, String message, String nativeLog) {
+        super(compose(errorName, message, nativeLog));
+        this.errorName = errorName;
+        this.errorCode = errorCode;
+        this.nativeLog = nativeLog == null ? "" : nativeLog;
+    }
+
+    private static String compose(String name, String message, String log) {
+        String base = message + " (" + name + ")";
+        return log == null || log.isBlank() ? base : base + ": " + log.strip().replace('\n', ';');
+    }
+
+    public String errorName() {
+        return errorName;
+    }
+
+    public int errorCode() {
+        return errorCode;
+    }
+
+    public String nativeLog() {
+        return nativeLog;
+    }
+
+    /** True for errors caused by the caller's input rather than by the program or runtime. */
+    public boolean isInvalidInput() {
+        return "InvalidArgument".equals(errorName) || "InvalidType".equals(errorName);
+    }
+
+    /** True for CUDA failures, which may leave the device unusable. */
+    public boolean isCudaError() {
+        return "CudaError".equals(errorName);
+    }
+}

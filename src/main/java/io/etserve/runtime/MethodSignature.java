@@ -1,0 +1,44 @@
+package io.etserve.runtime;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/** Inputs, outputs and delegate backends of one method of a program. */
+public record MethodSignature(String method, List<TensorSpec> inputs, List<TensorSpec> outputs,
+        List<String> backends) {
+
+    private static final int TAG_TENSOR = 1;
+
+    public MethodSignature {
+        inputs = List.copyOf(inputs);
+        outputs = List.copyOf(outputs);
+        backends = List.copyOf(backends);
+    }
+
+    public boolean usesBackend(String backend) {
+        return backends.contains(backend);
+    }
+
+    /** Decodes the bridge's flat encoding (see {@link NativeBridge#methodSignature}). */
+    static MethodSignature decode(String method, long[] encoded, String[] backends) {
+        int[] cursor = {0};
+        List<TensorSpec> inputs = decodeSpecs(encoded, cursor);
+        List<TensorSpec> outputs = decodeSpecs(encoded, cursor);
+        return new MethodSignature(method, inputs, outputs, List.of(backends));
+    }
+
+    private static List<TensorSpec> decodeSpecs(long[] e, int[] cursor) {
+        int count = (int) e[cursor[0]++];
+        List<TensorSpec> specs = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            boolean tensor = e[cursor[0]++] == TAG_TENSOR;
+            int dtype = (int) e[cursor[0]++];
+            int rank = (int) e[cursor[0]++];
+            long[] sizes = new long[rank];
+            System.arraycopy(e, cursor[0], sizes, 0, rank);
+            cursor[0] += rank;
+            specs.add(new TensorSpec(tensor, dtype, sizes));
+        }
+        return specs;
+    }
+}

@@ -1,0 +1,43 @@
+package io.etserve.runtime;
+
+import java.nio.ByteBuffer;
+
+/**
+ * The JNI surface of {@code libetserve_jni.so} (native/src/jni_bridge.cpp). Package-private:
+ * the rest of the service goes through {@link Program}, {@link ProgramInstance} and
+ * {@link CallerStreamInspector}. Every method throws {@link ExecuTorchException} on failure.
+ */
+final class NativeBridge {
+
+    private NativeBridge() {}
+
+    static native long openProgram(String path, int verification);
+
+    static native void closeProgram(long program);
+
+    static native String[] methodNames(long program);
+
+    /** [numInputs, (tag, dtype, rank, dims...)*, numOutputs, (tag, dtype, rank, dims...)*]. */
+    static native long[] methodSignature(long program, String method);
+
+    static native String[] methodBackends(long program, String method);
+
+    static native long openInstance(long program, String method);
+
+    static native void closeInstance(long instance);
+
+    /**
+     * Runs the instance's method. Inputs are direct buffers read in place; outputs come back as
+     * Java-owned copies, their dtypes and shapes written into the two out-arrays.
+     */
+    static native byte[][] execute(long instance, ByteBuffer[] inputs, int[] dtypes, long[][] shapes,
+            int streamMode, long stream, int device, int[] outDtypes, long[][] outShapes);
+
+    /** Flattened (path, soname) pairs of every loaded object that defines getCallerStream. */
+    static native String[] callerStreamDefiners();
+
+    /** [hasValue, handle] of the calling thread's caller-stream selection. */
+    static native long[] observeCallerStream();
+
+    static native String[] registeredBackends();
+}

@@ -1,0 +1,236 @@
+package io.etserve.runtime;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+/**
+ * Loads the JNI bridge and the ExecuTorch libraries it needs, once per JVM.
+ *
+ * <p>The jar carries them under {@value #RESOURCE_DIR} with a {@code libraries.txt} listing the
+ * load order. They are extracted into a content-addressed directory (or read from
+ * {@link Options#libraryDir()} when set, as in the container image) and loaded in that order,
+ * so every later library, delegates included, resolves against the same {@code libexecutorch.so}
+ * and the same caller-stream library.
+ */
+public final class NativeRuntime {
+
+    static final String RESOURCE_DIR = "META-INF/etserve/native/linux-x86_64";
+    private static final String MANIFEST = "libraries.txt";
+    private static final String CUDART = "libcudart.so.13";
+    static final String BRIDGE = "libetserve_jni.so";
+
+    /**
+     * @param libraryDir a directory already holding the libraries (skips extraction)
+     * @param extractDir where to extract the jar's libraries when {@code libraryDir} is empty
+     * @param extraLibraries more delegate libraries to load after the bridge (they register by name)
+     */
+    public record Options(Optional<Path> libraryDir, Path extractDir, List<Path> extraLibraries) {
+        public Options {
+            extraLibraries = List.copyOf(extraLibraries);
+        }
+
+        public static Options defaults() {
+            return new Options(Optional.empty(), Path.of(System.getProperty("java.io.tmpdir"), "etserve-native"),
+                    List.of());
+        }
+    }
+
+    /** What was loaded, from where: for health details and logs. */
+    public record Info(Path directory, Map<String, Path> libraries, List<String> registeredBackends) {}
+
+    private static Info info;
+
+    private NativeRuntime() {}
+
+    /** Loads with {@link Options#defaults()} unless already loaded. */
+    public static void ensureLoaded() {
+        load(Options.defaults());
+    }
+
+    /**
+     * Loads the libraries; later calls return the first result (a JVM can load them once).
+     *
+     * @throws NativeLibraryException with one sentence naming what failed and how to fix it
+     */
+    public static synchronized Info load(Options options) {
+        if (info != null) {
+            loadExtras(options.extraLibraries(), info.libraries());
+            return info();
+        }
+        String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+        String arch = System.getProperty("os.arch", "");
+        if (!os.contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64"))) {
+            throw new NativeLibraryException("The ExecuTorch bridge is built for Linux x86-64 only; this JVM runs on "
+                    + os + "/" + arch + ".", null);
+        }
+        Path dir = options.libraryDir().orElseGet(() -> extract(options.extractDir()));
+        List<String> order = readManifest(dir);
+        Map<String, Path> loaded = new LinkedHashMap<>();
+        for (String name : order) {
+            Path file = name.equals(CUDART) ? systemCudaRuntime().orElse(dir.resolve(name)) : dir.resolve(name);
+            loadOne(name, file, dir);
+            loaded.put(name, file);
+        }
+        loadExtras(options.extraLibraries(), loaded);
+        info = new Info(dir, loaded, List.of());
+        return info();
+    }
+
+    public static synchronized Info info() {
+        if (info == null) {
+            throw new IllegalStateException("native runtime not loaded");
+        }
+        return new Info(info.directory(), Map.copyOf(info.libraries()), List.of(NativeBridge.registeredBackends()));
+    }
+
+    public static synchronized boolean isLoaded() {
+        return info != null;
+    }
+
+    private static void loadExtras(List<Path> extras, Map<String, Path> loaded) {
+        for (Path extra : extras) {
+            String name = extra.getFileName().toString();
+            if (!loaded.containsValue(extra.toAbsolutePath())) {
+                loadOne(name, extra.toAbsolutePath(), extra.toAbsolutePath().getParent());
+                loaded.put(name, extra.toAbsolutePath());
+            }
+        }
+    }
+
+    private static void loadOne(String name, Path file, Path dir) {
+        if (!Files.isRegularFile(file)) {
+            throw new NativeLibraryException("Native library " + name + " is missing from " + dir
+                    + "; set etserve.native.library-dir to a directory holding this build's libraries"
+                    + " (or leave it unset to use the ones inside the jar).", null);
+        }
+        try {
+            System.load(file.toAbsolutePath().toString());
+        } catch (UnsatisfiedLinkError e) {
+            throw new NativeLibraryException("Cannot load native library " + file + ": " + e.getMessage()
+                    + " (the bridge needs Linux x86-64 with glibc 2.28+ and libstdc++).", e);
+        }
+    }
+
+    private static List<String> readManifest(Path dir) {
+        Path manifest = dir.resolve(MANIFEST);
+        try {
+            return Files.readAllLines(manifest, StandardCharsets.UTF_8).stream()
+                    .map(String::strip).filter(s -> !s.isEmpty()).toList();
+        } catch (IOException e) {
+            throw new NativeLibraryException("No " + MANIFEST + " in " + dir
+                    + ": it is not a directory of etserve native libraries.", e);
+        }
+    }
+
+    /**
+     * The host's CUDA runtime when it has one, so the bridge, the caller-stream library and
+     * JavaCPP's CUDA bindings all share one libcudart; the bundled copy serves CPU-only hosts.
+     */
+    static Optional<Path> systemCudaRuntime() {
+        List<String> dirs = new ArrayList<>();
+        for (String var : List.of("LD_LIBRARY_PATH")) {
+            String v = System.getenv(var);
+            if (v != null) {
+                dirs.addAll(List.of(v.split(":")));
+            }
+        }
+        dirs.addAll(List.of(System.getProperty("java.library.path", "").split(":")));
+        String cudaHome = System.getenv("CUDA_HOME");
+        if (cudaHome != null) {
+            dirs.add(cudaHome + "/lib64");
+        }
+        dirs.addAll(List.of("/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
+                "/usr/lib/x86_64-linux-gnu"));
+        return dirs.stream().filter(d -> !d.isBlank()).map(d -> Path.of(d, CUDART)).filter(Files::isRegularFile)
+                .findFirst();
+    }
+
+    /** Extracts the jar's libraries into {@code base/<content hash>}, reusing an earlier extraction. */
+    private static Path extract(Path base) {
+        ClassLoader cl = NativeRuntime.class.getClassLoader();
+        byte[] manifest = resource(cl, MANIFEST);
+        if (manifest == null) {
+            throw new NativeLibraryException("This build carries no native libraries (" + RESOURCE_DIR + "/" + MANIFEST
+                    + " is missing from the classpath); build with `mvn package` or set etserve.native.library-dir.",
+                    null);
+        }
+        List<String> names = new String(manifest, StandardCharsets.UTF_8).lines().map(String::strip)
+                .filter(s -> !s.isEmpty()).toList();
+        Map<String, byte[]> files = new LinkedHashMap<>();
+        MessageDigest digest = sha256();
+        digest.update(manifest);
+        for (String name : names) {
+            byte[] bytes = resource(cl, name);
+            if (bytes == null) {
+                throw new NativeLibraryException("Native library " + name + " listed in " + MANIFEST
+                        + " is missing from the jar; rebuild it.", null);
+            }
+            digest.update(name.getBytes(StandardCharsets.UTF_8));
+            digest.update(bytes);
+            files.put(name, bytes);
+        }
+        Path target = base.resolve(HexFormat.of().formatHex(digest.digest(), 0, 12));
+        if (Files.isRegularFile(target.resolve(MANIFEST))) {
+            return target;
+        }
+        try {
+            Files.createDirectories(base);
+            Path staging = Files.createTempDirectory(base, ".staging-");
+            for (Map.Entry<String, byte[]> f : files.entrySet()) {
+                Files.write(staging.resolve(f.getKey()), f.getValue());
+            }
+            Files.write(staging.resolve(MANIFEST), manifest);
+            try {
+                Files.move(staging, target, StandardCopyOption.ATOMIC_MOVE);
+            } catch (FileAlreadyExistsException | AtomicMoveNotSupportedException
+                    | java.nio.file.DirectoryNotEmptyException raced) {
+                deleteTree(staging); // another JVM extracted the same content first
+            }
+            return target;
+        } catch (IOException e) {
+            throw new NativeLibraryException("Cannot extract the native libraries into " + base + ": " + e.getMessage()
+                    + "; set etserve.native.extract-dir to a writable directory.", e);
+        }
+    }
+
+    private static byte[] resource(ClassLoader cl, String name) {
+        try (InputStream in = cl.getResourceAsStream(RESOURCE_DIR + "/" + name)) {
+            return in == null ? null : in.readAllBytes();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void deleteTree(Path dir) throws IOException {
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted((a, b) -> b.getNameCount() - a.getNameCount()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package io.etserve.runtime;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A loaded ExecuTorch program ({@code .pte}), memory-mapped and verified. Thread-safe: many
+ * {@link ProgramInstance}s share it, one per concurrent worker.
+ *
+ * <p>Closing releases the Java handle; native memory goes once the last instance is closed
+ * too, since instances keep the shared program alive.
+ */
+public final class Program implements AutoCloseable {
+
+    /** How thoroughly ExecuTorch checks the file before trusting it. */
+    public enum Verification {
+        MINIMAL,
+        INTERNAL_CONSISTENCY
+    }
+
+    private final Path path;
+    private final Object lock = new Object();
+    private long handle;
+
+    private Program(Path path, long handle) {
+        this.path = path;
+        this.handle = handle;
+    }
+
+    /** Loads a program; throws {@link ExecuTorchException} for a missing, corrupt or foreign file. */
+    public static Program load(Path path, Verification verification) {
+        NativeRuntime.ensureLoaded();
+        Objects.requireNonNull(path, "path");
+        long handle = NativeBridge.openProgram(path.toAbsolutePath().toString(), verification.ordinal());
+        return new Program(path, handle);
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    public List<String> methodNames() {
+        synchronized (lock) {
+            return List.of(NativeBridge.methodNames(live()));
+        }
+    }
+
+    public MethodSignature signature(String method) {
+        synchronized (lock) {
+            long h = live();
+            return MethodSignature.decode(method, NativeBridge.methodSignature(h, method),
+                    NativeBridge.methodBackends(h, method));
+        }
+    }
+
+    /** A new Module over this program with {@code method} loaded (planned memory allocated now). */
+    public ProgramInstance newInstance(String method) {
+        synchronized (lock) {
+            MethodSignature signature = signature(method);
+            return new ProgramInstance(NativeBridge.openInstance(live(), method), signature);
+        }
+    }
+
+    private long live() {
+        if (handle == 0) {
+            throw new IllegalStateException("program " + path + " is closed");
+        }
+        return handle;
+    }
+
+    @Override
+    public void close() {
+        synchronized (lock) {
+            if (handle != 0) {
+                NativeBridge.closeProgram(handle);
+                handle = 0;
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+package io.etserve.runtime;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * One ExecuTorch {@code Module} over a shared {@link Program}: the unit of concurrency.
+ *
+ * <p>Not thread-safe by nature; the pools hand an instance to one caller at a time, and
+ * this class refuses a second concurrent call instead of corrupting memory. {@link #close()}
+ * waits for a running call to finish, so a Module is never freed under native work.
+ */
+public final class ProgramInstance implements AutoCloseable {
+
+    private final MethodSignature signature;
+    private final ReentrantLock inUse = new ReentrantLock();
+    private volatile long handle;
+
+    ProgramInstance(long handle, MethodSignature signature) {
+        this.handle = handle;
+        this.signature = signature;
+    }
+
+    public MethodSignature signature() {
+        return signature;
+    }
+
+    /** Runs the method on {@code inputs} under {@code stream}; outputs are Java-owned copies. */
+    public List<ExecutionOutput> execute(List<ExecutionInput> inputs, StreamSelection stream) {
+        if (!inUse.tryLock()) {
+            throw new IllegalStateException("a ProgramInstance is not thread-safe; it is already executing");
+        }
+        try {
+            long h = handle;
+            if (h == 0) {
+                throw new IllegalStateException("instance is closed");
+            }
+            int n = inputs.size();
+            ByteBuffer[] buffers = new ByteBuffer[n];
+            int[] dtypes = new int[n];
+            long[][] shapes = new long[n][];
+            for (int i = 0; i < n; i++) {
+                ExecutionInput in = inputs.get(i);
+                buffers[i] = in.data();
+                dtypes[i] = in.scalarType();
+                shapes[i] = in.shape();
+            }
+            int outputs = signature.outputs().size();
+            int[] outTypes = new int[outputs];
+            long[][] outShapes = new long[outputs][];
+            byte[][] data = NativeBridge.execute(h, buffers, dtypes, shapes, stream.mode().ordinal(),
+                    stream.handle(), stream.device(), outTypes, outShapes);
+            List<ExecutionOutput> result = new ArrayList<>(data.length);
+            for (int i = 0; i < data.length; i++) {
+                result.add(new ExecutionOutput(outTypes[i], outShapes[i], data[i]));
+            }
+            return result;
+        } finally {
+            inUse.unlock();
+        }
+    }
+
+    @Override
+    public void close() {
+        inUse.lock();
+        try {
+            if (handle != 0) {
+                NativeBridge.closeInstance(handle);
+                handle = 0;
+            }
+        } finally {
+            inUse.unlock();
+        }
+    }
+}
