@@ -37,32 +37,33 @@ ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /src
 COPY . /src
 RUN case "$APP_JAR_SOURCE" in \
-      build) \
-        apt-get update -qq; \
-        apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven \
-          python3 python3-venv g++ unzip binutils ca-certificates >/dev/null; \
-        rm -rf /var/lib/apt/lists/*; \
-        bash native/build.sh setup; \
-        if [[ -n "$EXECUTORCH_INDEX_URL" ]]; then \
-          .venv/bin/python -m pip install --quiet --no-deps --force-reinstall \
-            --index-url "$EXECUTORCH_INDEX_URL" "executorch==$EXECUTORCH_VERSION"; \
-          # The CUDA wheel's caller-stream library is the one its CUDA delegate links: \
-          # the bridge must link the same file, or the process holds two selections. \
-          wheel_caller_stream="$(find .venv -name 'libexecutorch_extension_cuda.so*' -print -quit)"; \
-          if [[ -n "$wheel_caller_stream" ]]; then export ETSERVE_CALLER_STREAM_LIBRARY="$PWD/$wheel_caller_stream"; fi; \
-        fi; \
-        rm -f target/etserve-*.jar; \
-        mvn $MAVEN_BUILD_ARGS package ;; \
-      prebuilt) ;; \
+      prebuilt) exit 0 ;; \
+      build) ;; \
       *) echo "APP_JAR_SOURCE must be build or prebuilt, not '$APP_JAR_SOURCE'" >&2; exit 2 ;; \
     esac; \
-    jars=(target/etserve-*.jar); \
+    apt-get update -qq; \
+    apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven \
+      python3 python3-venv g++ unzip binutils ca-certificates >/dev/null; \
+    rm -rf /var/lib/apt/lists/*; \
+    bash native/build.sh setup; \
+    if [[ -n "$EXECUTORCH_INDEX_URL" ]]; then \
+      .venv/bin/python -m pip install --quiet --no-deps --force-reinstall \
+        --index-url "$EXECUTORCH_INDEX_URL" "executorch==$EXECUTORCH_VERSION"; \
+      # The CUDA wheel's caller-stream library is the one its CUDA delegate links: the \
+      # bridge must link that same file, or the process holds two selections (NOTES §2). \
+      wheel_caller_stream="$(find "$PWD/.venv" -name 'libexecutorch_extension_cuda.so*' -print -quit)"; \
+      if [[ -n "$wheel_caller_stream" ]]; then export ETSERVE_CALLER_STREAM_LIBRARY="$wheel_caller_stream"; fi; \
+    fi; \
+    rm -f target/etserve-*.jar; \
+    mvn $MAVEN_BUILD_ARGS package
+# Same layout from either source; the linkage gate runs on the very directory the runtime gets.
+RUN jars=(target/etserve-*.jar); \
     if [[ ${#jars[@]} -ne 1 || ! -f "${jars[0]}" ]]; then \
       echo "expected exactly one target/etserve-*.jar (APP_JAR_SOURCE=$APP_JAR_SOURCE), found: ${jars[*]}" >&2; exit 1; \
     fi; \
     mkdir -p /out/opt/etserve/native /out/models; \
     cp "${jars[0]}" /out/opt/etserve/app.jar; \
-    # Spring Boot keeps resources under BOOT-INF/classes/; a plain jar at the root. \
+    # Spring Boot keeps resources under BOOT-INF/classes/; a plain jar at its root. \
     unzip -q -j /out/opt/etserve/app.jar '*META-INF/etserve/native/linux-x86_64/*' -d /out/opt/etserve/native; \
     test -f /out/opt/etserve/native/libraries.txt; \
     cp -r models/. /out/models/; \
@@ -76,7 +77,7 @@ RUN if ! command -v java >/dev/null; then \
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$JRE_PACKAGE" >/dev/null; \
       rm -rf /var/lib/apt/lists/*; \
     fi; \
-    java -version 2>&1 | head -n 1; \
+    java -version; \
     groupadd --gid 10001 etserve; \
     useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin etserve
 COPY --from=app /out/ /

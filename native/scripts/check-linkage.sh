@@ -146,6 +146,9 @@ check_dir() {
 
 (($# == 2)) || usage
 mode="$1" target="$2"
+[[ -e "$target" ]] || { echo "no such file or directory: $target" >&2; exit 2; }
+# Absolute, so that LD_LIBRARY_PATH and ldd's answers are absolute too.
+target="$(realpath "$target")"
 RESOLVED_CALLER_STREAM=""
 case "$mode" in
   --bridge)

@@ -92,6 +92,14 @@ file(COPY "${FIXTURES}/package/META-INF" DESTINATION "${FIXTURES}/package_second
 set(second_copy "${FIXTURES}/package_second_copy/${native_dir}/libexecutorch_extension_cuda.so")
 copy_to("${REAL_LIBRARY}" "${second_copy}")
 run("${PATCHELF}" --set-soname libexecutorch_extension_cuda.so "${second_copy}")
+# ... and without it: the bridge's NEEDED entry then resolves nowhere.
+file(COPY "${FIXTURES}/package/META-INF" DESTINATION "${FIXTURES}/package_without_caller_stream")
+file(GLOB caller_stream_copies
+     "${FIXTURES}/package_without_caller_stream/${native_dir}/lib*extension_cuda.so*")
+if(NOT caller_stream_copies)
+  message(FATAL_ERROR "the staged package has no lib*extension_cuda.so* to leave out")
+endif()
+file(REMOVE ${caller_stream_copies})
 foreach(tree package package_second_copy)
   execute_process(COMMAND "${CMAKE_COMMAND}" -E tar cf "${FIXTURES}/${tree}.jar" --format=zip
                           META-INF

@@ -2,6 +2,7 @@ package io.etserve.api.protocol;
 
 import tools.jackson.core.StreamReadConstraints;
 import tools.jackson.core.StreamReadFeature;
+import tools.jackson.core.StreamWriteFeature;
 import tools.jackson.core.json.JsonFactory;
 
 /** The one Jackson factory the codecs share; factories are thread-safe and costly to build. */
@@ -17,6 +18,9 @@ final class ProtocolJson {
             .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING_DEPTH).build())
             // Two "shape" fields in one input must be an error, not "the last one wins".
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            // Schubfach: the shortest text that reads back as the same float/double, ~2x faster
+            // than Float.toString on large outputs.
+            .enable(StreamWriteFeature.USE_FAST_DOUBLE_WRITER)
             .build();
 
     private ProtocolJson() {}

@@ -8,6 +8,7 @@ import static io.etserve.api.protocol.ProtocolTestSupport.lengthPrefixed;
 import static io.etserve.api.protocol.ProtocolTestSupport.utf8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.entry;
 
 import io.etserve.api.protocol.ProtocolTestSupport.BinaryBody;
 import io.etserve.inference.DataType;
@@ -52,11 +53,11 @@ class InferRequestDecoderTest {
 
             assertThat(r.id()).isEqualTo("req-1");
             assertThat(r.parameters()).containsOnly(
-                    org.assertj.core.api.Assertions.entry("priority", 3L),
-                    org.assertj.core.api.Assertions.entry("tag", "a\"b"),
-                    org.assertj.core.api.Assertions.entry("ratio", 1.5),
-                    org.assertj.core.api.Assertions.entry("flag", true),
-                    org.assertj.core.api.Assertions.entry("huge", new BigInteger("18446744073709551616")));
+                    entry("priority", 3L),
+                    entry("tag", "a\"b"),
+                    entry("ratio", 1.5),
+                    entry("flag", true),
+                    entry("huge", new BigInteger("18446744073709551616")));
             assertThat(r.outputs()).isEmpty();
             assertThat(r.binaryOutputByDefault()).isFalse();
         }

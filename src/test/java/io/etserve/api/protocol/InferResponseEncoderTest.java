@@ -51,6 +51,50 @@ class InferResponseEncoderTest {
     }
 
     @Test
+    void everyFiniteFloatAndDoubleTextReadsBackToTheSameBits() {
+        java.util.Random random = new java.util.Random(7);
+        int n = 20_000;
+        ByteBuffer floats = le(4 * n);
+        ByteBuffer doubles = le(8 * n);
+        int[] floatBits = new int[n];
+        long[] doubleBits = new long[n];
+        for (int i = 0; i < n; i++) {
+            do {
+                floatBits[i] = random.nextInt();
+            } while (!Float.isFinite(Float.intBitsToFloat(floatBits[i])));
+            do {
+                doubleBits[i] = random.nextLong();
+            } while (!Double.isFinite(Double.longBitsToDouble(doubleBits[i])));
+            floats.putInt(floatBits[i]);
+            doubles.putLong(doubleBits[i]);
+        }
+
+        String json = text(encode(Set.of(),
+                tensor("f", DataType.FP32, new long[] {n}, bytesOf(floats.flip())),
+                tensor("d", DataType.FP64, new long[] {n}, bytesOf(doubles.flip()))));
+
+        String[] floatTexts = dataOf(json, 0).split(",");
+        String[] doubleTexts = dataOf(json, 1).split(",");
+        assertThat(floatTexts).hasSize(n);
+        assertThat(doubleTexts).hasSize(n);
+        for (int i = 0; i < n; i++) {
+            // -0.0 and 0.0 differ in bits, so compare bits, not values.
+            assertThat(Float.floatToRawIntBits(Float.parseFloat(floatTexts[i]))).as(floatTexts[i]).isEqualTo(floatBits[i]);
+            assertThat(Double.doubleToRawLongBits(Double.parseDouble(doubleTexts[i]))).as(doubleTexts[i])
+                    .isEqualTo(doubleBits[i]);
+        }
+    }
+
+    /** The text between the brackets of the index-th output's "data" array (flat arrays only). */
+    private static String dataOf(String json, int index) {
+        int start = -1;
+        for (int i = 0; i <= index; i++) {
+            start = json.indexOf("\"data\":[", start + 1);
+        }
+        return json.substring(start + 8, json.indexOf(']', start));
+    }
+
+    @Test
     void nonFiniteFloatsBecomeStrings() {
         Tensor f = tensor("f", DataType.FP32, new long[] {3}, bytesOf(le(12)
                 .putFloat(Float.NaN).putFloat(Float.POSITIVE_INFINITY).putFloat(Float.NEGATIVE_INFINITY).flip()));

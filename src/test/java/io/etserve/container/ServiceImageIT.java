@@ -1,0 +1,245 @@
+package io.etserve.container;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.etserve.support.Http;
+import io.etserve.support.Reference;
+import io.etserve.support.TestPaths;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.testcontainers.DockerClientFactory;
+import org.testcontainers.containers.Container.ExecResult;
+import org.testcontainers.containers.GenericContainer;
+import org.testcontainers.containers.wait.strategy.AbstractWaitStrategy;
+import org.testcontainers.images.builder.ImageFromDockerfile;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * The real image, built from the project's Dockerfile with the jar this build packaged, run
+ * the way a cluster runs it: non-root, read-only root file system, a tmpfs at /tmp.
+ *
+ * <p>Needs a container engine that can build without pulling: the CPU flavour's base images
+ * come from {@code .ci/base-images.sh}, the engine from {@code .ci/container-engine.sh start}.
+ * Environment for Testcontainers on such an engine (set by {@code .ci/run}):
+ * {@code DOCKER_HOST=unix:///var/run/docker.sock}, {@code TESTCONTAINERS_RYUK_DISABLED=true}
+ * (Ryuk's image cannot be pulled) and {@code TESTCONTAINERS_HOST_OVERRIDE=localhost} (there is
+ * no bridge network). The engine has no bridge, so the container shares the host's network and
+ * gets free ports through {@code SERVER_PORT} and {@code MANAGEMENT_SERVER_PORT}.
+ *
+ * <p>Without an engine this class fails; it never skips.
+ */
+@Tag("container")
+class ServiceImageIT {
+
+    private static final String BUILD_BASE =
+            System.getProperty("etserve.test.image.build-base", "etserve-base/tools-cpu:bookworm");
+    private static final String RUNTIME_BASE =
+            System.getProperty("etserve.test.image.runtime-base", "etserve-base/runtime-cpu:bookworm");
+    private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(
+            Long.getLong("etserve.test.image.startup-timeout-s", 180));
+    private static final String MODEL = "demo-portable";
+
+    private static GenericContainer<?> service;
+    private static Http api;
+    private static Http management;
+
+    @BeforeAll
+    static void startImage() {
+        if (!DockerClientFactory.instance().isDockerAvailable()) {
+            fail("No container engine answers (DOCKER_HOST=" + System.getenv("DOCKER_HOST")
+                    + "). Start one with `.ci/container-engine.sh start` and make the base images with"
+                    + " `.ci/base-images.sh`.");
+        }
+        Path root = TestPaths.repoRoot();
+        Path jar = packagedJar(root);
+        int apiPort = freePort();
+        int managementPort = freePort();
+
+        ImageFromDockerfile image = new ImageFromDockerfile("etserve-it/service:" + jar.getFileName().toString()
+                .replaceAll("[^A-Za-z0-9_.-]", "_").toLowerCase(), true)
+                // The repository root is the context; its .dockerignore keeps it to sources and the jar.
+                .withDockerfile(root.resolve("Dockerfile"))
+                .withBuildArg("APP_JAR_SOURCE", "prebuilt")
+                .withBuildArg("BUILD_BASE", BUILD_BASE)
+                .withBuildArg("RUNTIME_BASE", RUNTIME_BASE)
+                .withBuildImageCmdModifier(cmd -> cmd.withNetworkMode("host"));
+
+        service = new GenericContainer<>(image)
+                .withNetworkMode("host")
+                .withEnv("SERVER_PORT", Integer.toString(apiPort))
+                .withEnv("MANAGEMENT_SERVER_PORT", Integer.toString(managementPort))
+                // exec: JavaCPP and the CUDA delegate load libraries they write under /tmp.
+                .withTmpFs(Map.of("/tmp", "rw,exec,nosuid,nodev,size=512m,mode=1777"))
+                .withCreateContainerCmdModifier(cmd -> cmd.getHostConfig().withReadonlyRootfs(true))
+                .waitingFor(new ReadinessProbe(managementPort).withStartupTimeout(STARTUP_TIMEOUT));
+        service.start();
+        api = Http.local(apiPort);
+        management = Http.local(managementPort);
+    }
+
+    @AfterAll
+    static void stopImage() {
+        if (service != null) {
+            service.stop();
+        }
+    }
+
+    @Test
+    void probesAnswerUp() {
+        for (String probe : List.of("/actuator/health/liveness", "/actuator/health/readiness")) {
+            Http.Response r = management.get(probe);
+            assertEquals(200, r.status(), probe + ": " + r.text());
+            assertEquals("UP", r.json().path("status").asString(), probe + ": " + r.text());
+        }
+        Http.Response ready = api.get("/v2/health/ready");
+        assertEquals(200, ready.status(), "/v2/health/ready: " + ready.text());
+    }
+
+    @Test
+    void inferenceMatchesTheExportedReference() {
+        Reference reference = Reference.load(TestPaths.demoModels().resolve(MODEL + "/1/reference.json"));
+        Reference.Case first = reference.cases().get(0);
+
+        ObjectNode request = Http.JSON.createObjectNode();
+        ArrayNode inputs = request.putArray("inputs");
+        for (Reference.TensorValue input : first.inputs()) {
+            inputs.add(input.json());
+        }
+        Http.Response r = api.post("/v2/models/" + MODEL + "/infer", request.toString());
+        assertEquals(200, r.status(), r.text());
+
+        JsonNode outputs = r.json().path("outputs");
+        assertEquals(first.outputs().size(), outputs.size(), r.text());
+        for (Reference.TensorValue expected : first.outputs()) {
+            JsonNode actual = outputNamed(outputs, expected.name());
+            assertEquals(expected.datatype(), actual.path("datatype").asString(), r.text());
+            assertEquals(expected.json().path("shape"), actual.path("shape"), r.text());
+            JsonNode data = actual.path("data");
+            assertEquals(expected.data().size(), data.size(), r.text());
+            List<String> mismatches = new ArrayList<>();
+            for (int i = 0; i < data.size(); i++) {
+                double want = expected.data().get(i);
+                double got = data.get(i).asDouble();
+                if (!reference.close(got, want)) {
+                    mismatches.add("[" + i + "] " + got + " != " + want);
+                }
+            }
+            assertTrue(mismatches.isEmpty(), expected.name() + " outside atol=" + reference.atol() + " rtol="
+                    + reference.rtol() + ": " + mismatches);
+        }
+    }
+
+    @Test
+    void runsAsNonRootOnAReadOnlyRootFileSystem() throws Exception {
+        ExecResult uid = service.execInContainer("id", "-u");
+        assertEquals("10001", uid.getStdout().strip(), uid.getStderr());
+
+        ExecResult write = service.execInContainer("touch", "/opt/etserve/probe");
+        assertNotEquals(0, write.getExitCode(), "the root file system accepted a write");
+        assertTrue(write.getStderr().contains("Read-only file system"), write.getStderr());
+
+        ExecResult tmp = service.execInContainer("touch", "/tmp/probe");
+        assertEquals(0, tmp.getExitCode(), tmp.getStderr());
+    }
+
+    @Test
+    void loadsTheNativeLibrariesTheImageShips() throws Exception {
+        // ETSERVE_NATIVE_LIBRARY_DIR names /opt/etserve/native: nothing may be extracted to /tmp.
+        ExecResult extracted = service.execInContainer("test", "-e", "/tmp/etserve-native");
+        assertNotEquals(0, extracted.getExitCode(),
+                "the service extracted its libraries to /tmp instead of loading /opt/etserve/native");
+        ExecResult listed = service.execInContainer("cat", "/opt/etserve/native/libraries.txt");
+        assertTrue(listed.getStdout().contains("libetserve_jni.so"), listed.getStdout());
+    }
+
+    private static JsonNode outputNamed(JsonNode outputs, String name) {
+        for (JsonNode o : outputs) {
+            if (name.equals(o.path("name").asString())) {
+                return o;
+            }
+        }
+        throw new AssertionError("no output named " + name + " in " + outputs);
+    }
+
+    /** The jar failsafe names, which must be the one the Dockerfile's prebuilt path copies. */
+    private static Path packagedJar(Path root) {
+        String property = System.getProperty("etserve.test.jar");
+        if (property == null) {
+            fail("System property etserve.test.jar is not set (failsafe sets it to the packaged jar)");
+        }
+        Path jar = Path.of(property).toAbsolutePath().normalize();
+        if (!Files.isRegularFile(jar)) {
+            fail("No packaged jar at " + jar + ": run `mvn package` first");
+        }
+        if (!jar.getParent().equals(root.resolve("target")) || !jar.getFileName().toString().startsWith("etserve-")) {
+            fail("The image is built from target/etserve-*.jar in " + root + ", but etserve.test.jar is " + jar);
+        }
+        return jar;
+    }
+
+    private static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Polls the readiness probe on the host's loopback: with host networking there are no mapped
+     * ports for Testcontainers' own HTTP wait strategy. Fails at once when the container exits.
+     */
+    private static final class ReadinessProbe extends AbstractWaitStrategy {
+        private final Http management;
+
+        ReadinessProbe(int managementPort) {
+            this.management = Http.local(managementPort);
+        }
+
+        @Override
+        protected void waitUntilReady() {
+            Instant deadline = Instant.now().plus(startupTimeout);
+            String last = "no answer";
+            while (Instant.now().isBefore(deadline)) {
+                if (!waitStrategyTarget.isRunning()) {
+                    throw new IllegalStateException("the container exited before it was ready; its log:\n"
+                            + waitStrategyTarget.getLogs());
+                }
+                try {
+                    Http.Response r = management.get("/actuator/health/readiness");
+                    if (r.status() == 200) {
+                        return;
+                    }
+                    last = r.status() + " " + r.text();
+                } catch (UncheckedIOException e) {
+                    last = e.getCause().toString();
+                }
+                try {
+                    Thread.sleep(500);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException(e);
+                }
+            }
+            throw new IllegalStateException("not ready within " + startupTimeout + " (last: " + last + "); its log:\n"
+                    + waitStrategyTarget.getLogs());
+        }
+    }
+}
