@@ -49,10 +49,15 @@ timed() {
   log "$what: $((SECONDS - t0))s"
 }
 
-chroot_apt_install() {
+# apt inside the rootfs; its chatter goes to a log that is shown only when it fails.
+chroot_apt() {
   local rootfs="$1"; shift
-  chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends -o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false "$@" >/dev/null
+  if ! chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive apt-get -y -q \
+      -o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false "$@" >>"$CACHE/apt.log" 2>&1; then
+    log "apt-get $* failed in the rootfs; last lines of $CACHE/apt.log:"
+    tail -n 30 "$CACHE/apt.log" >&2
+    return 1
+  fi
 }
 
 slim_and_pack() {
@@ -66,6 +71,14 @@ slim_and_pack() {
   mv "$tarball.partial" "$tarball"
 }
 
+run_debootstrap() {
+  if ! debootstrap --variant=minbase --arch=amd64 "$SUITE" "$1" "$2" >"$CACHE/debootstrap.log" 2>&1; then
+    log "debootstrap failed; last lines of $CACHE/debootstrap.log:"
+    tail -n 30 "$CACHE/debootstrap.log" >&2
+    return 1
+  fi
+}
+
 make_rootfs() {
   local rootfs="$CACHE/rootfs-$SUITE"
   local mirror; mirror="$(debian_mirror)"
@@ -75,21 +88,22 @@ make_rootfs() {
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
   fi
+  # A run killed midway may have left the rootfs's /proc mounted: never rm -rf through it.
+  umount "$rootfs/proc" 2>/dev/null || true
   rm -rf "$rootfs"
   mkdir -p "$CACHE"
-  timed "debootstrap --variant=minbase $SUITE" \
-    debootstrap --variant=minbase --arch=amd64 "$SUITE" "$rootfs" "$mirror" >"$CACHE/debootstrap.log" 2>&1
+  timed "debootstrap --variant=minbase $SUITE" run_debootstrap "$rootfs" "$mirror"
   # The host's own Debian sources (suite, updates, security) for current package versions.
   cp /etc/apt/sources.list.d/debian.sources "$rootfs/etc/apt/sources.list.d/" 2>/dev/null \
     && rm -f "$rootfs/etc/apt/sources.list"
   mount -t proc proc "$rootfs/proc"
   trap 'umount "$rootfs/proc" 2>/dev/null || true' EXIT
-  timed "apt-get update (chroot)" chroot "$rootfs" apt-get update -qq \
-    -o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false
-  timed "install ${RUNTIME_PACKAGES[*]}" chroot_apt_install "$rootfs" "${RUNTIME_PACKAGES[@]}"
+  : >"$CACHE/apt.log"
+  timed "apt-get update (rootfs)" chroot_apt "$rootfs" update
+  timed "install ${RUNTIME_PACKAGES[*]}" chroot_apt "$rootfs" install --no-install-recommends "${RUNTIME_PACKAGES[@]}"
   chroot "$rootfs" java -version >/dev/null 2>&1 || { log "java does not run in the rootfs"; exit 1; }
   timed "pack runtime rootfs" slim_and_pack "$rootfs" "$RUNTIME_TAR"
-  timed "install ${TOOLS_PACKAGES[*]}" chroot_apt_install "$rootfs" "${TOOLS_PACKAGES[@]}"
+  timed "install ${TOOLS_PACKAGES[*]}" chroot_apt "$rootfs" install --no-install-recommends "${TOOLS_PACKAGES[@]}"
   timed "pack tools rootfs" slim_and_pack "$rootfs" "$TOOLS_TAR"
   umount "$rootfs/proc"
   trap - EXIT

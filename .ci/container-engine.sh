@@ -3,6 +3,8 @@
 #   .ci/container-engine.sh start   install docker.io if missing, start dockerd, wait for it
 #   .ci/container-engine.sh stop    stop the dockerd this script started
 #   .ci/container-engine.sh status  exit 0 when an engine answers
+#   .ci/container-engine.sh env     print the exports Testcontainers needs on this engine:
+#                                   eval "$(.ci/container-engine.sh env)"
 # Idempotent: `start` does nothing when an engine already answers on DOCKER_HOST.
 #
 # No registry is reachable and no bridge network may be created, so the daemon runs with no
@@ -101,9 +103,18 @@ stop() {
   rm -f "$PID_FILE"
 }
 
+# Ryuk (Testcontainers' reaper) is an image that cannot be pulled here; without a bridge
+# network Testcontainers must be told the engine's containers are reached on localhost.
+print_env() {
+  printf 'export DOCKER_HOST=%q\n' "$DOCKER_HOST"
+  echo 'export TESTCONTAINERS_RYUK_DISABLED=true'
+  echo 'export TESTCONTAINERS_HOST_OVERRIDE=localhost'
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) engine_answers ;;
-  *) echo "usage: .ci/container-engine.sh start|stop|status" >&2; exit 2 ;;
+  env) print_env ;;
+  *) echo "usage: .ci/container-engine.sh start|stop|status|env" >&2; exit 2 ;;
 esac

@@ -38,6 +38,7 @@ class ProtocolApiTest {
             .copy(TestPaths.demoModels(), "demo-xnnpack")
             .copy(TestPaths.testModels(), "dtypes")
             .copy(TestPaths.testModels(), "two-inputs")
+            .copy(TestPaths.testModels(), "caller-stream-probe")
             .withBrokenModels(TestPaths.demoModels().resolve("demo-portable/1/model.pte"))
             .withFile("bad name!/1/model.pte", "skipped: not a valid model name");
 
@@ -45,6 +46,7 @@ class ProtocolApiTest {
     static void properties(DynamicPropertyRegistry r) {
         r.add("etserve.model-repository", () -> REPO.root().toString());
         r.add("management.server.port", () -> "0");
+        r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         r.add("etserve.inference.max-request-size", () -> "1MB");
         r.add("etserve.inference.max-elements-per-tensor", () -> "100000");
     }
@@ -350,6 +352,16 @@ class ProtocolApiTest {
         // Still serving.
         assertThat(http.post("/v2/models/demo-portable/infer", demoRequest("FP32", "[1,16]", zeros(16))).status())
                 .isEqualTo(200);
+    }
+
+    @Test
+    void withoutStreamPoolsNoStreamIsSelected() {
+        // CPU-only node: no lease, no guard; the probe delegate sees no selection.
+        Http.Response r = http.post("/v2/models/caller-stream-probe/infer",
+                "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[0,0]}]}");
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        JsonNode data = r.json().path("outputs").get(0).path("data");
+        assertThat(data.get(0).asLong()).isZero();
     }
 
     @Test

@@ -18,6 +18,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import com.github.dockerjava.api.exception.NotFoundException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -56,24 +57,26 @@ class ServiceImageIT {
             Long.getLong("etserve.test.image.startup-timeout-s", 180));
     private static final String MODEL = "demo-portable";
 
+    private static String imageName;
     private static GenericContainer<?> service;
     private static Http api;
     private static Http management;
 
     @BeforeAll
     static void startImage() {
-        if (!DockerClientFactory.instance().isDockerAvailable()) {
-            fail("No container engine answers (DOCKER_HOST=" + System.getenv("DOCKER_HOST")
-                    + "). Start one with `.ci/container-engine.sh start` and make the base images with"
+        if (!DockerEngine.available()) {
+            fail("No container engine answers at " + DockerEngine.host()
+                    + ". Start one with `.ci/container-engine.sh start` and make the base images with"
                     + " `.ci/base-images.sh`.");
         }
         Path root = TestPaths.repoRoot();
-        Path jar = packagedJar(root);
+        requirePackagedJar(root);
         int apiPort = freePort();
         int managementPort = freePort();
 
-        ImageFromDockerfile image = new ImageFromDockerfile("etserve-it/service:" + jar.getFileName().toString()
-                .replaceAll("[^A-Za-z0-9_.-]", "_").toLowerCase(), true)
+        // Removed in stopImage(): without Ryuk nothing else would.
+        imageName = "etserve-it/service:" + Long.toHexString(System.nanoTime());
+        ImageFromDockerfile image = new ImageFromDockerfile(imageName, false)
                 // The repository root is the context; its .dockerignore keeps it to sources and the jar.
                 .withDockerfile(root.resolve("Dockerfile"))
                 .withBuildArg("APP_JAR_SOURCE", "prebuilt")
@@ -98,6 +101,13 @@ class ServiceImageIT {
     static void stopImage() {
         if (service != null) {
             service.stop();
+        }
+        if (imageName != null) {
+            try {
+                DockerClientFactory.instance().client().removeImageCmd(imageName).withForce(true).exec();
+            } catch (NotFoundException e) {
+                // The build failed before tagging it.
+            }
         }
     }
 
@@ -179,7 +189,7 @@ class ServiceImageIT {
     }
 
     /** The jar failsafe names, which must be the one the Dockerfile's prebuilt path copies. */
-    private static Path packagedJar(Path root) {
+    private static void requirePackagedJar(Path root) {
         String property = System.getProperty("etserve.test.jar");
         if (property == null) {
             fail("System property etserve.test.jar is not set (failsafe sets it to the packaged jar)");
@@ -191,7 +201,6 @@ class ServiceImageIT {
         if (!jar.getParent().equals(root.resolve("target")) || !jar.getFileName().toString().startsWith("etserve-")) {
             fail("The image is built from target/etserve-*.jar in " + root + ", but etserve.test.jar is " + jar);
         }
-        return jar;
     }
 
     private static int freePort() {

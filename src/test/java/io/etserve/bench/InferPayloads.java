@@ -1,0 +1,202 @@
+package io.etserve.bench;
+
+import io.etserve.support.Reference;
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * The {@code /infer} requests the load generator sends, pre-encoded from a model's
+ * reference.json, and the check of every response against the reference outputs (values
+ * PyTorch computed at export time, not anything the service produced).
+ */
+final class InferPayloads {
+
+    enum Format { JSON, BINARY }
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private final Reference reference;
+    private final Format format;
+    private final List<byte[]> requests = new ArrayList<>();
+
+    InferPayloads(Reference reference, Format format, String model, int port) {
+        if (reference.cases().isEmpty()) {
+            throw new IllegalArgumentException("the reference has no cases");
+        }
+        this.reference = reference;
+        this.format = format;
+        for (Reference.Case c : reference.cases()) {
+            requests.add(encode(c, format, model, port));
+        }
+    }
+
+    int cases() {
+        return requests.size();
+    }
+
+    /** The full HTTP request for reference case {@code i}. */
+    byte[] request(int i) {
+        return requests.get(i);
+    }
+
+    /** Null when the response matches case {@code i}; otherwise why it does not. */
+    String check(int i, LoopbackHttpConnection.Response response) {
+        if (response.status() != 200) {
+            return "HTTP " + response.status() + ": " + abbreviate(new String(response.body(), StandardCharsets.UTF_8));
+        }
+        Reference.Case expected = reference.cases().get(i);
+        byte[] body = response.body();
+        int jsonLength = body.length;
+        if (format == Format.BINARY) {
+            if (response.inferenceHeaderLength().isEmpty()) {
+                return "binary response without Inference-Header-Content-Length";
+            }
+            jsonLength = response.inferenceHeaderLength().getAsInt();
+            if (jsonLength > body.length) {
+                return "Inference-Header-Content-Length " + jsonLength + " exceeds the body of " + body.length;
+            }
+        }
+        JsonNode root;
+        try {
+            root = JSON.readTree(body, 0, jsonLength);
+        } catch (RuntimeException e) {
+            return "unparseable response JSON: " + e.getMessage();
+        }
+        JsonNode outputs = root.path("outputs");
+        if (outputs.size() != expected.outputs().size()) {
+            return "expected " + expected.outputs().size() + " outputs, got " + outputs.size();
+        }
+        Map<String, Reference.TensorValue> byName = new HashMap<>();
+        expected.outputs().forEach(t -> byName.put(t.name(), t));
+        int binaryOffset = jsonLength;
+        for (JsonNode out : outputs) {
+            Reference.TensorValue want = byName.get(out.path("name").asString());
+            if (want == null) {
+                return "unexpected output " + out.path("name");
+            }
+            if (!want.datatype().equals(out.path("datatype").asString())) {
+                return "output " + want.name() + " has datatype " + out.path("datatype") + ", expected " + want.datatype();
+            }
+            if (!shapeMatches(out.path("shape"), want.shape())) {
+                return "output " + want.name() + " has shape " + out.path("shape");
+            }
+            List<Double> got;
+            if (format == Format.BINARY) {
+                int size = out.path("parameters").path("binary_data_size").asInt(-1);
+                if (size < 0 || binaryOffset + size > body.length) {
+                    return "output " + want.name() + " has no usable binary_data_size";
+                }
+                got = decode(want.datatype(), body, binaryOffset, size);
+                if (got == null) {
+                    return "cannot decode binary " + want.datatype();
+                }
+                binaryOffset += size;
+            } else {
+                got = new ArrayList<>();
+                for (JsonNode v : out.path("data")) {
+                    got.add(v.asDouble());
+                }
+            }
+            if (got.size() != want.data().size()) {
+                return "output " + want.name() + " has " + got.size() + " values, expected " + want.data().size();
+            }
+            for (int k = 0; k < got.size(); k++) {
+                if (!reference.close(got.get(k), want.data().get(k))) {
+                    return "output " + want.name() + "[" + k + "] = " + got.get(k) + ", reference " + want.data().get(k);
+                }
+            }
+        }
+        if (binaryOffset != body.length && format == Format.BINARY) {
+            return (body.length - binaryOffset) + " unexplained bytes after the binary outputs";
+        }
+        return null;
+    }
+
+    private static byte[] encode(Reference.Case c, Format format, String model, int port) {
+        ObjectNode root = JSON.createObjectNode();
+        ArrayNode inputs = root.putArray("inputs");
+        ByteArrayOutputStream binary = new ByteArrayOutputStream();
+        for (Reference.TensorValue in : c.inputs()) {
+            ObjectNode node = inputs.addObject();
+            node.put("name", in.name());
+            node.put("datatype", in.datatype());
+            ArrayNode shape = node.putArray("shape");
+            for (long d : in.shape()) {
+                shape.add(d);
+            }
+            if (format == Format.BINARY) {
+                ByteBuffer bytes = in.bytes();
+                node.putObject("parameters").put("binary_data_size", bytes.remaining());
+                byte[] raw = new byte[bytes.remaining()];
+                bytes.get(raw);
+                binary.writeBytes(raw);
+            } else {
+                node.set("data", in.json().path("data"));
+            }
+        }
+        ArrayNode outputs = root.putArray("outputs");
+        for (Reference.TensorValue out : c.outputs()) {
+            ObjectNode node = outputs.addObject();
+            node.put("name", out.name());
+            if (format == Format.BINARY) {
+                node.putObject("parameters").put("binary_data", true);
+            }
+        }
+        byte[] json = JSON.writeValueAsBytes(root);
+        StringBuilder head = new StringBuilder()
+                .append("POST /v2/models/").append(model).append("/infer HTTP/1.1\r\n")
+                .append("Host: 127.0.0.1:").append(port).append("\r\n");
+        if (format == Format.BINARY) {
+            head.append("Content-Type: application/octet-stream\r\n")
+                    .append("Inference-Header-Content-Length: ").append(json.length).append("\r\n");
+        } else {
+            head.append("Content-Type: application/json\r\n");
+        }
+        head.append("Content-Length: ").append(json.length + binary.size()).append("\r\n\r\n");
+        ByteArrayOutputStream request = new ByteArrayOutputStream();
+        request.writeBytes(LoopbackHttpConnection.ascii(head.toString()));
+        request.writeBytes(json);
+        request.writeBytes(binary.toByteArray());
+        return request.toByteArray();
+    }
+
+    private static boolean shapeMatches(JsonNode shape, long[] expected) {
+        if (shape.size() != expected.length) {
+            return false;
+        }
+        for (int i = 0; i < expected.length; i++) {
+            if (shape.get(i).asLong() != expected[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Little-endian values of the types the demo models produce; null for any other type. */
+    private static List<Double> decode(String datatype, byte[] body, int offset, int size) {
+        ByteBuffer b = ByteBuffer.wrap(body, offset, size).order(ByteOrder.LITTLE_ENDIAN);
+        List<Double> values = new ArrayList<>();
+        switch (datatype) {
+            case "FP32" -> { while (b.remaining() >= 4) values.add((double) b.getFloat()); }
+            case "FP64" -> { while (b.remaining() >= 8) values.add(b.getDouble()); }
+            case "INT32" -> { while (b.remaining() >= 4) values.add((double) b.getInt()); }
+            case "INT64" -> { while (b.remaining() >= 8) values.add((double) b.getLong()); }
+            default -> { return null; }
+        }
+        return b.hasRemaining() ? null : values;
+    }
+
+    private static String abbreviate(String s) {
+        return s.length() <= 200 ? s : s.substring(0, 200) + "...";
+    }
+}
