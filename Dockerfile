@@ -13,12 +13,13 @@
 #
 # Both paths leave the same layout: /opt/etserve/app.jar, /opt/etserve/native (the jar's JNI
 # bridge and ExecuTorch libraries, linkage-checked), /models (the demo models).
-# Stages are ordered so the classic builder (which builds every stage before the target, as
-# Testcontainers' builds do) never touches an image it was not given.
+# One build stage serves both sources, chosen by APP_JAR_SOURCE rather than --target: the
+# classic builder (which Testcontainers drives) builds every stage before the target, so an
+# alternative stage would still need its base image.
 
 # The stage that produces the jar and its native libraries. With APP_JAR_SOURCE=build it needs
-# a JDK 17, Maven, Python 3 with venv, a C++ compiler, unzip and binutils (installed here with
-# apt when missing); with APP_JAR_SOURCE=prebuilt only unzip, binutils and ldd.
+# apt (it installs a JDK 17, Maven, Python 3 with venv, a C++ compiler, unzip and binutils);
+# with APP_JAR_SOURCE=prebuilt the base must already have unzip, binutils and ldd.
 ARG BUILD_BASE=nvidia/cuda:13.0.1-devel-ubuntu24.04
 # Needs glibc >= 2.28 and libstdc++ (the ExecuTorch wheel is manylinux_2_28); a JRE 17+ is
 # installed with apt when the base has no `java`.
@@ -26,6 +27,8 @@ ARG RUNTIME_BASE=nvidia/cuda:13.0.1-runtime-ubuntu24.04
 
 FROM ${BUILD_BASE} AS app
 SHELL ["/bin/bash", "-euo", "pipefail", "-c"]
+# Marks this stage's images, so tests can prune the leftovers of their own builds.
+LABEL io.etserve.stage=app
 # build: Maven builds the bridge and the jar here. prebuilt: take target/etserve-*.jar.
 ARG APP_JAR_SOURCE=build
 # Empty: the wheel pinned in native/requirements.txt (PyPI, CPU only). Set: install
@@ -92,7 +95,9 @@ RUN unresolved=""; \
 LABEL org.opencontainers.image.title="etserve" \
       org.opencontainers.image.description="ExecuTorch programs served over the Open Inference Protocol (KServe v2)"
 # Everything written at run time goes to /tmp (Tomcat, the JavaCPP cache, the CUDA delegate's
-# compiled .so), so the root filesystem can be mounted read-only with a tmpfs at /tmp.
+# compiled .so), so the root file system can be read-only with a tmpfs at /tmp. That tmpfs
+# must allow exec (JavaCPP and the delegate load libraries from it); Docker's --tmpfs
+# default is noexec: `--tmpfs /tmp:rw,exec,nosuid,nodev,mode=1777`.
 ENV ETSERVE_MODEL_REPOSITORY=/models \
     ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native \
     TMPDIR=/tmp \

@@ -57,6 +57,12 @@ PY
 
 site_packages() { "$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 
+# The ExecuTorch package root (lib/, include/, share/cmake/): the venv's, unless
+# ETSERVE_EXECUTORCH_DIR names one (a GPU host without network, see scripts/gpu-suite.sh).
+executorch_dir() {
+  if [[ -n "${ETSERVE_EXECUTORCH_DIR:-}" ]]; then echo "$ETSERVE_EXECUTORCH_DIR"; else echo "$(site_packages)/executorch"; fi
+}
+
 java_home() {
   if [[ -n "${JAVA_HOME:-}" && -f "$JAVA_HOME/include/jni.h" ]]; then echo "$JAVA_HOME"; return; fi
   local javac; javac="$(readlink -f "$(command -v javac)")"
@@ -67,19 +73,23 @@ java_home() {
 cudart() {
   local cuda="${CUDA_HOME:-/usr/local/cuda}"
   if [[ -f "$cuda/lib64/libcudart.so.13" ]]; then echo "$cuda/lib64/libcudart.so.13"; return; fi
+  if [[ -f "$cuda/targets/x86_64-linux/lib/libcudart.so.13" ]]; then
+    echo "$cuda/targets/x86_64-linux/lib/libcudart.so.13"; return
+  fi
   echo "$(site_packages)/nvidia/cu13/lib/libcudart.so.13"
 }
 
 build() {
-  setup
-  local sp; sp="$(site_packages)"
-  export PATH="$VENV/bin:$PATH"
+  if [[ -z "${ETSERVE_EXECUTORCH_DIR:-}" ]]; then
+    setup
+    export PATH="$VENV/bin:$PATH"
+  fi
   local cuda="${CUDA_HOME:-/usr/local/cuda}"
   local extra=()
   [[ -x "$cuda/bin/nvcc" ]] && extra+=("-DCMAKE_CUDA_COMPILER=$cuda/bin/nvcc")
   cmake -S "$ROOT/native" -B "$BUILD" -G Ninja -Wno-dev --log-level=WARNING \
     -DCMAKE_BUILD_TYPE=Release \
-    -Dexecutorch_DIR="$sp/executorch/share/cmake" \
+    -Dexecutorch_DIR="$(executorch_dir)/share/cmake" \
     -DJAVA_HOME="$(java_home)" \
     -DETSERVE_CUDART_LIBRARY="$(cudart)" \
     -DETSERVE_CALLER_STREAM_LIBRARY="${ETSERVE_CALLER_STREAM_LIBRARY-$VENV/caller-stream/libextension_cuda.so}" \
@@ -89,18 +99,26 @@ build() {
   cmake --install "$BUILD" --prefix "$STAGE" >/dev/null
   # ExecuTorch's package adds its own absolute lib dir as a link option; the staged bridge
   # must find its neighbours only, wherever the jar extracts them.
-  patchelf --set-rpath '$ORIGIN' "$STAGE/libetserve_jni.so"
-  # The jar's loader reads this list: load order, dependencies first.
-  (cd "$STAGE" && printf '%s\n' libcudart.so.13 libextension_cuda.so libexecutorch_threadpool.so \
+  if command -v patchelf >/dev/null; then
+    patchelf --set-rpath '$ORIGIN' "$STAGE/libetserve_jni.so"
+  else
+    log "patchelf not found: the staged bridge keeps the build's absolute RUNPATH entry"
+  fi
+  # The jar's loader reads this list: load order, dependencies first. The caller-stream
+  # library is staged under its soname (libextension_cuda.so or libexecutorch_extension_cuda.so).
+  local caller_stream
+  caller_stream="$(cd "$STAGE" && ls | grep -E '^lib(executorch_)?extension_cuda\.so$')"
+  (cd "$STAGE" && printf '%s\n' libcudart.so.13 "$caller_stream" libexecutorch_threadpool.so \
       libexecutorch.so libexecutorch_kernels_optimized.so libexecutorch_backend_xnnpack.so \
       libetserve_jni.so > libraries.txt)
   log "staged $(ls "$STAGE" | wc -l) files in $STAGE"
 }
 
 run_tests() {
-  export PATH="$VENV/bin:$PATH"
+  [[ -d "$VENV/bin" ]] && export PATH="$VENV/bin:$PATH"
   ctest --test-dir "$BUILD" --output-on-failure -j"${ETSERVE_NATIVE_JOBS:-2}"
   bash "$ROOT/native/scripts/check-linkage.sh" --bridge "$BUILD/libetserve_jni.so"
+  bash "$ROOT/native/scripts/check-linkage.sh" --dir "$STAGE"
 }
 
 case "${1:-build}" in

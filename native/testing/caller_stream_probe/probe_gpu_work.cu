@@ -1,23 +1,57 @@
-// TEST-ONLY: the probe's GPU work, a one-block spin kernel so several streams can overlap.
+// TEST-ONLY: the probe's GPU work, a one-block spin kernel (so several streams can overlap)
+// that, when done, bumps a counter in mapped host memory. The ordering check polls that
+// counter to see whether work queued on a held stream ran early. (Host functions would not
+// do: CUDA runs them all on one thread, so a held stream would stall every marker.)
 #include <cuda_runtime.h>
 
+#include <mutex>
+
 namespace {
-__global__ void spin(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
+
+unsigned long long* host_counter = nullptr;    // mapped, pinned
+unsigned long long* device_counter = nullptr;  // the same memory, as the GPU sees it
+std::once_flag counter_once;
+
+bool ensure_counter() {
+  std::call_once(counter_once, [] {
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, sizeof(unsigned long long), cudaHostAllocMapped) != cudaSuccess) return;
+    *static_cast<unsigned long long*>(p) = 0;
+    void* d = nullptr;
+    if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess) return;
+    host_counter = static_cast<unsigned long long*>(p);
+    device_counter = static_cast<unsigned long long*>(d);
+  });
+  return device_counter != nullptr;
 }
+
+__device__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Spins for a wall-clock duration (the global timer), whatever the SM clock is, then counts.
+__global__ void spin(unsigned long long nanos, unsigned long long* done) {
+  const unsigned long long start = now_ns();
+  while (now_ns() - start < nanos) {
+  }
+  __threadfence_system();
+  atomicAdd(done, 1ULL);
+}
+
 }  // namespace
 
+// Visible to tests through dlsym on the probe library: GPU work items completed so far.
+extern "C" __attribute__((visibility("default"))) unsigned long long etserve_probe_completed_work() {
+  if (!ensure_counter()) return ~0ULL;
+  return *const_cast<volatile unsigned long long*>(host_counter);
+}
+
 bool etserve_probe_queue_gpu_work(cudaStream_t stream, bool has_stream, double micros) {
-  int device = 0, khz = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  // The SM clock in kHz; H200-class clock when the attribute is unavailable.
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) != cudaSuccess || khz <= 0) {
-    khz = 1980000;
-  }
-  const long long cycles = static_cast<long long>(micros * khz / 1000.0);
+  if (!ensure_counter()) return false;
+  const auto nanos = static_cast<unsigned long long>(micros * 1000.0);
   // Without a selection, fall back the way the TensorRT delegate does.
-  spin<<<1, 1, 0, has_stream ? stream : cudaStreamPerThread>>>(cycles);
+  spin<<<1, 1, 0, has_stream ? stream : cudaStreamPerThread>>>(nanos, device_counter);
   return cudaGetLastError() == cudaSuccess;
 }

@@ -18,7 +18,9 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import com.github.dockerjava.api.DockerClient;
 import com.github.dockerjava.api.exception.NotFoundException;
+import com.github.dockerjava.api.model.PruneType;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -43,8 +45,10 @@ import tools.jackson.databind.node.ObjectNode;
  * (Ryuk's image cannot be pulled) and {@code TESTCONTAINERS_HOST_OVERRIDE=localhost} (there is
  * no bridge network). The engine has no bridge, so the container shares the host's network and
  * gets free ports through {@code SERVER_PORT} and {@code MANAGEMENT_SERVER_PORT}.
+ * Other bases: {@code -Detserve.test.image.build-base=...} and {@code ...runtime-base=...}
+ * (they must already be in the engine).
  *
- * <p>Without an engine this class fails; it never skips.
+ * <p>Without an engine or its base images this class fails; it never skips.
  */
 @Tag("container")
 class ServiceImageIT {
@@ -69,6 +73,8 @@ class ServiceImageIT {
                     + ". Start one with `.ci/container-engine.sh start` and make the base images with"
                     + " `.ci/base-images.sh`.");
         }
+        requireLocalImage(BUILD_BASE);
+        requireLocalImage(RUNTIME_BASE);
         Path root = TestPaths.repoRoot();
         requirePackagedJar(root);
         int apiPort = freePort();
@@ -103,11 +109,14 @@ class ServiceImageIT {
             service.stop();
         }
         if (imageName != null) {
+            DockerClient docker = DockerClientFactory.instance().client();
             try {
-                DockerClientFactory.instance().client().removeImageCmd(imageName).withForce(true).exec();
+                docker.removeImageCmd(imageName).withForce(true).exec();
             } catch (NotFoundException e) {
                 // The build failed before tagging it.
             }
+            // The build stage's image is left untagged by every build: drop ours, nothing else.
+            docker.pruneCmd(PruneType.IMAGES).withDangling(true).withLabelFilter("io.etserve.stage=app").exec();
         }
     }
 
@@ -186,6 +195,19 @@ class ServiceImageIT {
             }
         }
         throw new AssertionError("no output named " + name + " in " + outputs);
+    }
+
+    /**
+     * Fails at once when a base image is not in the engine: Testcontainers would otherwise try
+     * to pull it, retrying for minutes against a registry that may not be reachable.
+     */
+    private static void requireLocalImage(String name) {
+        try {
+            DockerClientFactory.instance().client().inspectImageCmd(name).exec();
+        } catch (NotFoundException e) {
+            fail("Base image " + name + " is not in the engine: make the local ones with `.ci/base-images.sh`"
+                    + " (or pull it first)");
+        }
     }
 
     /** The jar failsafe names, which must be the one the Dockerfile's prebuilt path copies. */

@@ -36,7 +36,8 @@ public final class TestPaths {
 
     /** The test-only delegate that reports the caller-stream selection it sees. */
     public static Path probeDelegate() {
-        Path p = nativeBuildDir().resolve("testing/caller_stream_probe/libetserve_test_caller_stream_probe.so");
+        String override = System.getProperty("etserve.test.probe-delegate");
+        Path p = override != null ? Path.of(override) : nativeBuildDir().resolve("testing/caller_stream_probe/libetserve_test_caller_stream_probe.so");
         if (!Files.isRegularFile(p)) {
             throw new IllegalStateException("probe delegate not built: " + p + " (run the Maven build first)");
         }

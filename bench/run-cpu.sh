@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# CPU benchmark: in-process ProgramInstance.execute (JMH) against the REST path of the running
+# service (LoadGenerator, loopback only), for demo-portable and demo-xnnpack. Prints a summary
+# table; everything it writes goes to target/bench/. See bench/README.md.
+#
+# Knobs (environment):
+#   BENCH_PORT (18080) and BENCH_MGMT_PORT (18081): loopback ports for the service
+#   BENCH_WARMUP (5) and BENCH_DURATION (15): seconds per load-generator run
+#   BENCH_CONCURRENCY ("1 2"), BENCH_MODELS ("demo-portable demo-xnnpack"), BENCH_FORMATS ("json binary")
+#   JMH_ARGS ("-wi 3 -i 5 -f 1 -w 2s -r 3s"); BENCH_SKIP_JMH=1 or BENCH_SKIP_REST=1 to run one half
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=$ROOT/target/bench
+PORT=${BENCH_PORT:-18080}
+MGMT_PORT=${BENCH_MGMT_PORT:-18081}
+WARMUP=${BENCH_WARMUP:-5}
+DURATION=${BENCH_DURATION:-15}
+CONCURRENCY=${BENCH_CONCURRENCY:-1 2}
+MODELS=${BENCH_MODELS:-demo-portable demo-xnnpack}
+FORMATS=${BENCH_FORMATS:-json binary}
+JMH_ARGS=${JMH_ARGS:--wi 3 -i 5 -f 1 -w 2s -r 3s}
+JAR=$ROOT/target/etserve-0.1.0-SNAPSHOT.jar
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+mkdir -p "$OUT"
+
+# --- build -----------------------------------------------------------------------------------
+if [[ ! -f $JAR ]] || [[ -n $(find src/main native pom.xml application.yml -newer "$JAR" -type f -print -quit) ]]; then
+  log "building the service jar (mvn -q -DskipTests package)"
+  mvn -B -q -DskipTests package
+fi
+log "compiling the benchmark classes (mvn -q -DskipNative=true test-compile)"
+mvn -B -q -DskipNative=true test-compile
+if [[ ! -f target/test-classes/META-INF/BenchmarkList ]] \
+   || ! grep -q BridgeExecuteBenchmark target/test-classes/META-INF/BenchmarkList; then
+  echo "target/test-classes/META-INF/BenchmarkList is missing: JMH's annotation processor did not run" >&2
+  exit 1
+fi
+mvn -B -q dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$OUT/classpath.txt"
+CP="$ROOT/target/test-classes:$ROOT/target/classes:$(cat "$OUT/classpath.txt")"
+
+{
+  echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')," \
+       "$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load before run: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "java: $(java -version 2>&1 | head -1)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
+} > "$OUT/machine.txt"
+cat "$OUT/machine.txt" >&2
+
+# --- in process ------------------------------------------------------------------------------
+if [[ ${BENCH_SKIP_JMH:-0} != 1 ]]; then
+  log "JMH: BridgeExecuteBenchmark $JMH_ARGS"
+  # shellcheck disable=SC2086  # JMH_ARGS is a list of options
+  java -cp "$CP" org.openjdk.jmh.Main BridgeExecuteBenchmark $JMH_ARGS \
+    -rf json -rff "$OUT/jmh.json" > "$OUT/jmh.log" 2>&1 || { tail -40 "$OUT/jmh.log" >&2; exit 1; }
+  sed -n '/^Benchmark /,$p' "$OUT/jmh.log" >&2
+fi
+
+# --- REST ------------------------------------------------------------------------------------
+if [[ ${BENCH_SKIP_REST:-0} != 1 ]]; then
+  for p in "$PORT" "$MGMT_PORT"; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "127.0.0.1:$p is already in use; set BENCH_PORT / BENCH_MGMT_PORT" >&2
+      exit 1
+    fi
+  done
+  # A private copy: a concurrent `mvn package` must not replace the jar under the running JVM.
+  cp "$JAR" "$OUT/etserve.jar"
+  log "starting the service on 127.0.0.1:$PORT (log: $OUT/server.log)"
+  java --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
+    --server.address=127.0.0.1 --server.port="$PORT" \
+    --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
+    --etserve.model-repository="$ROOT/models" > "$OUT/server.log" 2>&1 &
+  SERVER_PID=$!
+  stop_server() {
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+      kill "$SERVER_PID"
+      wait "$SERVER_PID" 2>/dev/null || true
+    fi
+  }
+  trap stop_server EXIT
+
+  ready=0
+  for _ in $(seq 120); do
+    kill -0 "$SERVER_PID" 2>/dev/null || { tail -40 "$OUT/server.log" >&2; echo "the service exited" >&2; exit 1; }
+    if curl -sf -o /dev/null "http://127.0.0.1:$PORT/v2/health/ready"; then ready=1; break; fi
+    sleep 1
+  done
+  [[ $ready == 1 ]] || { echo "the service was not ready within 120 s" >&2; exit 1; }
+
+  # The load generator gets a small serial-GC heap: fewer threads competing with the server.
+  loadgen() {
+    java -XX:+UseSerialGC -Xmx256m -cp "$CP" io.etserve.bench.LoadGenerator \
+      --url "http://127.0.0.1:$PORT" --server-pid "$SERVER_PID" "$@"
+  }
+  # One unrecorded pass so the first measured run does not pay for the server's JIT warmup.
+  log "server JIT warmup (not recorded)"
+  for f in $FORMATS; do
+    for m in $MODELS; do
+      loadgen --model "$m" --format "$f" --concurrency 2 --warmup 0 --duration 5 --label jit-warmup >&2
+    done
+  done
+
+  : > "$OUT/rest.jsonl"
+  failed=0
+  for m in $MODELS; do
+    for f in $FORMATS; do
+      for c in $CONCURRENCY; do
+        loadgen --model "$m" --format "$f" --concurrency "$c" --warmup "$WARMUP" --duration "$DURATION" \
+          --json-out "$OUT/rest.jsonl" --label rest >&2 || failed=1
+      done
+    done
+  done
+  stop_server
+  trap - EXIT
+  grep -E ' ERROR |Exception' "$OUT/server.log" | head -5 >&2 || true
+fi
+
+# --- summary ---------------------------------------------------------------------------------
+if [[ -f $OUT/jmh.json && -f $OUT/rest.jsonl ]]; then
+  java -cp "$CP" io.etserve.bench.BenchReport "$OUT/jmh.json" "$OUT/rest.jsonl" > "$OUT/summary.md"
+  echo
+  cat "$OUT/machine.txt"
+  echo
+  cat "$OUT/summary.md"
+fi
+if [[ ${failed:-0} == 1 ]]; then
+  echo "some load-generator runs saw errors (see above)" >&2
+  exit 1
+fi
