@@ -1,10 +1,14 @@
 // TEST-ONLY delegate "CallerStreamProbe" (see CMakeLists.txt). Not ExecuTorch code.
 //
-// Contract with scripts/export/export_probe.py:
-//   input 0: float32[2]  — [spin microseconds of GPU work (GPU build only), unused]
+// Contract with scripts/export/export_models.py:
+//   input 0: float32[2]  — [spin microseconds of GPU work (GPU build only),
+//                           host milliseconds: > 0 sleeps that long (a slow model),
+//                           < 0 fails the call with Error::Internal (a failing delegate)]
 //   output 0: int64[3]   — [selection has a value (0/1), the selected handle, GPU work queued (0/1)]
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 #include <executorch/runtime/backend/interface.h>
 
@@ -55,8 +59,18 @@ class CallerStreamProbe final : public BackendInterface {
     o[0] = selection.has_value() ? 1 : 0;
     o[1] = selection.has_value() ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(*selection)) : 0;
     o[2] = 0;
-#if defined(ETSERVE_PROBE_WITH_CUDA)
     const auto& in = args[0]->toTensor();
+    if (in.scalar_type() != executorch::aten::ScalarType::Float || in.numel() < 2) {
+      return Error::InvalidArgument;
+    }
+    const float host_ms = in.const_data_ptr<float>()[1];
+    if (host_ms < 0) {
+      return Error::Internal;
+    }
+    if (host_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(host_ms * 1000)));
+    }
+#if defined(ETSERVE_PROBE_WITH_CUDA)
     const double micros = in.numel() > 0 ? in.const_data_ptr<float>()[0] : 0.0;
     if (micros > 0) {
       if (!etserve_probe_queue_gpu_work(selection.value_or(nullptr), selection.has_value(), micros)) {

@@ -69,7 +69,8 @@ public class InferenceProtocolController {
 
     @GetMapping("/health/ready")
     ResponseEntity<Void> ready() {
-        return ResponseEntity.status(readiness.isReady() ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE).build();
+        return ResponseEntity.status(readiness.whyNotReady(true).isEmpty() ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE)
+                .build();
     }
 
     @GetMapping({"/models/{model}", "/models/{model}/versions/{version}"})
@@ -85,8 +86,8 @@ public class InferenceProtocolController {
     ResponseEntity<ProtocolDtos.ModelReady> modelReady(@PathVariable String model,
             @PathVariable(required = false) String version) {
         ModelVersionState state = registry.resolve(model, version);
-        boolean ready = state.ready() && readiness.isReady();
-        String reason = state.ready() ? readiness.whyNotReady().orElse(null) : state.reason();
+        String reason = inference.whyNotServing(state).or(readiness::whyNotReady).orElse(null);
+        boolean ready = reason == null;
         return ResponseEntity.status(ready ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE)
                 .body(new ProtocolDtos.ModelReady(state.name(), ready, reason));
     }

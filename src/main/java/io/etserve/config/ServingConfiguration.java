@@ -9,6 +9,7 @@ import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
 import io.etserve.health.CallerStreamCheck;
 import io.etserve.health.CallerStreamHealthIndicator;
+import io.etserve.health.CudaFaultMonitor;
 import io.etserve.health.CudaHealthIndicator;
 import io.etserve.health.ModelsHealthIndicator;
 import io.etserve.health.ServerReadiness;
@@ -18,7 +19,12 @@ import io.etserve.inference.ModelRegistry;
 import io.etserve.inference.NodeCapabilities;
 import io.etserve.metrics.StreamPoolMetrics;
 import io.etserve.metrics.TritonMetrics;
+import io.etserve.resilience.ResilientAdmission;
 import io.etserve.runtime.Program;
+import io.github.resilience4j.bulkhead.BulkheadRegistry;
+import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.context.ApplicationEventPublisher;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.Locale;
 import org.springframework.boot.availability.ApplicationAvailability;
@@ -54,9 +60,21 @@ public class ServingConfiguration {
     }
 
     @Bean
-    InferenceService inferenceService(ModelRegistry registry, EtServeProperties props, TritonMetrics metrics) {
-        return new InferenceService(registry, props.inference().queueTimeout(), metrics,
-                InferenceService.ExecutionGuard.DIRECT);
+    CudaFaultMonitor cudaFaultMonitor(ApplicationEventPublisher events) {
+        return new CudaFaultMonitor(events);
+    }
+
+    @Bean
+    ResilientAdmission modelAdmission(ObjectProvider<BulkheadRegistry> bulkheads,
+            ObjectProvider<CircuitBreakerRegistry> breakers, EtServeProperties props) {
+        return new ResilientAdmission(bulkheads.getIfAvailable(BulkheadRegistry::ofDefaults),
+                breakers.getIfAvailable(CircuitBreakerRegistry::ofDefaults), props.inference().queueTimeout());
+    }
+
+    @Bean
+    InferenceService inferenceService(ModelRegistry registry, EtServeProperties props, TritonMetrics metrics,
+            ResilientAdmission admission, CudaFaultMonitor faults) {
+        return new InferenceService(registry, props.inference().queueTimeout(), metrics, admission, faults);
     }
 
     @Bean
@@ -81,12 +99,14 @@ public class ServingConfiguration {
     }
 
     @Bean
-    ModelsHealthIndicator modelsHealthIndicator(ModelRegistry registry, ServerReadiness readiness) {
-        return new ModelsHealthIndicator(registry, readiness);
+    ModelsHealthIndicator modelsHealthIndicator(ModelRegistry registry, ServerReadiness readiness,
+            InferenceService inference) {
+        return new ModelsHealthIndicator(registry, readiness, inference);
     }
 
     @Bean
-    CudaHealthIndicator cudaHealthIndicator(CudaRuntime cuda, StreamPools pools, TensorRtProbe tensorRt) {
-        return new CudaHealthIndicator(cuda, pools, tensorRt);
+    CudaHealthIndicator cudaHealthIndicator(CudaRuntime cuda, StreamPools pools, TensorRtProbe tensorRt,
+            CudaFaultMonitor faults) {
+        return new CudaHealthIndicator(cuda, pools, tensorRt, faults);
     }
 }

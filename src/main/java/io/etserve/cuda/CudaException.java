@@ -28,6 +28,14 @@ public class CudaException extends RuntimeException {
         return isSticky(errorName);
     }
 
+    /** The same errors by cudaError_t code, as the bridge reports them. */
+    public static boolean isStickyCode(int code) {
+        return switch (code) {
+            case 214, 700, 702, 710, 714, 715, 716, 717, 718, 719, 999 -> true;
+            default -> false;
+        };
+    }
+
     public static boolean isSticky(String errorName) {
         return switch (errorName) {
             case "cudaErrorIllegalAddress", "cudaErrorLaunchFailure", "cudaErrorHardwareStackError",

@@ -26,6 +26,7 @@ public final class CallerStreamCheck {
     }
 
     private final Supplier<List<Definer>> scan;
+    private volatile Result last;
 
     public CallerStreamCheck() {
         this(CallerStreamInspector::definers);
@@ -35,9 +36,20 @@ public final class CallerStreamCheck {
         this.scan = scan;
     }
 
-    /** Walks the loaded objects now (cheap: a few dozen dlsym calls), so a later dlopen is caught too. */
+    /**
+     * Walks the loaded objects now (tens of microseconds), so a library loaded since is caught
+     * too. Probes call this; the request path reads {@link #lastResult()}.
+     */
     public Result check() {
         List<Definer> definers = scan.get();
-        return new Result(definers.size() == 1, definers);
+        Result r = new Result(definers.size() == 1, definers);
+        last = r;
+        return r;
+    }
+
+    /** The most recent probe's result (scanning once if there was none). */
+    public Result lastResult() {
+        Result r = last;
+        return r != null ? r : check();
     }
 }

@@ -21,16 +21,19 @@ public final class CudaHealthIndicator implements HealthIndicator {
     private final CudaRuntime cuda;
     private final StreamPools pools;
     private final TensorRtProbe tensorRt;
+    private final CudaFaultMonitor faults;
 
-    public CudaHealthIndicator(CudaRuntime cuda, StreamPools pools, TensorRtProbe tensorRt) {
+    public CudaHealthIndicator(CudaRuntime cuda, StreamPools pools, TensorRtProbe tensorRt, CudaFaultMonitor faults) {
         this.cuda = cuda;
         this.pools = pools;
         this.tensorRt = tensorRt;
+        this.faults = faults;
     }
 
     @Override
     public Health health() {
         Health.Builder b = Health.up();
+        faults.fault().ifPresent(f -> b.down().withDetail("stickyFault", f));
         b.withDetail("available", cuda.available());
         cuda.unavailableReason().ifPresent(r -> b.withDetail("reason", r));
         b.withDetail("driverVersion", version(cuda.driverVersion()));

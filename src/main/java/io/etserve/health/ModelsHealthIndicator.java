@@ -1,5 +1,6 @@
 package io.etserve.health;
 
+import io.etserve.inference.InferenceService;
 import io.etserve.inference.ModelRegistry;
 import io.etserve.inference.ModelVersionState;
 import java.util.LinkedHashMap;
@@ -12,10 +13,12 @@ public final class ModelsHealthIndicator implements HealthIndicator {
 
     private final ModelRegistry registry;
     private final ServerReadiness readiness;
+    private final InferenceService inference;
 
-    public ModelsHealthIndicator(ModelRegistry registry, ServerReadiness readiness) {
+    public ModelsHealthIndicator(ModelRegistry registry, ServerReadiness readiness, InferenceService inference) {
         this.registry = registry;
         this.readiness = readiness;
+        this.inference = inference;
     }
 
     @Override
@@ -23,8 +26,9 @@ public final class ModelsHealthIndicator implements HealthIndicator {
         Map<String, Object> models = new LinkedHashMap<>();
         for (ModelVersionState s : registry.states()) {
             Map<String, Object> d = new LinkedHashMap<>();
-            d.put("status", s.status().name());
-            s.reasonIfNotReady().ifPresent(r -> d.put("reason", r));
+            var notServing = inference.whyNotServing(s);
+            d.put("status", s.ready() && notServing.isPresent() ? "NOT_ADMITTING" : s.status().name());
+            notServing.ifPresent(r -> d.put("reason", r));
             s.loaded().ifPresent(m -> {
                 d.put("backends", m.signature().backends());
                 if (m.instances() != null) {
@@ -34,7 +38,7 @@ public final class ModelsHealthIndicator implements HealthIndicator {
             });
             models.put(s.name() + (s.version().isEmpty() ? "" : ":" + s.version()), d);
         }
-        var why = readiness.whyNotReady();
+        var why = readiness.whyNotReady(true);
         boolean modelsOk = registry.isLoaded() && registry.repositoryError().isEmpty();
         Health.Builder b = modelsOk && why.isEmpty() ? Health.up() : Health.down();
         why.ifPresent(w -> b.withDetail("reason", w));

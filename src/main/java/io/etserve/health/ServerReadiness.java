@@ -28,11 +28,17 @@ public final class ServerReadiness {
         this.strict = strict;
     }
 
+    /** For the request path: uses the last caller-stream probe rather than rescanning. */
     public Optional<String> whyNotReady() {
+        return whyNotReady(false);
+    }
+
+    /** For probes: {@code rescan} walks the loaded objects again. */
+    public Optional<String> whyNotReady(boolean rescan) {
         if (availability.getReadinessState() != ReadinessState.ACCEPTING_TRAFFIC) {
             return Optional.of("the application is not accepting traffic (" + availability.getReadinessState() + ")");
         }
-        CallerStreamCheck.Result cs = callerStream.check();
+        CallerStreamCheck.Result cs = rescan ? callerStream.check() : callerStream.lastResult();
         if (!cs.ok()) {
             return Optional.of(cs.summary());
         }

@@ -12,6 +12,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
 
 /**
  * Runs one request on one model version: checks it against the model's signature, takes a
@@ -22,28 +23,28 @@ public final class InferenceService {
     private final ModelRegistry registry;
     private final Duration queueTimeout;
     private final InferenceObserver observer;
-    private final ExecutionGuard guard;
+    private final ModelAdmission admission;
+    private final Consumer<Throwable> faults;
 
     /**
-     * Wraps each native execution (circuit breaking, fault detection); the identity by default.
+     * @param faults told of every runtime failure, so a sticky CUDA fault can take the process
+     *     out of liveness (io.etserve.health.CudaFaultMonitor)
      */
-    public interface ExecutionGuard {
-        <T> T run(LoadedModel model, java.util.concurrent.Callable<T> execution) throws Exception;
-
-        ExecutionGuard DIRECT = new ExecutionGuard() {
-            @Override
-            public <T> T run(LoadedModel model, java.util.concurrent.Callable<T> execution) throws Exception {
-                return execution.call();
-            }
-        };
-    }
-
     public InferenceService(ModelRegistry registry, Duration queueTimeout, InferenceObserver observer,
-            ExecutionGuard guard) {
+            ModelAdmission admission, Consumer<Throwable> faults) {
         this.registry = registry;
         this.queueTimeout = queueTimeout;
         this.observer = observer;
-        this.guard = guard;
+        this.admission = admission;
+        this.faults = faults;
+    }
+
+    /** Why this model version cannot take a call now (not loaded, unavailable, breaker open). */
+    public java.util.Optional<String> whyNotServing(ModelVersionState state) {
+        if (!state.ready()) {
+            return java.util.Optional.of(state.reason());
+        }
+        return admission.whyNotAdmitting(state.model());
     }
 
     public InferenceResponse infer(String modelName, String version, InferenceRequest request) {
@@ -71,45 +72,73 @@ public final class InferenceService {
     }
 
     private InferenceResponse run(LoadedModel model, InferenceRequest request, long start) {
-        InferenceObserver.FailureReason reason = InferenceObserver.FailureReason.OTHER;
+        List<ExecutionInput> inputs;
+        Selection selected;
         try {
-            List<ExecutionInput> inputs = bindInputs(model, request);
-            Selection selected = selectOutputs(model, request);
-            long queued = System.nanoTime();
+            inputs = bindInputs(model, request);
+            selected = selectOutputs(model, request);
+        } catch (InvalidInputException e) {
+            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER, System.nanoTime() - start);
+            throw e;
+        }
+        long queued = System.nanoTime();
+        try (ModelAdmission.Admission admitted = admit(model, start)) {
+            long executing = System.nanoTime();
             try (ExecutionSlot slot = acquire(model)) {
                 long acquired = System.nanoTime();
-                reason = InferenceObserver.FailureReason.BACKEND;
-                List<ExecutionOutput> outs = guard.run(model, () -> slot.instance().execute(inputs, slot.selection()));
+                executing = acquired;
+                List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection());
                 long executed = System.nanoTime();
+                admitted.succeeded(executed - acquired);
                 InferenceResponse response = new InferenceResponse(model.name(), model.version(), request.id(),
                         nameOutputs(model, outs, selected.names()), selected.binary());
-                long done = System.nanoTime();
                 observer.success(model.name(), model.version(), acquired - queued, queued - start,
-                        executed - acquired, done - executed);
+                        executed - acquired, System.nanoTime() - executed);
                 return response;
+            } catch (ExecuTorchException e) {
+                if (e.isInvalidInput()) {
+                    admitted.ignored();
+                    observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
+                            System.nanoTime() - start);
+                    throw new InvalidInputException("model '" + model.name() + "' rejected the input: " + e.getMessage());
+                }
+                admitted.failed(System.nanoTime() - executing, e);
+                faults.accept(e);
+                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.BACKEND,
+                        System.nanoTime() - start);
+                throw e;
+            } catch (OverloadedException e) {
+                admitted.ignored();
+                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.REJECTED,
+                        System.nanoTime() - start);
+                throw e;
+            } catch (RuntimeException e) {
+                // Includes a stream that could not be synchronized on release (a CUDA fault).
+                admitted.failed(System.nanoTime() - executing, e);
+                faults.accept(e);
+                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.BACKEND,
+                        System.nanoTime() - start);
+                throw e;
             }
-        } catch (OverloadedException e) {
-            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.REJECTED,
-                    System.nanoTime() - start);
-            throw e;
-        } catch (ExecuTorchException e) {
-            observer.failure(model.name(), model.version(),
-                    e.isInvalidInput() ? InferenceObserver.FailureReason.OTHER : reason, System.nanoTime() - start);
-            if (e.isInvalidInput()) {
-                throw new InvalidInputException("model '" + model.name() + "' rejected the input: " + e.getMessage());
-            }
-            throw e;
-        } catch (RuntimeException e) {
-            observer.failure(model.name(), model.version(), reason, System.nanoTime() - start);
-            throw e;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.REJECTED,
                     System.nanoTime() - start);
             throw new ModelUnavailableException("interrupted while waiting for an instance");
-        } catch (Exception e) {
-            observer.failure(model.name(), model.version(), reason, System.nanoTime() - start);
-            throw new IllegalStateException(e.getMessage(), e);
+        }
+    }
+
+    private ModelAdmission.Admission admit(LoadedModel model, long start) throws InterruptedException {
+        try {
+            return admission.admit(model);
+        } catch (OverloadedException e) {
+            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.REJECTED,
+                    System.nanoTime() - start);
+            throw e;
+        } catch (ModelUnavailableException e) {
+            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
+                    System.nanoTime() - start);
+            throw e;
         }
     }
 

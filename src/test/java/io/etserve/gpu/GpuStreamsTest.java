@@ -9,6 +9,7 @@ import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
 import io.etserve.health.CallerStreamCheck;
+import io.etserve.health.CudaFaultMonitor;
 import io.etserve.health.CudaHealthIndicator;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.ProgramInstance;
@@ -142,7 +143,7 @@ class GpuStreamsTest {
     void healthShowsDevicesAndOneCallerStreamLibrary() throws Exception {
         StreamPool pool = new StreamPool(0, 2, 0, new CudaStreamFactory(cuda), n -> {});
         StreamPools pools = new StreamPools(Map.of(0, pool), null, Duration.ofSeconds(5));
-        Health h = new CudaHealthIndicator(cuda, pools, TensorRtProbe.probe()).health();
+        Health h = new CudaHealthIndicator(cuda, pools, TensorRtProbe.probe(), new CudaFaultMonitor(e -> {})).health();
         assertThat(h.getStatus()).isEqualTo(Status.UP);
         System.out.println("cuda health: " + h.getDetails());
         CallerStreamCheck.Result cs = new CallerStreamCheck().check();

@@ -1,0 +1,123 @@
+package io.etserve.resilience;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etserve.EtServeApplication;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.TestPaths;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+
+/**
+ * Shutdown under load: readiness goes first, admitted requests finish, then Modules and streams
+ * are freed. Every request the server completed must reach its client; every other request
+ * must be refused cleanly (connection refused or 503), never cut off.
+ */
+class GracefulShutdownTest {
+
+    static final String REQUEST_BODY =
+            "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[0,150]}]}";
+
+    enum Result { OK, REFUSED, UNAVAILABLE, LOST }
+
+    /** One request on its own connection: a refused connection is not a lost request. */
+    static Result send(int port) {
+        try (Socket s = new Socket()) {
+            try {
+                s.connect(new InetSocketAddress("127.0.0.1", port), 2000);
+            } catch (ConnectException e) {
+                return Result.REFUSED;
+            }
+            s.setSoTimeout(30_000);
+            byte[] body = REQUEST_BODY.getBytes(StandardCharsets.UTF_8);
+            String head = "POST /v2/models/caller-stream-probe/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Content-Type: application/json\r\nConnection: close\r\nContent-Length: " + body.length + "\r\n\r\n";
+            OutputStream out = s.getOutputStream();
+            out.write(head.getBytes(StandardCharsets.US_ASCII));
+            out.write(body);
+            out.flush();
+            InputStream in = s.getInputStream();
+            String response = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            if (response.startsWith("HTTP/1.1 200") && response.contains("\"observed\"")) {
+                return Result.OK;
+            }
+            if (response.startsWith("HTTP/1.1 503")) {
+                return Result.UNAVAILABLE;
+            }
+            return response.isEmpty() ? Result.REFUSED : Result.LOST;
+        } catch (IOException e) {
+            return Result.LOST;
+        }
+    }
+
+    @Test
+    void noAdmittedRequestIsLost() throws Exception {
+        ModelRepositoryFixture repo = ModelRepositoryFixture.create("etserve-shutdown-")
+                .copy(TestPaths.testModels(), "caller-stream-probe");
+        repo.withFile("caller-stream-probe/config.yml",
+                "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: 4\n");
+        ConfigurableApplicationContext ctx = new SpringApplicationBuilder(EtServeApplication.class).run(
+                "--server.port=0", "--management.server.port=0",
+                "--etserve.model-repository=" + repo.root(),
+                "--etserve.native.extra-libraries=" + TestPaths.probeDelegate(),
+                "--spring.lifecycle.timeout-per-shutdown-phase=20s");
+        int port = ((WebServerApplicationContext) ctx).getWebServer().getPort();
+        MeterRegistry meters = ctx.getBean(MeterRegistry.class);
+
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicInteger[] counts = new AtomicInteger[Result.values().length];
+        for (int i = 0; i < counts.length; i++) {
+            counts[i] = new AtomicInteger();
+        }
+        ExecutorService clients = Executors.newFixedThreadPool(6);
+        List<Future<?>> fs = new ArrayList<>();
+        for (int t = 0; t < 6; t++) {
+            fs.add(clients.submit(() -> {
+                while (!stop.get()) {
+                    Result r = send(port);
+                    counts[r.ordinal()].incrementAndGet();
+                    if (r == Result.REFUSED) {
+                        return; // the server has stopped listening
+                    }
+                }
+                return;
+            }));
+        }
+        Thread.sleep(1000);
+        double completedBeforeClose = successes(meters);
+        ctx.close(); // what SIGTERM does: graceful shutdown of the web server, then the beans
+        stop.set(true);
+        for (Future<?> f : fs) {
+            f.get(60, TimeUnit.SECONDS);
+        }
+        clients.shutdown();
+
+        double served = successes(meters);
+        assertThat(completedBeforeClose).isGreaterThan(0);
+        assertThat(counts[Result.LOST.ordinal()].get()).as("requests cut off").isZero();
+        // Every request the server completed reached its client as a correct 200.
+        assertThat((double) counts[Result.OK.ordinal()].get()).isEqualTo(served);
+    }
+
+    private static double successes(MeterRegistry meters) {
+        return meters.find("nv_inference_request_success").gauges().stream().mapToDouble(g -> g.value()).sum();
+    }
+}

@@ -1,0 +1,173 @@
+package io.etserve.resilience;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etserve.health.CudaFaultMonitor;
+import io.etserve.runtime.ExecuTorchException;
+import io.etserve.support.Http;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.TestPaths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.annotation.DirtiesContext;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * Overload, circuit breaking and the sticky-fault liveness switch, over real HTTP. The slow and
+ * failing models are the test-only probe delegate told to sleep or to fail (its input x[1]).
+ */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@DirtiesContext
+class ResilienceApiTest {
+
+    static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-resilience-")
+            .copy(TestPaths.testModels(), "caller-stream-probe")
+            .copy(TestPaths.demoModels(), "demo-portable");
+
+    static {
+        // Two more names for the same probe program: one slow (capacity 1), one failing.
+        for (String name : List.of("slow", "failing")) {
+            REPO.copy(TestPaths.testModels(), "caller-stream-probe");
+            try {
+                java.nio.file.Files.move(REPO.root().resolve("caller-stream-probe"), REPO.root().resolve(name));
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            REPO.withFile(name + "/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: 1\n");
+        }
+        REPO.copy(TestPaths.testModels(), "caller-stream-probe");
+    }
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry r) {
+        r.add("etserve.model-repository", () -> REPO.root().toString());
+        r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
+        r.add("etserve.inference.queue-timeout", () -> "200ms");
+        r.add("management.server.port", () -> "0");
+        r.add("resilience4j.circuitbreaker.configs.default.sliding-window-size", () -> "4");
+        r.add("resilience4j.circuitbreaker.configs.default.minimum-number-of-calls", () -> "4");
+        r.add("resilience4j.circuitbreaker.configs.default.wait-duration-in-open-state", () -> "1s");
+        r.add("resilience4j.circuitbreaker.configs.default.permitted-number-of-calls-in-half-open-state", () -> "1");
+    }
+
+    @Value("${local.server.port}")
+    int port;
+
+    @Value("${local.management.port}")
+    int managementPort;
+
+    @Autowired
+    CudaFaultMonitor faults;
+
+    static String probe(float hostMillis) {
+        return "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[0," + hostMillis + "]}]}";
+    }
+
+    record Outcome(int status, long millis, String retryAfter) {}
+
+    @Test
+    @Order(1)
+    void overloadIsAnsweredQuicklyWith503WhileAdmittedCallsSucceed() throws Exception {
+        Http http = Http.local(port);
+        int callers = 6;
+        ExecutorService exec = Executors.newFixedThreadPool(callers);
+        CountDownLatch go = new CountDownLatch(1);
+        List<Future<Outcome>> fs = new ArrayList<>();
+        for (int i = 0; i < callers; i++) {
+            fs.add(exec.submit(() -> {
+                go.await();
+                long t0 = System.nanoTime();
+                Http.Response r = http.post("/v2/models/slow/infer", probe(800));
+                return new Outcome(r.status(), (System.nanoTime() - t0) / 1_000_000, r.header("Retry-After"));
+            }));
+        }
+        go.countDown();
+        List<Outcome> outcomes = new ArrayList<>();
+        for (Future<Outcome> f : fs) {
+            outcomes.add(f.get(30, TimeUnit.SECONDS));
+        }
+        exec.shutdown();
+        List<Outcome> ok = outcomes.stream().filter(o -> o.status() == 200).toList();
+        List<Outcome> rejected = outcomes.stream().filter(o -> o.status() == 503).toList();
+        assertThat(ok.size() + rejected.size()).as(outcomes.toString()).isEqualTo(callers);
+        assertThat(ok).as("capacity 1: one call runs at a time").hasSizeBetween(1, 2);
+        assertThat(ok).allSatisfy(o -> assertThat(o.millis()).isGreaterThanOrEqualTo(790));
+        // Rejected long before the admitted call ends: the bounded wait, not a hung request.
+        assertThat(rejected).isNotEmpty().allSatisfy(o -> {
+            assertThat(o.millis()).isLessThan(700);
+            assertThat(o.retryAfter()).isNotNull();
+        });
+        // Capacity comes back.
+        assertThat(http.post("/v2/models/slow/infer", probe(0)).status()).isEqualTo(200);
+    }
+
+    @Test
+    @Order(2)
+    void aFailingModelOpensItsBreakerLeavesReadinessAndComesBackHalfOpen() throws Exception {
+        Http http = Http.local(port);
+        for (int i = 0; i < 4; i++) {
+            Http.Response r = http.post("/v2/models/failing/infer", probe(-1));
+            assertThat(r.status()).as(r.text()).isEqualTo(500);
+            assertThat(r.json().path("error").asString()).contains("Internal");
+        }
+        Http.Response open = http.post("/v2/models/failing/infer", probe(0));
+        assertThat(open.status()).isEqualTo(503);
+        assertThat(open.json().path("error").asString()).contains("circuit breaker");
+        Http.Response ready = http.get("/v2/models/failing/ready");
+        assertThat(ready.status()).isEqualTo(503);
+        assertThat(ready.json().path("reason").asString()).contains("circuit breaker");
+        String models = Http.local(managementPort).get("/actuator/health/readiness").text();
+        assertThat(models).contains("NOT_ADMITTING");
+        // Other models keep serving, and the server stays ready.
+        assertThat(http.post("/v2/models/caller-stream-probe/infer", probe(0)).status()).isEqualTo(200);
+        assertThat(http.get("/v2/health/ready").status()).isEqualTo(200);
+
+        // After the open interval a half-open probe goes through; success closes the breaker.
+        Thread.sleep(1300);
+        assertThat(http.post("/v2/models/failing/infer", probe(0)).status()).isEqualTo(200);
+        assertThat(http.get("/v2/models/failing/ready").json().path("ready").asBoolean()).isTrue();
+    }
+
+    @Test
+    @Order(3)
+    void badInputNeverOpensTheBreaker() {
+        Http http = Http.local(port);
+        for (int i = 0; i < 8; i++) {
+            assertThat(http.post("/v2/models/caller-stream-probe/infer",
+                    "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP64\",\"shape\":[2],\"data\":[0,0]}]}").status())
+                    .isEqualTo(400);
+        }
+        assertThat(http.get("/v2/models/caller-stream-probe/ready").json().path("ready").asBoolean()).isTrue();
+    }
+
+    @Test
+    @Order(4)
+    void aStickyCudaFaultBreaksLivenessSoThePodIsRestarted() {
+        Http mgmt = Http.local(managementPort);
+        assertThat(mgmt.get("/actuator/health/liveness").status()).isEqualTo(200);
+        // A non-sticky CUDA error (out of memory) leaves liveness alone.
+        faults.accept(new ExecuTorchException("CudaError", 2, "cudaMalloc failed: cudaErrorMemoryAllocation", ""));
+        assertThat(mgmt.get("/actuator/health/liveness").status()).isEqualTo(200);
+        // What the bridge reports when cudaStreamSynchronize hits an illegal address.
+        faults.accept(new ExecuTorchException("CudaError", 700,
+                "cudaStreamSynchronize failed: cudaErrorIllegalAddress: an illegal memory access was encountered", ""));
+        Http.Response live = mgmt.get("/actuator/health/liveness");
+        assertThat(live.status()).isEqualTo(503);
+        assertThat(live.json().path("status").asString()).isEqualTo("DOWN");
+        assertThat(mgmt.get("/actuator/health/readiness").text()).contains("stickyFault");
+    }
+}
