@@ -39,6 +39,8 @@ public record EtServeProperties(
      * @param streamsPerDevice stream slots per device: the concurrency of GPU models
      * @param priority stream priority (0 = default; lower numbers run first)
      * @param leaseTimeout longest wait for a free stream before answering 503
+     * @param placement where models without {@code devices} in their config.yml go: {@code spread}
+     *     (whole models on devices in turn) or {@code all} (every model on every device)
      */
     public record Cuda(
             @DefaultValue("auto") String enabled,
@@ -46,7 +48,8 @@ public record EtServeProperties(
             @DefaultValue("4") int streamsPerDevice,
             @DefaultValue("0") int priority,
             @DefaultValue("2s") Duration leaseTimeout,
-            @DefaultValue("30s") Duration drainTimeout) {}
+            @DefaultValue("30s") Duration drainTimeout,
+            @DefaultValue("spread") String placement) {}
 
     /**
      * @param defaultInstances CPU Modules per model when its config.yml sets none

@@ -13,6 +13,7 @@ import io.etserve.health.CudaFaultMonitor;
 import io.etserve.health.CudaHealthIndicator;
 import io.etserve.health.ModelsHealthIndicator;
 import io.etserve.health.ServerReadiness;
+import io.etserve.inference.DevicePlacement;
 import io.etserve.inference.InferenceService;
 import io.etserve.inference.ModelLoader;
 import io.etserve.inference.ModelRegistry;
@@ -44,8 +45,13 @@ public class ServingConfiguration {
             default -> throw new IllegalArgumentException(
                     "etserve.native.verification must be minimal or internal-consistency");
         };
+        DevicePlacement.Policy placement = switch (props.cuda().placement().toLowerCase(Locale.ROOT)) {
+            case "spread" -> DevicePlacement.Policy.SPREAD;
+            case "all" -> DevicePlacement.Policy.ALL;
+            default -> throw new IllegalArgumentException("etserve.cuda.placement must be spread or all");
+        };
         ModelLoader loader = new ModelLoader(verification, pools, node, props.inference().defaultInstances(),
-                props.inference().maxElementsPerTensor());
+                props.inference().maxElementsPerTensor(), placement);
         return new ModelRegistry(props.modelRepository(), loader);
     }
 
@@ -60,8 +66,8 @@ public class ServingConfiguration {
     }
 
     @Bean
-    CudaFaultMonitor cudaFaultMonitor(ApplicationEventPublisher events) {
-        return new CudaFaultMonitor(events);
+    CudaFaultMonitor cudaFaultMonitor(ApplicationEventPublisher events, StreamPools pools) {
+        return new CudaFaultMonitor(events, pools);
     }
 
     @Bean

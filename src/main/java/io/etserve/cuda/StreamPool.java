@@ -79,6 +79,11 @@ public final class StreamPool implements AutoCloseable {
         return factory.selectionMode();
     }
 
+    /** Stops this device's pool from leasing (a sticky fault of its context), keeping the first reason. */
+    public void markFaulted(String reason) {
+        fault.compareAndSet(null, reason);
+    }
+
     /** Why the pool stopped leasing (a stream could not be synchronized), if it did. */
     public java.util.Optional<String> fault() {
         return java.util.Optional.ofNullable(fault.get());

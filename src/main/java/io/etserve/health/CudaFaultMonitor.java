@@ -2,9 +2,12 @@ package io.etserve.health;
 
 import io.etserve.cuda.CudaException;
 import io.etserve.runtime.ExecuTorchException;
+import io.etserve.cuda.StreamPool;
+import io.etserve.cuda.StreamPools;
+import io.etserve.inference.FaultListener;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.availability.AvailabilityChangeEvent;
@@ -13,24 +16,46 @@ import org.springframework.context.ApplicationEventPublisher;
 
 /**
  * Watches runtime failures for sticky CUDA errors (illegal address, launch failure...): after
- * one, every later CUDA call in the process fails too, so the only cure is a restart. It marks
- * liveness BROKEN so Kubernetes restarts the pod, instead of staying green while every call fails.
+ * one, every later call on that device's context fails too, so the only cure is a restart.
+ *
+ * <p>The faulted device's stream pool stops leasing, which takes out only that device's
+ * instances (models placed on other devices keep serving). Once no served device is left, or
+ * when the device is unknown, liveness goes BROKEN so Kubernetes restarts the pod, instead of
+ * staying green while every call fails.
  */
-public final class CudaFaultMonitor implements Consumer<Throwable> {
+public final class CudaFaultMonitor implements FaultListener {
 
     private static final Logger log = LoggerFactory.getLogger(CudaFaultMonitor.class);
 
     private final ApplicationEventPublisher events;
+    private final StreamPools pools;
     private final AtomicReference<String> fault = new AtomicReference<>();
 
-    public CudaFaultMonitor(ApplicationEventPublisher events) {
+    public CudaFaultMonitor(ApplicationEventPublisher events, StreamPools pools) {
         this.events = events;
+        this.pools = pools;
+    }
+
+    /** A failure whose device is unknown. */
+    public void accept(Throwable error) {
+        onRuntimeFailure(OptionalInt.empty(), error);
     }
 
     @Override
-    public void accept(Throwable error) {
+    public void onRuntimeFailure(OptionalInt device, Throwable error) {
         String sticky = stickyFault(error);
-        if (sticky != null && fault.compareAndSet(null, sticky)) {
+        if (sticky == null) {
+            return;
+        }
+        Optional<StreamPool> pool = device.isPresent() ? pools.forDevice(device.getAsInt()) : Optional.empty();
+        if (pool.isPresent()) {
+            log.error("sticky CUDA fault on device {}: its instances stop serving: {}", device.getAsInt(), sticky);
+            pool.get().markFaulted(sticky);
+            if (pools.all().stream().anyMatch(p -> p.fault().isEmpty())) {
+                return;
+            }
+        }
+        if (fault.compareAndSet(null, sticky)) {
             log.error("sticky CUDA fault, marking liveness BROKEN so the process is restarted: {}", sticky);
             AvailabilityChangeEvent.publish(events, this, LivenessState.BROKEN);
         }

@@ -3,6 +3,7 @@ package io.etserve.inference;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
+import io.etserve.runtime.StreamSelection;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -12,7 +13,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.Consumer;
+import java.util.OptionalInt;
 
 /**
  * Runs one request on one model version: checks it against the model's signature, takes a
@@ -24,14 +25,14 @@ public final class InferenceService {
     private final Duration queueTimeout;
     private final InferenceObserver observer;
     private final ModelAdmission admission;
-    private final Consumer<Throwable> faults;
+    private final FaultListener faults;
 
     /**
      * @param faults told of every runtime failure, so a sticky CUDA fault can take the process
      *     out of liveness (io.etserve.health.CudaFaultMonitor)
      */
     public InferenceService(ModelRegistry registry, Duration queueTimeout, InferenceObserver observer,
-            ModelAdmission admission, Consumer<Throwable> faults) {
+            ModelAdmission admission, FaultListener faults) {
         this.registry = registry;
         this.queueTimeout = queueTimeout;
         this.observer = observer;
@@ -44,7 +45,7 @@ public final class InferenceService {
         if (!state.ready()) {
             return java.util.Optional.of(state.reason());
         }
-        return admission.whyNotAdmitting(state.model());
+        return state.model().instances().unavailableReason().or(() -> admission.whyNotAdmitting(state.model()));
     }
 
     public InferenceResponse infer(String modelName, String version, InferenceRequest request) {
@@ -84,9 +85,13 @@ public final class InferenceService {
         long queued = System.nanoTime();
         try (ModelAdmission.Admission admitted = admit(model, start)) {
             long executing = System.nanoTime();
+            OptionalInt device = OptionalInt.empty();
             try (ExecutionSlot slot = acquire(model)) {
                 long acquired = System.nanoTime();
                 executing = acquired;
+                if (slot.selection().mode() != StreamSelection.Mode.NONE) {
+                    device = OptionalInt.of(slot.selection().device());
+                }
                 List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection());
                 long executed = System.nanoTime();
                 admitted.succeeded(executed - acquired);
@@ -103,7 +108,7 @@ public final class InferenceService {
                     throw new InvalidInputException("model '" + model.name() + "' rejected the input: " + e.getMessage());
                 }
                 admitted.failed(System.nanoTime() - executing, e);
-                faults.accept(e);
+                faults.onRuntimeFailure(device, e);
                 observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.BACKEND,
                         System.nanoTime() - start);
                 throw e;
@@ -115,7 +120,7 @@ public final class InferenceService {
             } catch (RuntimeException e) {
                 // Includes a stream that could not be synchronized on release (a CUDA fault).
                 admitted.failed(System.nanoTime() - executing, e);
-                faults.accept(e);
+                faults.onRuntimeFailure(device, e);
                 observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.BACKEND,
                         System.nanoTime() - start);
                 throw e;

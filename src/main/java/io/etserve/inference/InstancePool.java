@@ -18,6 +18,11 @@ public interface InstancePool extends AutoCloseable {
     /** Where the instances run, for metadata and health: "cpu" or "cuda:N". */
     String placement();
 
+    /** Why no call can run now (every device of the model faulted), if so. */
+    default java.util.Optional<String> unavailableReason() {
+        return java.util.Optional.empty();
+    }
+
     /** Frees every Module, waiting for running calls to finish. */
     @Override
     void close();

@@ -21,12 +21,15 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  * outputs: [ { name: y } ]
  * instances: 2               # CPU Modules (GPU models get one per stream slot)
  * max-elements-per-tensor: 1048576
+ * devices: [0]               # GPU placement: a list, or "all" (default: etserve.cuda.placement)
  * </pre>
  */
 public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
-        Optional<Integer> instances, Optional<Long> maxElementsPerTensor) {
+        Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
 
     public static final String FILE_NAME = "config.yml";
+    /** {@code devices: all}. */
+    public static final List<Integer> ALL_DEVICES = List.of(-1);
     private static final int MAX_CONFIG_BYTES = 64 * 1024;
 
     public ModelConfig {
@@ -35,7 +38,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
     }
 
     public static ModelConfig defaults() {
-        return new ModelConfig("forward", List.of(), List.of(), Optional.empty(), Optional.empty());
+        return new ModelConfig("forward", List.of(), List.of(), Optional.empty(), Optional.empty(), Optional.empty());
     }
 
     /** Reads {@code dir/config.yml}, or the defaults when there is none. */
@@ -72,7 +75,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
             throw new InvalidModelConfigException(file + " must be a YAML mapping");
         }
         for (Object key : map.keySet()) {
-            if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor").contains(key)) {
+            if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor", "devices").contains(key)) {
                 throw new InvalidModelConfigException(file + ": unknown key '" + key + "'");
             }
         }
@@ -81,7 +84,21 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
         Optional<Long> maxElements = Optional.ofNullable(map.get("max-elements-per-tensor"))
                 .map(v -> (long) positiveInt(file, "max-elements-per-tensor", v));
         return new ModelConfig(method, names(file, "inputs", map.get("inputs")),
-                names(file, "outputs", map.get("outputs")), instances, maxElements);
+                names(file, "outputs", map.get("outputs")), instances, maxElements, devices(file, map.get("devices")));
+    }
+
+    private static Optional<List<Integer>> devices(Path file, Object v) {
+        if (v == null) {
+            return Optional.empty();
+        }
+        if ("all".equals(v)) {
+            return Optional.of(ALL_DEVICES);
+        }
+        if (v instanceof List<?> list && !list.isEmpty()
+                && list.stream().allMatch(d -> d instanceof Integer i && i >= 0 && i < 1024)) {
+            return Optional.of(list.stream().map(d -> (Integer) d).toList());
+        }
+        throw new InvalidModelConfigException(file + ": 'devices' must be 'all' or a list of device ordinals");
     }
 
     private static List<String> names(Path file, String key, Object value) {

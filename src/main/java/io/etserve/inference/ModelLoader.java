@@ -25,14 +25,17 @@ public final class ModelLoader {
     private final NodeCapabilities node;
     private final int defaultInstances;
     private final long defaultMaxElements;
+    private final DevicePlacement.Policy placement;
+    private final java.util.concurrent.atomic.AtomicInteger loadedModels = new java.util.concurrent.atomic.AtomicInteger();
 
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
-            int defaultInstances, long defaultMaxElements) {
+            int defaultInstances, long defaultMaxElements, DevicePlacement.Policy placement) {
         this.verification = verification;
         this.streamPools = streamPools;
         this.node = node;
         this.defaultInstances = defaultInstances;
         this.defaultMaxElements = defaultMaxElements;
+        this.placement = placement;
     }
 
     public ModelVersionState load(String name, String version, Path file, ModelConfig config) {
@@ -60,12 +63,21 @@ public final class ModelLoader {
                 return ModelVersionState.unavailable(model, notRunnable.get());
             }
             InstancePool pool;
-            Optional<StreamPool> streams = streamPools.defaultPool();
-            if (streams.isPresent()) {
-                for (int i = 0; i < streams.get().size(); i++) {
-                    created.add(program.newInstance(config.method()));
+            List<Integer> served = streamPools.all().stream().map(StreamPool::device).toList();
+            List<Integer> devices = DevicePlacement.choose(name, signature.backends(), config.devices(), served,
+                    placement, loadedModels.getAndIncrement());
+            if (!devices.isEmpty()) {
+                List<StreamInstancePool> perDevice = new ArrayList<>();
+                for (int device : devices) {
+                    StreamPool streams = streamPools.forDevice(device).orElseThrow();
+                    List<ProgramInstance> bySlot = new ArrayList<>();
+                    for (int i = 0; i < streams.size(); i++) {
+                        bySlot.add(program.newInstance(config.method()));
+                    }
+                    created.addAll(bySlot);
+                    perDevice.add(new StreamInstancePool(streams, bySlot));
                 }
-                pool = new StreamInstancePool(streams.get(), created);
+                pool = perDevice.size() == 1 ? perDevice.get(0) : new MultiDeviceInstancePool(perDevice);
             } else {
                 int n = config.instances().orElse(defaultInstances);
                 for (int i = 0; i < n; i++) {
@@ -75,7 +87,7 @@ public final class ModelLoader {
             }
             return ModelVersionState.ready(new LoadedModel(name, version, program, signature, inputs, outputs, pool,
                     maxElements));
-        } catch (ExecuTorchException | InvalidModelException e) {
+        } catch (ExecuTorchException | InvalidModelException | DevicePlacement.PlacementException e) {
             created.forEach(ProgramInstance::close);
             program.close();
             return ModelVersionState.failed(name, version, e.getMessage());

@@ -47,6 +47,11 @@ public final class StreamInstancePool implements InstancePool {
         return "cuda:" + streams.device();
     }
 
+    @Override
+    public java.util.Optional<String> unavailableReason() {
+        return streams.fault().map(f -> "device " + streams.device() + " is faulted: " + f);
+    }
+
     public int device() {
         return streams.device();
     }

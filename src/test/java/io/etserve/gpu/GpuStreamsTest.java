@@ -143,7 +143,7 @@ class GpuStreamsTest {
     void healthShowsDevicesAndOneCallerStreamLibrary() throws Exception {
         StreamPool pool = new StreamPool(0, 2, 0, new CudaStreamFactory(cuda), n -> {});
         StreamPools pools = new StreamPools(Map.of(0, pool), null, Duration.ofSeconds(5));
-        Health h = new CudaHealthIndicator(cuda, pools, TensorRtProbe.probe(), new CudaFaultMonitor(e -> {})).health();
+        Health h = new CudaHealthIndicator(cuda, pools, TensorRtProbe.probe(), new CudaFaultMonitor(e -> {}, pools)).health();
         assertThat(h.getStatus()).isEqualTo(Status.UP);
         System.out.println("cuda health: " + h.getDetails());
         CallerStreamCheck.Result cs = new CallerStreamCheck().check();

@@ -32,9 +32,18 @@ public final class OpaqueStreamFactory implements StreamFactory {
         return devices;
     }
 
+    private final java.util.Map<Long, Integer> deviceByHandle = new java.util.concurrent.ConcurrentHashMap<>();
+
     @Override
     public ComputeStream create(int device, int priority) {
-        return new Handle(device, next.getAndAdd(0x100));
+        Handle h = new Handle(device, next.getAndAdd(0x100));
+        deviceByHandle.put(h.handle(), device);
+        return h;
+    }
+
+    /** The device a handle was created for, or null for a handle this factory never made. */
+    public Integer deviceOf(long handle) {
+        return deviceByHandle.get(handle);
     }
 
     @Override
