@@ -27,7 +27,7 @@ bundle() {
   log "test classpath"
   mvn -q -o dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$BUNDLE/cp.txt" >/dev/null
   # Only what the GPU suite loads: the runtime binding, CUDA via JavaCPP, Spring's health types, JUnit.
-  tr ':' '\n' < "$BUNDLE/cp.txt" | grep -E '/(javacpp|cuda|tensorrt|spring-boot-health|spring-core|spring-jcl|spring-boot|assertj-core|slf4j-api)-[0-9]' \
+  tr ':' '\n' < "$BUNDLE/cp.txt" | grep -E '/(javacpp|cuda|tensorrt|spring-boot-health|spring-core|spring-jcl|spring-boot|spring-context|spring-beans|spring-aop|spring-expression|micrometer-observation|micrometer-commons|assertj-core|slf4j-api)-[0-9]' \
     | grep -v -- '-sources' | xargs -I{} cp {} "$BUNDLE/jars/"
   mvn -q dependency:copy -Dartifact="$JUNIT_CONSOLE" -DoutputDirectory="$BUNDLE/jars" >/dev/null
   rm "$BUNDLE/cp.txt"
@@ -94,6 +94,9 @@ run() {
   log "GPU JUnit suite"
   timeout 300 "$java" "${props[@]}" -jar "$console" execute --class-path "$cp" --select-package io.etserve.gpu \
     --include-tag gpu --details=tree --disable-banner 2>&1 | tee "$RESULTS/junit-gpu.txt" || status=1
+  log "GPU sticky-fault test (own JVM, last: it leaves the CUDA context unusable)"
+  timeout 120 "$java" "${props[@]}" -jar "$console" execute --class-path "$cp" --select-package io.etserve.gpu \
+    --include-tag gpu-fault --details=tree --disable-banner 2>&1 | tee "$RESULTS/junit-gpu-fault.txt" || status=1
   log "GPU benchmark"
   timeout 240 "$java" "${props[@]}" -cp "$cp" io.etserve.gpu.GpuStreamBenchmark "${ETSERVE_BENCH_SPIN_US:-2000}" \
     "${ETSERVE_BENCH_SECONDS:-3}" "${ETSERVE_BENCH_CALLS:-20000}" 2>&1 | tee "$RESULTS/benchmark-gpu.txt" || status=1

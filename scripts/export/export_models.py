@@ -67,6 +67,25 @@ class CallerStreamProbe(BackendDetails):
         return PreprocessResult(processed_bytes=PROBE_PAYLOAD)
 
 
+# Test-only stand-ins named after real GPU delegates. They exist only to produce programs that
+# *declare* those delegates (the program's method metadata lists the backend id), so tests can
+# check that a node without CUDA or TensorRT refuses such a model before any traffic. The
+# payload is not an engine: these programs never run anywhere.
+STAND_IN_PAYLOAD = b"etserve-test-stand-in"
+
+
+class TensorRTBackend(BackendDetails):
+    @staticmethod
+    def preprocess(edge_program, compile_specs) -> PreprocessResult:
+        return PreprocessResult(processed_bytes=STAND_IN_PAYLOAD)
+
+
+class CudaBackend(BackendDetails):
+    @staticmethod
+    def preprocess(edge_program, compile_specs) -> PreprocessResult:
+        return PreprocessResult(processed_bytes=STAND_IN_PAYLOAD)
+
+
 class DemoMlp(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -138,6 +157,15 @@ def lower_caller_stream_probe(exported: torch.export.ExportedProgram) -> bytes:
     return to_edge_transform_and_lower(
         exported, partitioner=[AllNodePartitioner(PROBE_BACKEND_ID, [])]
     ).to_executorch().buffer
+
+
+def lower_to(backend_id: str):
+    def lower(exported: torch.export.ExportedProgram) -> bytes:
+        return to_edge_transform_and_lower(
+            exported, partitioner=[AllNodePartitioner(backend_id, [])]
+        ).to_executorch().buffer
+
+    return lower
 
 
 def grid_values(generator: torch.Generator, shape: Sequence[int]) -> torch.Tensor:
@@ -238,6 +266,20 @@ def caller_stream_probe_spec() -> ModelSpec:
         [(torch.tensor([1.0, 2.0]),)],
         lower_caller_stream_probe,
         {PROBE_BACKEND_ID},
+        write_reference=False,
+    )
+
+
+def gpu_stand_in_spec(name: str, backend_id: str) -> ModelSpec:
+    return ModelSpec(
+        TEST_MODELS / name,
+        DemoMlp().eval(),
+        ["x"],
+        ["y"],
+        1,
+        [(torch.zeros(1, 16),)],
+        lower_to(backend_id),
+        {backend_id},
         write_reference=False,
     )
 
@@ -369,6 +411,8 @@ def main() -> int:
         dtypes_spec(),
         two_inputs_spec(),
         caller_stream_probe_spec(),
+        gpu_stand_in_spec("needs-tensorrt", "TensorRTBackend"),
+        gpu_stand_in_spec("needs-cuda-backend", "CudaBackend"),
     ]
     for spec in specs:
         print(json.dumps(export_one(spec, runtime)))

@@ -1,7 +1,8 @@
 // TEST-ONLY delegate "CallerStreamProbe" (see CMakeLists.txt). Not ExecuTorch code.
 //
 // Contract with scripts/export/export_models.py:
-//   input 0: float32[2]  — [spin microseconds of GPU work (GPU build only),
+//   input 0: float32[2]  — [spin microseconds of GPU work (GPU build only; < 0: an illegal-address
+//                           kernel, the sticky fault of the fault test),
 //                           host milliseconds: > 0 sleeps that long (a slow model),
 //                           < 0 fails the call with Error::Internal (a failing delegate)]
 //   output 0: int64[3]   — [selection has a value (0/1), the selected handle, GPU work queued (0/1)]
@@ -17,6 +18,8 @@
 #if defined(ETSERVE_PROBE_WITH_CUDA)
 // probe_gpu_work.cu: queues a spin kernel of `micros` on `stream` (or the per-thread default).
 bool etserve_probe_queue_gpu_work(cudaStream_t stream, bool has_stream, double micros);
+// Queues a kernel that writes to an illegal address (x[0] < 0): a sticky CUDA fault, for tests.
+bool etserve_probe_queue_fault(cudaStream_t stream, bool has_stream);
 #endif
 
 namespace {
@@ -74,6 +77,11 @@ class CallerStreamProbe final : public BackendInterface {
     const double micros = in.numel() > 0 ? in.const_data_ptr<float>()[0] : 0.0;
     if (micros > 0) {
       if (!etserve_probe_queue_gpu_work(selection.value_or(nullptr), selection.has_value(), micros)) {
+        return Error::Internal;
+      }
+      o[2] = 1;
+    } else if (micros < 0) {
+      if (!etserve_probe_queue_fault(selection.value_or(nullptr), selection.has_value())) {
         return Error::Internal;
       }
       o[2] = 1;

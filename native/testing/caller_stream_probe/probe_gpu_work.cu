@@ -40,7 +40,15 @@ __global__ void spin(unsigned long long nanos, unsigned long long* done) {
   atomicAdd(done, 1ULL);
 }
 
+// A deliberate illegal address: the sticky-fault test's way to corrupt the CUDA context.
+__global__ void fault() { *reinterpret_cast<volatile int*>(8) = 1; }
+
 }  // namespace
+
+bool etserve_probe_queue_fault(cudaStream_t stream, bool has_stream) {
+  fault<<<1, 1, 0, has_stream ? stream : cudaStreamPerThread>>>();
+  return cudaGetLastError() == cudaSuccess;
+}
 
 // Visible to tests through dlsym on the probe library: GPU work items completed so far.
 extern "C" __attribute__((visibility("default"))) unsigned long long etserve_probe_completed_work() {

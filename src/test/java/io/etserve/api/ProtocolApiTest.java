@@ -39,6 +39,8 @@ class ProtocolApiTest {
             .copy(TestPaths.testModels(), "dtypes")
             .copy(TestPaths.testModels(), "two-inputs")
             .copy(TestPaths.testModels(), "caller-stream-probe")
+            .copy(TestPaths.testModels(), "needs-tensorrt")
+            .copy(TestPaths.testModels(), "needs-cuda-backend")
             .withBrokenModels(TestPaths.demoModels().resolve("demo-portable/1/model.pte"))
             .withFile("bad name!/1/model.pte", "skipped: not a valid model name");
 
@@ -141,6 +143,23 @@ class ProtocolApiTest {
         assertThat(http.get("/v2/models/broken-config/ready").json().path("reason").asString()).contains("config.yml");
         assertThat(http.get("/v2/models/demo-portable/ready").json().path("ready").asBoolean()).isTrue();
         assertThat(http.get("/v2/health/ready").status()).isEqualTo(200);
+    }
+
+    @Test
+    void gpuDelegateModelsAreNotReadyOnANodeWithoutCuda() {
+        for (String model : List.of("needs-tensorrt", "needs-cuda-backend")) {
+            Http.Response ready = http.get("/v2/models/" + model + "/ready");
+            assertThat(ready.status()).isEqualTo(503);
+            assertThat(ready.json().path("reason").asString()).as(model).contains("needs a CUDA device");
+            // Its metadata is still there: the program loaded, it just cannot run here.
+            assertThat(http.get("/v2/models/" + model).json().path("inputs").get(0).path("name").asString())
+                    .isEqualTo("x");
+            assertThat(http.post("/v2/models/" + model + "/infer", "{\"inputs\":[]}").status()).isEqualTo(503);
+        }
+        String readiness = Http.local(managementPort).get("/actuator/health/readiness").text();
+        assertThat(readiness).contains("TensorRTBackend, which needs a CUDA device");
+        assertThat(Http.local(managementPort).get("/actuator/health/readiness").json().path("components").path("cuda")
+                .path("details").path("tensorRt").path("available").asBoolean()).isFalse();
     }
 
     @Test
