@@ -1,0 +1,99 @@
+package io.etserve.packaging;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etserve.support.Http;
+import io.etserve.support.TestPaths;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The packaged jar, run with `java -jar` as a user would (a JVM of its own): it serves the
+ * bundled demo models on the CPU from the libraries it carries, and a missing native library
+ * ends startup with one sentence, not a stack of UnsatisfiedLinkErrors.
+ */
+@Tag("packaged")
+class PackagedJarIT {
+
+    static Path jar() {
+        String p = System.getProperty("etserve.test.jar");
+        Path jar = p != null ? Path.of(p) : TestPaths.repoRoot().resolve("target/etserve-0.1.0-SNAPSHOT.jar");
+        assertThat(jar).exists();
+        return jar;
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    static Process start(Path workDir, Path log, List<String> args) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-jar", jar().toString()));
+        cmd.addAll(args);
+        return new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
+    }
+
+    @Test
+    void servesTheDemoModelsFromTheLibrariesItCarries(@TempDir Path tmp) throws Exception {
+        int port = freePort();
+        int mgmt = freePort();
+        Path log = tmp.resolve("app.log");
+        Process app = start(TestPaths.repoRoot(), log, List.of("--server.port=" + port,
+                "--management.server.port=" + mgmt, "--etserve.native.extract-dir=" + tmp.resolve("native")));
+        try {
+            Http http = Http.local(port);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            int status = 0;
+            while (System.nanoTime() < deadline && app.isAlive()) {
+                try {
+                    status = http.get("/v2/health/ready").status();
+                    if (status == 200) {
+                        break;
+                    }
+                } catch (RuntimeException notYet) {
+                    // not listening yet
+                }
+                Thread.sleep(250);
+            }
+            assertThat(status).as(Files.readString(log)).isEqualTo(200);
+            String zeros = "[" + String.join(",", java.util.Collections.nCopies(16, "0")) + "]";
+            Http.Response r = http.post("/v2/models/demo-xnnpack/infer",
+                    "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":" + zeros + "}]}");
+            assertThat(r.status()).isEqualTo(200);
+            try (var files = Files.list(tmp.resolve("native"))) {
+                assertThat(files.toList()).as("extracted once, content-addressed").hasSize(1);
+            }
+            assertThat(Http.local(mgmt).get("/actuator/health/readiness").status()).isEqualTo(200);
+        } finally {
+            app.destroy();
+            assertThat(app.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    @Test
+    void aMissingNativeLibraryEndsStartupWithOneClearSentence(@TempDir Path tmp) throws Exception {
+        Path broken = Files.createDirectories(tmp.resolve("libs"));
+        Files.writeString(broken.resolve("libraries.txt"), "libextension_cuda.so\nlibetserve_jni.so\n");
+        Path log = tmp.resolve("app.log");
+        Process app = start(tmp, log, List.of("--server.port=0", "--management.server.port=0",
+                "--etserve.native.library-dir=" + broken));
+        assertThat(app.waitFor(90, TimeUnit.SECONDS)).isTrue();
+        String out = Files.readString(log, StandardCharsets.UTF_8);
+        assertThat(app.exitValue()).isNotZero();
+        assertThat(out).contains("APPLICATION FAILED TO START")
+                .contains("Native library libextension_cuda.so is missing from " + broken)
+                .doesNotContain("UnsatisfiedLinkError");
+    }
+}
