@@ -261,7 +261,9 @@ std::string read_soname(const dl_phdr_info* info) {
   return {};
 }
 
-int collect(dl_phdr_info* info, size_t, void* data) {
+int collect(dl_phdr_info* info, size_t, void* data) noexcept {
+  // Runs under the loader's lock: never let an exception unwind through glibc.
+  try {
   auto* objects = static_cast<std::vector<LoadedObject>*>(data);
   LoadedObject obj;
   obj.path = info->dlpi_name ? info->dlpi_name : "";
@@ -276,13 +278,18 @@ int collect(dl_phdr_info* info, size_t, void* data) {
   obj.soname = read_soname(info);
   objects->push_back(std::move(obj));
   return 0;
+  } catch (...) {
+    return 1;  // stop the walk; the caller sees a partial list
+  }
 }
 
 }  // namespace
 
 std::vector<CallerStreamDefiner> caller_stream_definers() {
   std::vector<LoadedObject> objects;
-  dl_iterate_phdr(&collect, &objects);
+  if (dl_iterate_phdr(&collect, &objects) != 0) {
+    throw BridgeError("Internal", 0x01, "could not walk the loaded objects (out of memory)");
+  }
   std::vector<CallerStreamDefiner> definers;
   for (const auto& obj : objects) {
     // The main program has an empty name; the vDSO cannot be opened and defines nothing.

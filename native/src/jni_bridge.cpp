@@ -2,6 +2,7 @@
 // Java values, calls bridge_core, and turns every C++ failure into an ExecuTorchException.
 #include <jni.h>
 
+#include <limits>
 #include <new>
 #include <string>
 #include <vector>
@@ -30,9 +31,11 @@ void throw_java(JNIEnv* env, const std::string& name, int code, const std::strin
       cls, "<init>", "(Ljava/lang/String;ILjava/lang/String;Ljava/lang/String;)V");
   if (ctor == nullptr) return;
   jstring jname = env->NewStringUTF(name.c_str());
+  if (jname == nullptr) return;
   jstring jmsg = env->NewStringUTF(message.c_str());
+  if (jmsg == nullptr) return;
   jstring jlog = env->NewStringUTF(log.c_str());
-  if (env->ExceptionCheck()) return;
+  if (jlog == nullptr) return;
   auto ex = static_cast<jthrowable>(env->NewObject(cls, ctor, jname, code, jmsg, jlog));
   if (ex != nullptr) env->Throw(ex);
 }
@@ -40,20 +43,28 @@ void throw_java(JNIEnv* env, const std::string& name, int code, const std::strin
 // Runs `body` with ExecuTorch's log captured; converts every failure into a Java exception.
 template <typename R, typename F>
 R guarded(JNIEnv* env, R failure_value, F&& body) {
-  etserve::install_log_hook();
-  LogCapture capture;
+  // Nothing may escape into the JVM: even building the error report is guarded.
   try {
-    return body();
-  } catch (const PendingJavaException&) {
-  } catch (const BridgeError& e) {
-    throw_java(env, e.name(), e.code(), e.what(),
-               e.native_log().empty() ? capture.text() : e.native_log());
-  } catch (const std::bad_alloc&) {
-    throw_java(env, "MemoryAllocationFailed", 0x21, "native allocation failed", capture.text());
-  } catch (const std::exception& e) {
-    throw_java(env, "Internal", 0x01, e.what(), capture.text());
+    etserve::install_log_hook();
+    LogCapture capture;
+    try {
+      return body();
+    } catch (const PendingJavaException&) {
+    } catch (const BridgeError& e) {
+      throw_java(env, e.name(), e.code(), e.what(),
+                 e.native_log().empty() ? capture.text() : e.native_log());
+    } catch (const std::bad_alloc&) {
+      throw_java(env, "MemoryAllocationFailed", 0x21, "native allocation failed", capture.text());
+    } catch (const std::exception& e) {
+      throw_java(env, "Internal", 0x01, e.what(), capture.text());
+    } catch (...) {
+      throw_java(env, "Internal", 0x01, "unknown native failure", capture.text());
+    }
   } catch (...) {
-    throw_java(env, "Internal", 0x01, "unknown native failure", capture.text());
+    if (!env->ExceptionCheck()) {
+      jclass oom = env->FindClass("java/lang/OutOfMemoryError");
+      if (oom != nullptr) env->ThrowNew(oom, "etserve bridge: failure while reporting a native error");
+    }
   }
   return failure_value;
 }
@@ -236,6 +247,11 @@ JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_execute(
     check(env);
     for (jsize i = 0; i < m; ++i) {
       const auto& out = outputs[i];
+      if (out.bytes.size() > static_cast<size_t>(std::numeric_limits<jsize>::max())) {
+        throw BridgeError("NotSupported", 0x10,
+                          "output " + std::to_string(i) + " has " + std::to_string(out.bytes.size()) +
+                              " bytes; a Java array holds at most 2 GiB");
+      }
       jbyteArray data = env->NewByteArray(static_cast<jsize>(out.bytes.size()));
       check(env);  // OutOfMemoryError is pending
       env->SetByteArrayRegion(data, 0, static_cast<jsize>(out.bytes.size()),

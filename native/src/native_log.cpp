@@ -33,11 +33,17 @@ LogCapture::LogCapture() : outer_(current_capture) { current_capture = this; }
 LogCapture::~LogCapture() { current_capture = outer_; }
 
 void LogCapture::append(char level, const char* message, size_t length) {
-  if (text_.size() >= kMaxCapturedBytes) return;
+  // Room for the separator, the level and a space, then as much of the message as fits.
+  if (text_.size() + 3 >= kMaxCapturedBytes) return;
   if (!text_.empty()) text_.push_back('\n');
   text_.push_back(level);
-  text_.append(" ");
-  text_.append(message, std::min(length, kMaxCapturedBytes - text_.size()));
+  text_.push_back(' ');
+  size_t take = std::min(length, kMaxCapturedBytes - text_.size());
+  // Never cut a UTF-8 sequence: Java's NewStringUTF needs whole characters.
+  if (take < length) {
+    while (take > 0 && (static_cast<unsigned char>(message[take]) & 0xC0) == 0x80) --take;
+  }
+  text_.append(message, take);
   while (!text_.empty() && (text_.back() == '\n' || text_.back() == '\r')) text_.pop_back();
 }
 

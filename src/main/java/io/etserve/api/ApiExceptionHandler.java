@@ -76,6 +76,13 @@ class ApiExceptionHandler {
         return error(HttpStatus.INTERNAL_SERVER_ERROR, "inference failed: " + e.getMessage());
     }
 
+    /** The client went away or sent a broken body: nothing the server did wrong. */
+    @ExceptionHandler(java.io.IOException.class)
+    ResponseEntity<ProtocolDtos.ErrorBody> io(java.io.IOException e) {
+        log.debug("request body could not be read: {}", e.getMessage());
+        return error(HttpStatus.BAD_REQUEST, "cannot read the request body: " + e.getMessage());
+    }
+
     @ExceptionHandler(Exception.class)
     ResponseEntity<ProtocolDtos.ErrorBody> internal(Exception e) {
         log.error("unexpected failure", e);

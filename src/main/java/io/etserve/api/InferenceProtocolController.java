@@ -96,9 +96,9 @@ public class InferenceProtocolController {
     ResponseEntity<byte[]> infer(@PathVariable String model, @PathVariable(required = false) String version,
             @RequestHeader(value = HEADER_LENGTH, required = false) Integer headerLength, HttpServletRequest http)
             throws IOException {
-        if (!readiness.isReady()) {
-            throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE,
-                    "server is not ready: " + readiness.whyNotReady().orElse("unknown"));
+        var refused = readiness.whyNotAccepting();
+        if (refused.isPresent()) {
+            throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get());
         }
         byte[] body = readBody(http);
         InferenceRequest request = decoder.decode(body, headerLength, limits);

@@ -38,7 +38,6 @@ public record EtServeProperties(
      * @param devices device ordinals to serve on; empty = every visible device
      * @param streamsPerDevice stream slots per device: the concurrency of GPU models
      * @param priority stream priority (0 = default; lower numbers run first)
-     * @param leaseTimeout longest wait for a free stream before answering 503
      * @param placement where models without {@code devices} in their config.yml go: {@code spread}
      *     (whole models on devices in turn) or {@code all} (every model on every device)
      */
@@ -47,7 +46,6 @@ public record EtServeProperties(
             @DefaultValue List<Integer> devices,
             @DefaultValue("4") int streamsPerDevice,
             @DefaultValue("0") int priority,
-            @DefaultValue("2s") Duration leaseTimeout,
             @DefaultValue("30s") Duration drainTimeout,
             @DefaultValue("spread") String placement) {}
 

@@ -31,7 +31,7 @@ public class CudaException extends RuntimeException {
     /** The same errors by cudaError_t code, as the bridge reports them. */
     public static boolean isStickyCode(int code) {
         return switch (code) {
-            case 214, 700, 702, 710, 714, 715, 716, 717, 718, 719, 999 -> true;
+            case 46, 214, 700, 702, 709, 710, 714, 715, 716, 717, 718, 719, 999 -> true;
             default -> false;
         };
     }

@@ -50,7 +50,6 @@ public final class CudaHealthIndicator implements HealthIndicator {
                 m.put("memoryTotalBytes", mem.total());
             } catch (RuntimeException e) {
                 m.put("error", e.getMessage());
-                b.down();
             }
             devices.add(m);
         }
@@ -62,13 +61,15 @@ public final class CudaHealthIndicator implements HealthIndicator {
             m.put("streams", p.size());
             m.put("leased", p.leasedCount());
             m.put("waiting", p.waitingCount());
-            p.fault().ifPresent(f -> {
-                m.put("fault", f);
-                b.down();
-            });
+            p.fault().ifPresent(f -> m.put("fault", f));
             streamPools.add(m);
         }
         b.withDetail("streamPools", streamPools);
+        // A faulted device takes out only its own instances; readiness drops only when none is
+        // left (and then liveness is BROKEN too, see CudaFaultMonitor).
+        if (!pools.isEmpty() && pools.all().stream().allMatch(p -> p.fault().isPresent())) {
+            b.down();
+        }
         pools.whyNone().ifPresent(w -> b.withDetail("streamPoolsAbsent", w));
         b.withDetail("tensorRt", tensorRt.available() ? Map.of("available", true, "version", tensorRt.version())
                 : Map.of("available", false, "reason", tensorRt.reason()));

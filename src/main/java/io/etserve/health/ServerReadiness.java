@@ -60,4 +60,16 @@ public final class ServerReadiness {
     public boolean isReady() {
         return whyNotReady().isEmpty();
     }
+
+    /**
+     * Whether requests may run at all: like readiness but without strict readiness, so one failed
+     * model never blocks the healthy ones (it only keeps the server out of the load balancer).
+     */
+    public Optional<String> whyNotAccepting() {
+        if (availability.getReadinessState() != ReadinessState.ACCEPTING_TRAFFIC) {
+            return Optional.of("the application is not accepting traffic (" + availability.getReadinessState() + ")");
+        }
+        CallerStreamCheck.Result cs = callerStream.lastResult();
+        return cs.ok() ? Optional.empty() : Optional.of(cs.summary());
+    }
 }

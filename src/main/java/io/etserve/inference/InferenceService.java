@@ -3,6 +3,7 @@ package io.etserve.inference;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
+import io.etserve.runtime.ProgramInstance;
 import io.etserve.runtime.StreamSelection;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -117,6 +118,11 @@ public final class InferenceService {
                 observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.REJECTED,
                         System.nanoTime() - start);
                 throw e;
+            } catch (ProgramInstance.InstanceClosedException e) {
+                admitted.ignored();
+                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
+                        System.nanoTime() - start);
+                throw new ModelUnavailableException("model '" + model.name() + "' is unloading");
             } catch (RuntimeException e) {
                 // Includes a stream that could not be synchronized on release (a CUDA fault).
                 admitted.failed(System.nanoTime() - executing, e);

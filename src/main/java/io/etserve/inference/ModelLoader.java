@@ -47,10 +47,11 @@ public final class ModelLoader {
         }
         List<ProgramInstance> created = new ArrayList<>();
         try {
-            if (!program.methodNames().contains(config.method())) {
+            List<String> methods = program.methodNames();
+            if (!methods.contains(config.method())) {
                 program.close();
                 return ModelVersionState.failed(name, version, "the program has no method '" + config.method()
-                        + "' (it has " + program.methodNames() + ")");
+                        + "' (it has " + methods + ")");
             }
             MethodSignature signature = program.signature(config.method());
             List<TensorMetadata> inputs = describe("input", signature.inputs(), config.inputNames());
@@ -87,7 +88,9 @@ public final class ModelLoader {
             }
             return ModelVersionState.ready(new LoadedModel(name, version, program, signature, inputs, outputs, pool,
                     maxElements));
-        } catch (ExecuTorchException | InvalidModelException | DevicePlacement.PlacementException e) {
+        } catch (RuntimeException e) {
+            // ExecuTorch errors, a config that does not fit the program, an impossible placement:
+            // this model fails, the others still load.
             created.forEach(ProgramInstance::close);
             program.close();
             return ModelVersionState.failed(name, version, e.getMessage());

@@ -29,7 +29,8 @@ public final class ModelRegistry implements AutoCloseable {
     private final Path root;
     private final ModelLoader loader;
     private final Map<String, TreeMap<Long, ModelVersionState>> models = new ConcurrentHashMap<>();
-    private final AtomicBoolean loaded = new AtomicBoolean();
+    private final AtomicBoolean loading = new AtomicBoolean();
+    private volatile boolean loaded;
     private volatile String repositoryError;
 
     public ModelRegistry(Path root, ModelLoader loader) {
@@ -39,9 +40,17 @@ public final class ModelRegistry implements AutoCloseable {
 
     /** Loads every model version in the repository (idempotent). */
     public void loadAll() {
-        if (!loaded.compareAndSet(false, true)) {
+        if (!loading.compareAndSet(false, true)) {
             return;
         }
+        try {
+            loadRepository();
+        } finally {
+            loaded = true;
+        }
+    }
+
+    private void loadRepository() {
         if (!Files.isDirectory(root)) {
             repositoryError = "model repository " + root.toAbsolutePath() + " is not a directory";
             log.error(repositoryError);
@@ -105,8 +114,9 @@ public final class ModelRegistry implements AutoCloseable {
         return out;
     }
 
+    /** True once every model's load has concluded (ready, unavailable or failed). */
     public boolean isLoaded() {
-        return loaded.get();
+        return loaded;
     }
 
     public Optional<String> repositoryError() {

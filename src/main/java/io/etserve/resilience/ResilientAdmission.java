@@ -69,22 +69,30 @@ public final class ResilientAdmission implements ModelAdmission {
         return new Admission() {
             private boolean reported;
 
+            // One outcome per call: a failure after success (the stream could not be returned)
+            // would otherwise count as a second call.
             @Override
             public void succeeded(long nanos) {
-                reported = true;
-                g.breaker().onSuccess(nanos, TimeUnit.NANOSECONDS);
+                if (!reported) {
+                    reported = true;
+                    g.breaker().onSuccess(nanos, TimeUnit.NANOSECONDS);
+                }
             }
 
             @Override
             public void failed(long nanos, Throwable error) {
-                reported = true;
-                g.breaker().onError(nanos, TimeUnit.NANOSECONDS, error);
+                if (!reported) {
+                    reported = true;
+                    g.breaker().onError(nanos, TimeUnit.NANOSECONDS, error);
+                }
             }
 
             @Override
             public void ignored() {
-                reported = true;
-                g.breaker().releasePermission();
+                if (!reported) {
+                    reported = true;
+                    g.breaker().releasePermission();
+                }
             }
 
             @Override

@@ -4,8 +4,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -163,7 +161,7 @@ public final class NativeRuntime {
     }
 
     /** Extracts the jar's libraries into {@code base/<content hash>}, reusing an earlier extraction. */
-    private static Path extract(Path base) {
+    static Path extract(Path base) {
         ClassLoader cl = NativeRuntime.class.getClassLoader();
         byte[] manifest = resource(cl, MANIFEST);
         if (manifest == null) {
@@ -187,11 +185,13 @@ public final class NativeRuntime {
             files.put(name, bytes);
         }
         Path target = base.resolve(HexFormat.of().formatHex(digest.digest(), 0, 12));
-        if (Files.isRegularFile(target.resolve(MANIFEST))) {
+        // Reuse an earlier extraction only when every file is byte for byte what this jar
+        // carries: the directory name is predictable, and a planted library would run in-process.
+        if (Files.isRegularFile(target.resolve(MANIFEST)) && sameContent(target, files)) {
             return target;
         }
         try {
-            Files.createDirectories(base);
+            createPrivateDirectories(base);
             Path staging = Files.createTempDirectory(base, ".staging-");
             for (Map.Entry<String, byte[]> f : files.entrySet()) {
                 Files.write(staging.resolve(f.getKey()), f.getValue());
@@ -199,14 +199,49 @@ public final class NativeRuntime {
             Files.write(staging.resolve(MANIFEST), manifest);
             try {
                 Files.move(staging, target, StandardCopyOption.ATOMIC_MOVE);
-            } catch (FileAlreadyExistsException | AtomicMoveNotSupportedException
-                    | java.nio.file.DirectoryNotEmptyException raced) {
-                deleteTree(staging); // another JVM extracted the same content first
+            } catch (IOException raced) {
+                if (!Files.exists(target)) {
+                    throw raced;
+                }
+                if (sameContent(target, files)) {
+                    deleteTree(staging); // another JVM extracted the same content first
+                } else {
+                    return staging; // the existing directory is not ours: load our own copy
+                }
             }
             return target;
         } catch (IOException e) {
             throw new NativeLibraryException("Cannot extract the native libraries into " + base + ": " + e.getMessage()
                     + "; set etserve.native.extract-dir to a writable directory.", e);
+        }
+    }
+
+    private static boolean sameContent(Path dir, Map<String, byte[]> files) {
+        try {
+            for (Map.Entry<String, byte[]> f : files.entrySet()) {
+                Path p = dir.resolve(f.getKey());
+                if (!Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                        || Files.size(p) != f.getValue().length
+                        || !java.util.Arrays.equals(Files.readAllBytes(p), f.getValue())) {
+                    return false;
+                }
+            }
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** The extraction base, readable by its owner only where the file system supports it. */
+    private static void createPrivateDirectories(Path base) throws IOException {
+        if (Files.isDirectory(base)) {
+            return;
+        }
+        try {
+            Files.createDirectories(base, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                    java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+        } catch (UnsupportedOperationException e) {
+            Files.createDirectories(base);
         }
     }
 

@@ -35,7 +35,7 @@ public final class ProgramInstance implements AutoCloseable {
         try {
             long h = handle;
             if (h == 0) {
-                throw new IllegalStateException("instance is closed");
+                throw new InstanceClosedException();
             }
             int n = inputs.size();
             ByteBuffer[] buffers = new ByteBuffer[n];
@@ -59,6 +59,13 @@ public final class ProgramInstance implements AutoCloseable {
             return result;
         } finally {
             inUse.unlock();
+        }
+    }
+
+    /** The instance was freed (the model is unloading, e.g. at shutdown). */
+    public static final class InstanceClosedException extends IllegalStateException {
+        InstanceClosedException() {
+            super("the model's instance has been released (the model is unloading)");
         }
     }
 

@@ -130,7 +130,7 @@ class ProtocolApiTest {
     @Test
     void brokenModelsReportWhyAndTheRestServes() {
         for (String name : List.of("broken-corrupt", "broken-truncated", "broken-empty", "broken-text",
-                "broken-config", "broken-noprogram")) {
+                "broken-config", "broken-noprogram", "broken-method")) {
             Http.Response ready = http.get("/v2/models/" + name + "/ready");
             assertThat(ready.status()).as(name).isEqualTo(503);
             assertThat(ready.json().path("ready").asBoolean()).isFalse();
@@ -141,6 +141,8 @@ class ProtocolApiTest {
         }
         assertThat(http.get("/v2/models/broken-empty/ready").json().path("reason").asString()).contains("empty file");
         assertThat(http.get("/v2/models/broken-config/ready").json().path("reason").asString()).contains("config.yml");
+        assertThat(http.get("/v2/models/broken-method/ready").json().path("reason").asString())
+                .contains("no method 'nope'").contains("forward");
         assertThat(http.get("/v2/models/demo-portable/ready").json().path("ready").asBoolean()).isTrue();
         assertThat(http.get("/v2/health/ready").status()).isEqualTo(200);
     }

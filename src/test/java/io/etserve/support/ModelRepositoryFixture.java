@@ -72,6 +72,8 @@ public final class ModelRepositoryFixture {
             withProgramBytes("broken-config", good);
             withFile("broken-config/config.yml", "method: [unclosed\n");
             withFile("broken-noprogram/1/README.txt", "no model.pte here");
+            withProgramBytes("broken-method", good);
+            withFile("broken-method/config.yml", "method: nope\n");
             return this;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
