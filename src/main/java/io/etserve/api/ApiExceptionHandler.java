@@ -14,7 +14,6 @@ import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.http.converter.HttpMessageNotReadableException;
 import org.springframework.web.HttpMediaTypeNotSupportedException;
-import org.springframework.web.HttpRequestMethodNotSupportedException;
 import org.springframework.web.bind.MissingRequestHeaderException;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
@@ -58,11 +57,6 @@ class ApiExceptionHandler {
     @ExceptionHandler(OverloadedException.class)
     ResponseEntity<ProtocolDtos.ErrorBody> overloaded(OverloadedException e) {
         return api(new ApiException(HttpStatus.SERVICE_UNAVAILABLE, e.getMessage(), e.retryAfter()));
-    }
-
-    @ExceptionHandler(HttpRequestMethodNotSupportedException.class)
-    ResponseEntity<ProtocolDtos.ErrorBody> method(HttpRequestMethodNotSupportedException e) {
-        return error(HttpStatus.METHOD_NOT_ALLOWED, e.getMessage());
     }
 
     @ExceptionHandler(HttpMediaTypeNotSupportedException.class)

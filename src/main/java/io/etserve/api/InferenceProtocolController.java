@@ -43,10 +43,11 @@ public class InferenceProtocolController {
     private final DecodeLimits limits;
     private final long maxRequestBytes;
     private final String version;
+    private final InflightBytes inflight;
 
     public InferenceProtocolController(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             InferRequestDecoder decoder, InferResponseEncoder encoder, DecodeLimits limits, long maxRequestBytes,
-            String version) {
+            String version, InflightBytes inflight) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
@@ -55,6 +56,7 @@ public class InferenceProtocolController {
         this.limits = limits;
         this.maxRequestBytes = maxRequestBytes;
         this.version = version;
+        this.inflight = inflight;
     }
 
     @GetMapping({"", "/"})
@@ -100,10 +102,14 @@ public class InferenceProtocolController {
         if (refused.isPresent()) {
             throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get());
         }
-        byte[] body = readBody(http);
-        InferenceRequest request = decoder.decode(body, headerLength, limits);
-        InferenceResponse response = inference.infer(model, version, request);
-        EncodedResponse encoded = encoder.encode(response);
+        long declared = http.getContentLengthLong();
+        EncodedResponse encoded;
+        try (InflightBytes.Reservation held = inflight.reserve(declared >= 0 ? declared : maxRequestBytes)) {
+            byte[] body = readBody(http);
+            InferenceRequest request = decoder.decode(body, headerLength, limits);
+            InferenceResponse response = inference.infer(model, version, request);
+            encoded = encoder.encode(response);
+        }
         ResponseEntity.BodyBuilder b = ResponseEntity.ok().contentType(MediaType.parseMediaType(encoded.contentType()));
         encoded.inferenceHeaderContentLength().ifPresent(n -> b.header(HEADER_LENGTH, Integer.toString(n)));
         return b.header(HttpHeaders.CONTENT_LENGTH, Integer.toString(encoded.body().length)).body(encoded.body());

@@ -56,6 +56,8 @@ public record EtServeProperties(
      * @param maxElementsPerTensor largest element count of one input tensor (400 above)
      * @param maxInputs most input tensors in one request
      * @param strictReadiness when true, one failed model keeps the server not-ready
+     * @param maxInflightRequestBytes request bodies held at once, all models together: bodies are
+     *     decoded before a model admits them, so this bounds their memory (503 above)
      */
     public record Inference(
             @DefaultValue("2") int defaultInstances,
@@ -63,7 +65,8 @@ public record EtServeProperties(
             @DefaultValue("64MB") DataSize maxRequestSize,
             @DefaultValue("16777216") long maxElementsPerTensor,
             @DefaultValue("64") int maxInputs,
-            @DefaultValue("false") boolean strictReadiness) {}
+            @DefaultValue("false") boolean strictReadiness,
+            @DefaultValue("512MB") DataSize maxInflightRequestBytes) {}
 
     /** @param failFastCallerStream refuse to start unless exactly one caller-stream library is loaded */
     public record Health(@DefaultValue("true") boolean failFastCallerStream) {}

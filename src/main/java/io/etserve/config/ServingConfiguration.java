@@ -1,6 +1,7 @@
 package io.etserve.config;
 
 import io.etserve.api.InferenceProtocolController;
+import io.etserve.api.InflightBytes;
 import io.etserve.api.protocol.DecodeLimits;
 import io.etserve.api.protocol.InferRequestDecoder;
 import io.etserve.api.protocol.InferResponseEncoder;
@@ -96,7 +97,8 @@ public class ServingConfiguration {
         return new InferenceProtocolController(registry, inference, readiness, new InferRequestDecoder(),
                 new InferResponseEncoder(),
                 new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
-                props.inference().maxRequestSize().toBytes(), version == null ? "dev" : version);
+                props.inference().maxRequestSize().toBytes(), version == null ? "dev" : version,
+                new InflightBytes(props.inference().maxInflightRequestBytes().toBytes(), props.inference().queueTimeout()));
     }
 
     @Bean

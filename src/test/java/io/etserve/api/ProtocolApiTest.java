@@ -386,6 +386,20 @@ class ProtocolApiTest {
     }
 
     @Test
+    void unroutedRequestsUnderV2GetTheProtocolsErrorBody() {
+        Http.Response wrongMethod = http.post("/v2/models/demo-portable", "{}");
+        assertThat(wrongMethod.status()).isEqualTo(405);
+        assertThat(wrongMethod.json().path("error").asString()).contains("POST");
+        Http.Response unknown = http.get("/v2/nothing/here");
+        assertThat(unknown.status()).isEqualTo(404);
+        assertThat(unknown.json().path("error").asString()).contains("/v2/nothing/here");
+        // Outside the protocol: problem details.
+        Http.Response other = http.get("/elsewhere");
+        assertThat(other.status()).isEqualTo(404);
+        assertThat(other.json().path("status").asInt()).isEqualTo(404);
+    }
+
+    @Test
     void oversizedBodiesAre413() {
         byte[] big = new byte[2 * 1024 * 1024];
         java.util.Arrays.fill(big, (byte) ' ');

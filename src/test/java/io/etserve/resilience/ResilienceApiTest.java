@@ -57,6 +57,7 @@ class ResilienceApiTest {
         r.add("etserve.model-repository", () -> REPO.root().toString());
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         r.add("etserve.inference.queue-timeout", () -> "200ms");
+        r.add("etserve.inference.max-inflight-request-bytes", () -> "1MB");
         r.add("management.server.port", () -> "0");
         r.add("resilience4j.circuitbreaker.configs.default.sliding-window-size", () -> "4");
         r.add("resilience4j.circuitbreaker.configs.default.minimum-number-of-calls", () -> "4");
@@ -113,6 +114,28 @@ class ResilienceApiTest {
         });
         // Capacity comes back.
         assertThat(http.post("/v2/models/slow/infer", probe(0)).status()).isEqualTo(200);
+    }
+
+    @Test
+    @Order(5)
+    void requestBytesInFlightAreBoundedAcrossModels() throws Exception {
+        // 700 KB bodies (valid JSON padded with spaces) against a 1 MB budget: while one slow call
+        // holds its body, a second one is refused quickly instead of piling up memory.
+        String padded = probe(800) + " ".repeat(700 * 1024);
+        Http http = Http.local(port);
+        ExecutorService exec = Executors.newFixedThreadPool(2);
+        Future<Integer> first = exec.submit(() -> http.post("/v2/models/caller-stream-probe/infer", padded).status());
+        Thread.sleep(200);
+        long t0 = System.nanoTime();
+        Http.Response second = http.post("/v2/models/slow/infer", padded);
+        long millis = (System.nanoTime() - t0) / 1_000_000;
+        assertThat(second.status()).isEqualTo(503);
+        assertThat(second.json().path("error").asString()).contains("bytes in flight");
+        assertThat(millis).isLessThan(700);
+        assertThat(first.get(30, TimeUnit.SECONDS)).isEqualTo(200);
+        exec.shutdown();
+        // Budget released afterwards.
+        assertThat(http.post("/v2/models/slow/infer", padded).status()).isEqualTo(200);
     }
 
     @Test
