@@ -38,7 +38,11 @@ class PackagedJarIT {
     }
 
     static Process start(Path workDir, Path log, List<String> args) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        return start(Path.of(System.getProperty("java.home")), workDir, log, args);
+    }
+
+    static Process start(Path javaHome, Path workDir, Path log, List<String> args) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(javaHome.resolve("bin/java").toString(),
                 "--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-jar", jar().toString()));
         cmd.addAll(args);
         return new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true)
@@ -47,10 +51,24 @@ class PackagedJarIT {
 
     @Test
     void servesTheDemoModelsFromTheLibrariesItCarries(@TempDir Path tmp) throws Exception {
+        servesOn(Path.of(System.getProperty("java.home")), tmp);
+    }
+
+    /** Built for Java 17, it must run on Java 25 too (pom: etserve.test.java25-home). */
+    @Test
+    void servesOnJava25(@TempDir Path tmp) throws Exception {
+        String home = System.getProperty("etserve.test.java25-home", "");
+        org.junit.jupiter.api.Assumptions.assumeTrue(!home.isBlank() && Files.isExecutable(Path.of(home, "bin/java")),
+                "no Java 25 at etserve.test.java25-home='" + home + "'");
+        servesOn(Path.of(home), tmp);
+        assertThat(Files.readString(tmp.resolve("app.log"))).doesNotContain("WARNING: A restricted method");
+    }
+
+    private void servesOn(Path javaHome, Path tmp) throws Exception {
         int port = freePort();
         int mgmt = freePort();
         Path log = tmp.resolve("app.log");
-        Process app = start(TestPaths.repoRoot(), log, List.of("--server.port=" + port,
+        Process app = start(javaHome, TestPaths.repoRoot(), log, List.of("--server.port=" + port,
                 "--management.server.port=" + mgmt, "--etserve.native.extract-dir=" + tmp.resolve("native")));
         try {
             Http http = Http.local(port);
