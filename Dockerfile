@@ -101,7 +101,7 @@ LABEL org.opencontainers.image.title="etserve" \
 ENV ETSERVE_MODEL_REPOSITORY=/models \
     ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native \
     TMPDIR=/tmp \
-    JAVA_TOOL_OPTIONS="-Dorg.bytedeco.javacpp.cachedir=/tmp/javacpp"
+    JAVA_TOOL_OPTIONS="-Dorg.bytedeco.javacpp.cachedir=/tmp/javacpp -XX:MaxRAMPercentage=50 -XX:MaxDirectMemorySize=1g"
 USER 10001:10001
 WORKDIR /opt/etserve
 EXPOSE 8080 8081
