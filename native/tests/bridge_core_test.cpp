@@ -221,3 +221,35 @@ TEST_F(Probe, RegisteredOnceInTheOneRegistry) {
 }
 
 }  // namespace
+
+namespace {
+
+// The captured log is bounded and always ends on a whole UTF-8 character (Java needs both).
+TEST(LogCapture, BoundedAndWholeCharacters) {
+  etserve::LogCapture capture;
+  std::string snowmen;
+  for (int i = 0; i < 10000; ++i) snowmen += "\xE2\x98\x83";  // U+2603, 3 bytes each
+  capture.append('E', snowmen.data(), snowmen.size());
+  capture.append('E', snowmen.data(), snowmen.size());
+  const std::string& text = capture.text();
+  EXPECT_LE(text.size(), 16u * 1024u);
+  EXPECT_GT(text.size(), 8u * 1024u);
+  ASSERT_EQ(text.substr(0, 2), "E ");
+  // Every character after the prefix is a complete 3-byte sequence.
+  EXPECT_EQ((text.size() - 2) % 3, 0u);
+  EXPECT_EQ(static_cast<unsigned char>(text.back()), 0x83);
+}
+
+TEST(LogCapture, NestedCapturesRestoreTheOuterOne) {
+  etserve::install_log_hook();
+  etserve::LogCapture outer;
+  {
+    etserve::LogCapture inner;
+    inner.append('I', "inner", 5);
+    EXPECT_EQ(inner.text(), "I inner");
+  }
+  outer.append('W', "outer", 5);
+  EXPECT_EQ(outer.text(), "W outer");
+}
+
+}  // namespace
