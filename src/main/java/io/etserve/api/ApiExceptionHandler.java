@@ -12,9 +12,6 @@ import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
-import org.springframework.http.converter.HttpMessageNotReadableException;
-import org.springframework.web.HttpMediaTypeNotSupportedException;
-import org.springframework.web.bind.MissingRequestHeaderException;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
 import org.springframework.web.method.annotation.MethodArgumentTypeMismatchException;
@@ -38,7 +35,6 @@ class ApiExceptionHandler {
     }
 
     @ExceptionHandler({InvalidRequestException.class, InvalidInputException.class,
-            HttpMessageNotReadableException.class, MissingRequestHeaderException.class,
             MethodArgumentTypeMismatchException.class})
     ResponseEntity<ProtocolDtos.ErrorBody> badRequest(Exception e) {
         return error(HttpStatus.BAD_REQUEST, e.getMessage());
@@ -57,11 +53,6 @@ class ApiExceptionHandler {
     @ExceptionHandler(OverloadedException.class)
     ResponseEntity<ProtocolDtos.ErrorBody> overloaded(OverloadedException e) {
         return api(new ApiException(HttpStatus.SERVICE_UNAVAILABLE, e.getMessage(), e.retryAfter()));
-    }
-
-    @ExceptionHandler(HttpMediaTypeNotSupportedException.class)
-    ResponseEntity<ProtocolDtos.ErrorBody> mediaType(HttpMediaTypeNotSupportedException e) {
-        return error(HttpStatus.UNSUPPORTED_MEDIA_TYPE, e.getMessage());
     }
 
     @ExceptionHandler(ExecuTorchException.class)

@@ -119,6 +119,6 @@ public class RuntimeConfiguration {
 
     @Bean
     NodeCapabilities nodeCapabilities(NativeRuntime.Info nativeRuntime, CudaRuntime cuda, TensorRtProbe tensorRt) {
-        return new NodeCapabilities(new HashSet<>(NativeRuntime.info().registeredBackends()), cuda, tensorRt);
+        return new NodeCapabilities(new HashSet<>(nativeRuntime.registeredBackends()), cuda, tensorRt);
     }
 }

@@ -132,7 +132,8 @@ public final class CudaRuntime {
         return cudart.cudaGetErrorName(rc).getString();
     }
 
-    static String versionString(int v) {
+    /** A CUDA version as {@code major.minor}, "unknown" for 0. */
+    public static String versionString(int v) {
         return v == 0 ? "unknown" : (v / 1000) + "." + (v % 1000) / 10;
     }
 

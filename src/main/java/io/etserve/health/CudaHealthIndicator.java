@@ -36,8 +36,8 @@ public final class CudaHealthIndicator implements HealthIndicator {
         faults.fault().ifPresent(f -> b.down().withDetail("stickyFault", f));
         b.withDetail("available", cuda.available());
         cuda.unavailableReason().ifPresent(r -> b.withDetail("reason", r));
-        b.withDetail("driverVersion", version(cuda.driverVersion()));
-        b.withDetail("runtimeVersion", version(cuda.runtimeVersion()));
+        b.withDetail("driverVersion", CudaRuntime.versionString(cuda.driverVersion()));
+        b.withDetail("runtimeVersion", CudaRuntime.versionString(cuda.runtimeVersion()));
         List<Map<String, Object>> devices = new ArrayList<>();
         for (CudaRuntime.Device d : cuda.devices()) {
             Map<String, Object> m = new LinkedHashMap<>();
@@ -74,9 +74,5 @@ public final class CudaHealthIndicator implements HealthIndicator {
         b.withDetail("tensorRt", tensorRt.available() ? Map.of("available", true, "version", tensorRt.version())
                 : Map.of("available", false, "reason", tensorRt.reason()));
         return b.build();
-    }
-
-    private static String version(int v) {
-        return v == 0 ? "unknown" : (v / 1000) + "." + (v % 1000) / 10;
     }
 }

@@ -39,8 +39,7 @@ public final class ModelsHealthIndicator implements HealthIndicator {
             models.put(s.name() + (s.version().isEmpty() ? "" : ":" + s.version()), d);
         }
         var why = readiness.whyNotReady(true);
-        boolean modelsOk = registry.isLoaded() && registry.repositoryError().isEmpty();
-        Health.Builder b = modelsOk && why.isEmpty() ? Health.up() : Health.down();
+        Health.Builder b = why.isEmpty() ? Health.up() : Health.down();
         why.ifPresent(w -> b.withDetail("reason", w));
         return b.withDetail("models", models).build();
     }

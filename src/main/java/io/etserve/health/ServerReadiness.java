@@ -35,13 +35,10 @@ public final class ServerReadiness {
 
     /** For probes: {@code rescan} walks the loaded objects again. */
     public Optional<String> whyNotReady(boolean rescan) {
-        if (availability.getReadinessState() != ReadinessState.ACCEPTING_TRAFFIC) {
-            return Optional.of("the application is not accepting traffic (" + availability.getReadinessState() + ")");
-        }
-        CallerStreamCheck.Result cs = rescan ? callerStream.check() : callerStream.lastResult();
-        if (!cs.ok()) {
-            return Optional.of(cs.summary());
-        }
+        return whyNotAccepting(rescan).or(this::whyModelsNotReady);
+    }
+
+    private Optional<String> whyModelsNotReady() {
         if (!registry.isLoaded()) {
             return Optional.of("models are still loading");
         }
@@ -57,19 +54,20 @@ public final class ServerReadiness {
         return Optional.empty();
     }
 
-    public boolean isReady() {
-        return whyNotReady().isEmpty();
-    }
-
     /**
-     * Whether requests may run at all: like readiness but without strict readiness, so one failed
+     * Whether requests may run at all: like readiness but without the model checks, so one failed
      * model never blocks the healthy ones (it only keeps the server out of the load balancer).
+     * Uses the last caller-stream probe: this is on the request path.
      */
     public Optional<String> whyNotAccepting() {
+        return whyNotAccepting(false);
+    }
+
+    private Optional<String> whyNotAccepting(boolean rescan) {
         if (availability.getReadinessState() != ReadinessState.ACCEPTING_TRAFFIC) {
             return Optional.of("the application is not accepting traffic (" + availability.getReadinessState() + ")");
         }
-        CallerStreamCheck.Result cs = callerStream.lastResult();
+        CallerStreamCheck.Result cs = rescan ? callerStream.check() : callerStream.lastResult();
         return cs.ok() ? Optional.empty() : Optional.of(cs.summary());
     }
 }

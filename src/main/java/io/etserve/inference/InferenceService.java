@@ -80,7 +80,7 @@ public final class InferenceService {
             inputs = bindInputs(model, request);
             selected = selectOutputs(model, request);
         } catch (InvalidInputException e) {
-            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER, System.nanoTime() - start);
+            failed(model, InferenceObserver.FailureReason.OTHER, start);
             throw e;
         }
         long queued = System.nanoTime();
@@ -88,67 +88,65 @@ public final class InferenceService {
             long executing = System.nanoTime();
             OptionalInt device = OptionalInt.empty();
             try (ExecutionSlot slot = acquire(model)) {
-                long acquired = System.nanoTime();
-                executing = acquired;
+                executing = System.nanoTime();
                 if (slot.selection().mode() != StreamSelection.Mode.NONE) {
                     device = OptionalInt.of(slot.selection().device());
                 }
                 List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection());
                 long executed = System.nanoTime();
-                admitted.succeeded(executed - acquired);
+                admitted.succeeded(executed - executing);
                 InferenceResponse response = new InferenceResponse(model.name(), model.version(), request.id(),
                         nameOutputs(model, outs, selected.names()), selected.binary());
-                observer.success(model.name(), model.version(), acquired - queued, queued - start,
-                        executed - acquired, System.nanoTime() - executed);
+                observer.success(model.name(), model.version(), executing - queued, queued - start,
+                        executed - executing, System.nanoTime() - executed);
                 return response;
             } catch (ExecuTorchException e) {
-                if (e.isInvalidInput()) {
-                    admitted.ignored();
-                    observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
-                            System.nanoTime() - start);
-                    throw new InvalidInputException("model '" + model.name() + "' rejected the input: " + e.getMessage());
+                if (!e.isInvalidInput()) {
+                    throw backendFailure(model, admitted, device, executing, start, e);
                 }
-                admitted.failed(System.nanoTime() - executing, e);
-                faults.onRuntimeFailure(device, e);
-                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.BACKEND,
-                        System.nanoTime() - start);
-                throw e;
+                admitted.ignored();
+                failed(model, InferenceObserver.FailureReason.OTHER, start);
+                throw new InvalidInputException("model '" + model.name() + "' rejected the input: " + e.getMessage());
             } catch (OverloadedException e) {
                 admitted.ignored();
-                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.REJECTED,
-                        System.nanoTime() - start);
+                failed(model, InferenceObserver.FailureReason.REJECTED, start);
                 throw e;
             } catch (ProgramInstance.InstanceClosedException e) {
                 admitted.ignored();
-                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
-                        System.nanoTime() - start);
+                failed(model, InferenceObserver.FailureReason.OTHER, start);
                 throw new ModelUnavailableException("model '" + model.name() + "' is unloading");
             } catch (RuntimeException e) {
                 // Includes a stream that could not be synchronized on release (a CUDA fault).
-                admitted.failed(System.nanoTime() - executing, e);
-                faults.onRuntimeFailure(device, e);
-                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.BACKEND,
-                        System.nanoTime() - start);
-                throw e;
+                throw backendFailure(model, admitted, device, executing, start, e);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.REJECTED,
-                    System.nanoTime() - start);
+            failed(model, InferenceObserver.FailureReason.REJECTED, start);
             throw new ModelUnavailableException("interrupted while waiting for an instance");
         }
+    }
+
+    /** A failure of the runtime or the device: it counts against the breaker and may be a CUDA fault. */
+    private RuntimeException backendFailure(LoadedModel model, ModelAdmission.Admission admitted, OptionalInt device,
+            long executing, long start, RuntimeException e) {
+        admitted.failed(System.nanoTime() - executing, e);
+        faults.onRuntimeFailure(device, e);
+        failed(model, InferenceObserver.FailureReason.BACKEND, start);
+        return e;
+    }
+
+    private void failed(LoadedModel model, InferenceObserver.FailureReason reason, long start) {
+        observer.failure(model.name(), model.version(), reason, System.nanoTime() - start);
     }
 
     private ModelAdmission.Admission admit(LoadedModel model, long start) throws InterruptedException {
         try {
             return admission.admit(model);
         } catch (OverloadedException e) {
-            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.REJECTED,
-                    System.nanoTime() - start);
+            failed(model, InferenceObserver.FailureReason.REJECTED, start);
             throw e;
         } catch (ModelUnavailableException e) {
-            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
-                    System.nanoTime() - start);
+            failed(model, InferenceObserver.FailureReason.OTHER, start);
             throw e;
         }
     }

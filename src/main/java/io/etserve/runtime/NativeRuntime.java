@@ -143,11 +143,9 @@ public final class NativeRuntime {
      */
     static Optional<Path> systemCudaRuntime() {
         List<String> dirs = new ArrayList<>();
-        for (String var : List.of("LD_LIBRARY_PATH")) {
-            String v = System.getenv(var);
-            if (v != null) {
-                dirs.addAll(List.of(v.split(":")));
-            }
+        String ldPath = System.getenv("LD_LIBRARY_PATH");
+        if (ldPath != null) {
+            dirs.addAll(List.of(ldPath.split(":")));
         }
         dirs.addAll(List.of(System.getProperty("java.library.path", "").split(":")));
         String cudaHome = System.getenv("CUDA_HOME");

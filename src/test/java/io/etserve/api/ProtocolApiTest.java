@@ -181,11 +181,23 @@ class ProtocolApiTest {
         }
     }
 
-    /** A binary request: JSON header, then the raw tensors; all outputs asked back as binary. */
-    static byte[] binaryRequest(List<Reference.TensorValue> inputs, List<String> outputs) {
-        List<Map<String, Object>> ins = new ArrayList<>();
+    /** A request body with the binary extension's framing: the JSON header's length travels beside it. */
+    record BinaryBody(byte[] bytes, int headerLength) {}
+
+    /** A binary request: JSON header, then the raw tensors; the named outputs asked back as binary. */
+    static BinaryBody binaryRequest(List<Reference.TensorValue> inputs, List<String> outputs) {
+        return framed(List.of(), inputs, outputs);
+    }
+
+    /**
+     * JSON inputs as given, then {@code binary} inputs as raw tensors after the header; outputs
+     * listed in {@code binaryOutputs} are asked back as binary (none listed: the server's default).
+     */
+    static BinaryBody framed(List<Map<String, Object>> jsonInputs, List<Reference.TensorValue> binary,
+            List<String> binaryOutputs) {
+        List<Object> ins = new ArrayList<>(jsonInputs);
         List<byte[]> blobs = new ArrayList<>();
-        for (Reference.TensorValue t : inputs) {
+        for (Reference.TensorValue t : binary) {
             ByteBuffer b = t.bytes();
             byte[] raw = new byte[b.remaining()];
             b.get(raw);
@@ -195,26 +207,20 @@ class ProtocolApiTest {
         }
         Map<String, Object> header = new LinkedHashMap<>();
         header.put("inputs", ins);
-        header.put("outputs", outputs.stream().map(o -> Map.of("name", o, "parameters", Map.of("binary_data", true)))
-                .toList());
+        if (!binaryOutputs.isEmpty()) {
+            header.put("outputs", binaryOutputs.stream()
+                    .map(o -> Map.of("name", o, "parameters", Map.of("binary_data", true))).toList());
+        }
         byte[] json = Http.JSON.writeValueAsBytes(header);
-        int total = json.length + blobs.stream().mapToInt(b -> b.length).sum();
-        ByteBuffer body = ByteBuffer.allocate(total);
+        ByteBuffer body = ByteBuffer.allocate(json.length + blobs.stream().mapToInt(b -> b.length).sum());
         body.put(json);
         blobs.forEach(body::put);
-        return withLength(body.array(), json.length);
+        return new BinaryBody(body.array(), json.length);
     }
 
-    private static byte[] withLength(byte[] body, int headerLength) {
-        HEADER_LENGTH.set(headerLength);
-        return body;
-    }
-
-    private static final ThreadLocal<Integer> HEADER_LENGTH = new ThreadLocal<>();
-
-    Http.Response postBinary(String model, byte[] body) {
-        return http.post("/v2/models/" + model + "/infer", body, Map.of("Content-Type", "application/octet-stream",
-                "Inference-Header-Content-Length", Integer.toString(HEADER_LENGTH.get())));
+    Http.Response postBinary(String model, BinaryBody body) {
+        return http.post("/v2/models/" + model + "/infer", body.bytes(), Map.of("Content-Type",
+                "application/octet-stream", "Inference-Header-Content-Length", Integer.toString(body.headerLength())));
     }
 
     /** Splits a binary response into its JSON header and the output blobs, in order. */
@@ -270,8 +276,7 @@ class ProtocolApiTest {
             }
             List<Reference.TensorValue> halfInputs = c.inputs().stream()
                     .filter(t -> t.datatype().equals("FP16") || t.datatype().equals("BF16")).toList();
-            byte[] mixed = mixedRequest(jsonInputs, halfInputs);
-            Http.Response jr = postBinary("dtypes", mixed);
+            Http.Response jr = postBinary("dtypes", framed(jsonInputs, halfInputs, List.of()));
             assertThat(jr.status()).as(jr.text()).isEqualTo(200);
             int headerLength = jr.header("Inference-Header-Content-Length") == null ? jr.body().length
                     : Integer.parseInt(jr.header("Inference-Header-Content-Length"));
@@ -288,24 +293,6 @@ class ProtocolApiTest {
                 }
             }
         }
-    }
-
-    private static byte[] mixedRequest(List<Map<String, Object>> jsonInputs, List<Reference.TensorValue> binary) {
-        List<Object> ins = new ArrayList<>(jsonInputs);
-        List<byte[]> blobs = new ArrayList<>();
-        for (Reference.TensorValue t : binary) {
-            ByteBuffer b = t.bytes();
-            byte[] raw = new byte[b.remaining()];
-            b.get(raw);
-            blobs.add(raw);
-            ins.add(Map.of("name", t.name(), "datatype", t.datatype(), "shape", t.shape(), "parameters",
-                    Map.of("binary_data_size", raw.length)));
-        }
-        byte[] json = Http.JSON.writeValueAsBytes(Map.of("inputs", ins));
-        ByteBuffer body = ByteBuffer.allocate(json.length + blobs.stream().mapToInt(b -> b.length).sum());
-        body.put(json);
-        blobs.forEach(body::put);
-        return withLength(body.array(), json.length);
     }
 
     @Test
