@@ -4,6 +4,7 @@ import io.etserve.api.protocol.DecodeLimits;
 import io.etserve.api.protocol.EncodedResponse;
 import io.etserve.api.protocol.InferRequestDecoder;
 import io.etserve.api.protocol.InferResponseEncoder;
+import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
@@ -38,6 +39,7 @@ public class InferenceProtocolController {
     private final ModelRegistry registry;
     private final InferenceService inference;
     private final ServerReadiness readiness;
+    private final ProbeHealth probes;
     private final InferRequestDecoder decoder;
     private final InferResponseEncoder encoder;
     private final DecodeLimits limits;
@@ -46,11 +48,12 @@ public class InferenceProtocolController {
     private final InflightBytes inflight;
 
     public InferenceProtocolController(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
-            InferRequestDecoder decoder, InferResponseEncoder encoder, DecodeLimits limits, long maxRequestBytes,
+            ProbeHealth probes, InferRequestDecoder decoder, InferResponseEncoder encoder, DecodeLimits limits, long maxRequestBytes,
             String version, InflightBytes inflight) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
+        this.probes = probes;
         this.decoder = decoder;
         this.encoder = encoder;
         this.limits = limits;
@@ -64,15 +67,16 @@ public class InferenceProtocolController {
         return new ProtocolDtos.ServerMetadata("etserve", version, EXTENSIONS);
     }
 
+    /** Exactly actuator's liveness answer (see {@link ProbeHealth}). */
     @GetMapping("/health/live")
     ResponseEntity<Void> live() {
-        return ResponseEntity.ok().build();
+        return ResponseEntity.status(probes.liveness()).build();
     }
 
+    /** Exactly actuator's readiness answer (see {@link ProbeHealth}). */
     @GetMapping("/health/ready")
     ResponseEntity<Void> ready() {
-        return ResponseEntity.status(readiness.whyNotReady(true).isEmpty() ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE)
-                .build();
+        return ResponseEntity.status(probes.readiness()).build();
     }
 
     @GetMapping({"/models/{model}", "/models/{model}/versions/{version}"})

@@ -36,10 +36,15 @@ public record EtServeProperties(
      * @param enabled {@code auto} (use CUDA when a driver and device are present), {@code true}
      *     (fail startup without them) or {@code false}
      * @param devices device ordinals to serve on; empty = every visible device
-     * @param streamsPerDevice stream slots per device: the concurrency of GPU models
+     * @param streamsPerDevice CUDA streams per device, shared by every GPU model placed there: the
+     *     device's concurrent GPU calls
      * @param priority stream priority (0 = default; lower numbers run first)
      * @param placement where models without {@code devices} in their config.yml go: {@code spread}
      *     (whole models on devices in turn) or {@code all} (every model on every device)
+     * @param defaultInstances Modules per device of a GPU model unless its config.yml sets
+     *     {@code instances}: each one holds its delegates' device memory (weights, engines)
+     * @param gpuBackends delegate ids that run on a CUDA device: a program that uses none of them
+     *     runs on the CPU (no stream, no guard) unless its config.yml says {@code placement: gpu}
      */
     public record Cuda(
             @DefaultValue("auto") String enabled,
@@ -47,10 +52,12 @@ public record EtServeProperties(
             @DefaultValue("4") int streamsPerDevice,
             @DefaultValue("0") int priority,
             @DefaultValue("30s") Duration drainTimeout,
-            @DefaultValue("spread") String placement) {}
+            @DefaultValue("spread") String placement,
+            @DefaultValue("1") int defaultInstances,
+            @DefaultValue({"TensorRTBackend", "CudaBackend"}) List<String> gpuBackends) {}
 
     /**
-     * @param defaultInstances CPU Modules per model when its config.yml sets none
+     * @param defaultInstances Modules per CPU model when its config.yml sets none
      * @param queueTimeout longest wait for a free instance before answering 503
      * @param maxRequestSize largest request body accepted (413 above)
      * @param maxElementsPerTensor largest element count of one input tensor (400 above)

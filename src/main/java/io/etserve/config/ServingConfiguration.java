@@ -13,7 +13,10 @@ import io.etserve.health.CallerStreamHealthIndicator;
 import io.etserve.health.CudaFaultMonitor;
 import io.etserve.health.CudaHealthIndicator;
 import io.etserve.health.ModelsHealthIndicator;
+import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
+import org.springframework.boot.health.actuate.endpoint.HealthEndpoint;
+import org.springframework.boot.health.actuate.endpoint.HealthEndpointGroups;
 import io.etserve.inference.DevicePlacement;
 import io.etserve.inference.InferenceService;
 import io.etserve.inference.ModelLoader;
@@ -28,6 +31,7 @@ import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.ApplicationEventPublisher;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.util.HashSet;
 import java.util.Locale;
 import org.springframework.boot.availability.ApplicationAvailability;
 import org.springframework.context.annotation.Bean;
@@ -39,7 +43,7 @@ public class ServingConfiguration {
 
     @Bean(initMethod = "loadAll", destroyMethod = "close")
     ModelRegistry modelRegistry(EtServeProperties props, StreamPools pools, NodeCapabilities node,
-            CallerStreamCheck callerStreamChecked) {
+            CallerStreamCheck callerStreamChecked, TritonMetrics metrics) {
         Program.Verification verification = switch (props.nativeRuntime().verification().toLowerCase(Locale.ROOT)) {
             case "minimal" -> Program.Verification.MINIMAL;
             case "internal-consistency" -> Program.Verification.INTERNAL_CONSISTENCY;
@@ -51,9 +55,10 @@ public class ServingConfiguration {
             case "all" -> DevicePlacement.Policy.ALL;
             default -> throw new IllegalArgumentException("etserve.cuda.placement must be spread or all");
         };
-        ModelLoader loader = new ModelLoader(verification, pools, node, props.inference().defaultInstances(),
-                props.inference().maxElementsPerTensor(), placement);
-        return new ModelRegistry(props.modelRepository(), loader);
+        ModelLoader loader = new ModelLoader(verification, pools, node,
+                new ModelLoader.Instances(props.inference().defaultInstances(), props.cuda().defaultInstances()),
+                new HashSet<>(props.cuda().gpuBackends()), props.inference().maxElementsPerTensor(), placement);
+        return new ModelRegistry(props.modelRepository(), loader, metrics);
     }
 
     @Bean
@@ -92,13 +97,18 @@ public class ServingConfiguration {
 
     @Bean
     InferenceProtocolController inferenceProtocolController(ModelRegistry registry, InferenceService inference,
-            ServerReadiness readiness, EtServeProperties props) {
+            ServerReadiness readiness, ProbeHealth probes, EtServeProperties props) {
         String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
-        return new InferenceProtocolController(registry, inference, readiness, new InferRequestDecoder(),
+        return new InferenceProtocolController(registry, inference, readiness, probes, new InferRequestDecoder(),
                 new InferResponseEncoder(),
                 new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
                 props.inference().maxRequestSize().toBytes(), version == null ? "dev" : version,
                 new InflightBytes(props.inference().maxInflightRequestBytes().toBytes(), props.inference().queueTimeout()));
+    }
+
+    @Bean
+    ProbeHealth probeHealth(HealthEndpoint endpoint, HealthEndpointGroups groups) {
+        return new ProbeHealth(endpoint, groups);
     }
 
     @Bean

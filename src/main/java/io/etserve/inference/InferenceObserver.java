@@ -10,7 +10,13 @@ public interface InferenceObserver {
         OTHER // bad request, unknown model, not ready
     }
 
-    void pending(String model, int delta);
+    /** A model version loaded: its series exist (at 0) from now on, as Triton exports them. */
+    default void loaded(String model, String version) {}
+
+    /** A model version unloaded: its series go away. */
+    default void unloaded(String model, String version) {}
+
+    void pending(String model, String version, int delta);
 
     void success(String model, String version, long queueNanos, long inputNanos, long inferNanos, long outputNanos);
 
@@ -18,7 +24,7 @@ public interface InferenceObserver {
 
     InferenceObserver NONE = new InferenceObserver() {
         @Override
-        public void pending(String model, int delta) {}
+        public void pending(String model, String version, int delta) {}
 
         @Override
         public void success(String model, String version, long q, long i, long c, long o) {}

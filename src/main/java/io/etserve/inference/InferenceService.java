@@ -65,11 +65,11 @@ public final class InferenceService {
                     + " is not ready: " + state.reason());
         }
         LoadedModel model = state.model();
-        observer.pending(model.name(), 1);
+        observer.pending(model.name(), model.version(), 1);
         try {
             return run(model, request, start);
         } finally {
-            observer.pending(model.name(), -1);
+            observer.pending(model.name(), model.version(), -1);
         }
     }
 

@@ -19,13 +19,23 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  * method: forward            # the method to serve
  * inputs: [ { name: x } ]    # tensor names, in the method's input order
  * outputs: [ { name: y } ]
- * instances: 2               # CPU Modules (GPU models get one per stream slot)
+ * instances: 2               # Modules per device it is placed on (or on the CPU)
  * max-elements-per-tensor: 1048576
  * devices: [0]               # GPU placement: a list, or "all" (default: etserve.cuda.placement)
+ * placement: gpu             # cpu | gpu; default: gpu only when a method uses a GPU delegate
  * </pre>
  */
 public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
-        Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
+        Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices,
+        Optional<Placement> placement) {
+
+    /** Where a model runs when its config.yml says so; otherwise its delegates decide. */
+    public enum Placement {
+        /** CPU instances, no stream, no guard: refused for programs that need a GPU delegate. */
+        CPU,
+        /** Leased stream + caller-stream guard on every call, wherever the node has CUDA devices. */
+        GPU
+    }
 
     public static final String FILE_NAME = "config.yml";
     /** {@code devices: all}. */
@@ -38,7 +48,8 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
     }
 
     public static ModelConfig defaults() {
-        return new ModelConfig("forward", List.of(), List.of(), Optional.empty(), Optional.empty(), Optional.empty());
+        return new ModelConfig("forward", List.of(), List.of(), Optional.empty(), Optional.empty(), Optional.empty(),
+                Optional.empty());
     }
 
     /** Reads {@code dir/config.yml}, or the defaults when there is none. */
@@ -75,7 +86,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
             throw new InvalidModelConfigException(file + " must be a YAML mapping");
         }
         for (Object key : map.keySet()) {
-            if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor", "devices").contains(key)) {
+            if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor", "devices", "placement").contains(key)) {
                 throw new InvalidModelConfigException(file + ": unknown key '" + key + "'");
             }
         }
@@ -84,7 +95,21 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
         Optional<Long> maxElements = Optional.ofNullable(map.get("max-elements-per-tensor"))
                 .map(v -> (long) positiveInt(file, "max-elements-per-tensor", v));
         return new ModelConfig(method, names(file, "inputs", map.get("inputs")),
-                names(file, "outputs", map.get("outputs")), instances, maxElements, devices(file, map.get("devices")));
+                names(file, "outputs", map.get("outputs")), instances, maxElements, devices(file, map.get("devices")),
+                placement(file, map.get("placement")));
+    }
+
+    private static Optional<Placement> placement(Path file, Object v) {
+        if (v == null) {
+            return Optional.empty();
+        }
+        if ("cpu".equals(v)) {
+            return Optional.of(Placement.CPU);
+        }
+        if ("gpu".equals(v)) {
+            return Optional.of(Placement.GPU);
+        }
+        throw new InvalidModelConfigException(file + ": 'placement' must be cpu or gpu");
     }
 
     private static Optional<List<Integer>> devices(Path file, Object v) {

@@ -11,29 +11,49 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * Turns one {@code <model>/<version>/model.pte} into a {@link ModelVersionState}: loads and
  * verifies the program, maps its signature to protocol names and types, checks that this node
- * can run its delegates, and creates the instances (one per stream slot on a GPU, else the
- * configured CPU count). Never throws for a bad model: the state says what went wrong.
+ * can run its delegates, decides CPU or GPU placement, and creates the instances ({@code instances}
+ * Modules per device it is placed on, or on the CPU). Never throws for a bad model: the state
+ * says what went wrong.
+ *
+ * <p>A program none of whose methods uses a GPU delegate ({@code etserve.cuda.gpu-backends})
+ * runs on the CPU even on a GPU node: no stream, no guard, untouched by device faults.
  */
 public final class ModelLoader {
 
     private final Program.Verification verification;
     private final StreamPools streamPools;
     private final NodeCapabilities node;
-    private final int defaultInstances;
+    private final Instances defaultInstances;
+    private final Set<String> gpuBackends;
     private final long defaultMaxElements;
     private final DevicePlacement.Policy placement;
     private final java.util.concurrent.atomic.AtomicInteger loadedModels = new java.util.concurrent.atomic.AtomicInteger();
 
+    /** Modules per model unless its config.yml sets {@code instances}. */
+    public record Instances(int cpu, int perGpu) {
+        public Instances {
+            if (cpu < 1 || perGpu < 1) {
+                throw new IllegalArgumentException("default instances must be at least 1");
+            }
+        }
+    }
+
+    /**
+     * @param gpuBackends delegates that run on a CUDA device: a program using one of them is a GPU model
+     */
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
-            int defaultInstances, long defaultMaxElements, DevicePlacement.Policy placement) {
+            Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
+            DevicePlacement.Policy placement) {
         this.verification = verification;
         this.streamPools = streamPools;
         this.node = node;
         this.defaultInstances = defaultInstances;
+        this.gpuBackends = Set.copyOf(gpuBackends);
         this.defaultMaxElements = defaultMaxElements;
         this.placement = placement;
     }
@@ -63,24 +83,35 @@ public final class ModelLoader {
                 LoadedModel model = new LoadedModel(name, version, program, signature, inputs, outputs, null, maxElements);
                 return ModelVersionState.unavailable(model, notRunnable.get());
             }
-            InstancePool pool;
+            Optional<String> gpuDelegate = gpuDelegate(program, methods);
+            ModelConfig.Placement where = config.placement()
+                    .orElse(gpuDelegate.isPresent() ? ModelConfig.Placement.GPU : ModelConfig.Placement.CPU);
+            if (where == ModelConfig.Placement.CPU && gpuDelegate.isPresent()) {
+                throw new InvalidModelException("config.yml says placement: cpu, but " + gpuDelegate.get()
+                        + ", which runs on a CUDA device");
+            }
             List<Integer> served = streamPools.all().stream().map(StreamPool::device).toList();
-            List<Integer> devices = DevicePlacement.choose(name, signature.backends(), config.devices(), served,
-                    placement, loadedModels.getAndIncrement());
+            List<Integer> devices = where == ModelConfig.Placement.GPU
+                    ? DevicePlacement.choose(name, signature.backends(), config.devices(), served, placement,
+                            loadedModels.getAndIncrement())
+                    : List.of();
+            InstancePool pool;
             if (!devices.isEmpty()) {
-                List<StreamInstancePool> perDevice = new ArrayList<>();
+                int perDevice = config.instances().orElse(defaultInstances.perGpu());
+                List<GpuInstancePool> pools = new ArrayList<>();
                 for (int device : devices) {
-                    StreamPool streams = streamPools.forDevice(device).orElseThrow();
-                    List<ProgramInstance> bySlot = new ArrayList<>();
-                    for (int i = 0; i < streams.size(); i++) {
-                        bySlot.add(program.newInstance(config.method()));
+                    List<ProgramInstance> onDevice = new ArrayList<>();
+                    for (int i = 0; i < perDevice; i++) {
+                        onDevice.add(program.newInstance(config.method()));
                     }
-                    created.addAll(bySlot);
-                    perDevice.add(new StreamInstancePool(streams, bySlot));
+                    created.addAll(onDevice);
+                    pools.add(new GpuInstancePool(streamPools.forDevice(device).orElseThrow(), onDevice));
                 }
-                pool = perDevice.size() == 1 ? perDevice.get(0) : new MultiDeviceInstancePool(perDevice);
+                pool = pools.size() == 1 ? pools.get(0) : new MultiDeviceInstancePool(pools);
             } else {
-                int n = config.instances().orElse(defaultInstances);
+                // CPU programs, and GPU-placed ones on a node without CUDA devices (whyNotRunnable
+                // already refused those whose delegates need one).
+                int n = config.instances().orElse(defaultInstances.cpu());
                 for (int i = 0; i < n; i++) {
                     created.add(program.newInstance(config.method()));
                 }
@@ -95,6 +126,18 @@ public final class ModelLoader {
             program.close();
             return ModelVersionState.failed(name, version, e.getMessage());
         }
+    }
+
+    /** The first GPU delegate any method of the program uses, described for messages. */
+    private Optional<String> gpuDelegate(Program program, List<String> methods) {
+        for (String method : methods) {
+            for (String backend : program.signature(method).backends()) {
+                if (gpuBackends.contains(backend)) {
+                    return Optional.of("method '" + method + "' uses " + backend);
+                }
+            }
+        }
+        return Optional.empty();
     }
 
     private static List<TensorMetadata> describe(String kind, List<TensorSpec> specs, List<String> names) {

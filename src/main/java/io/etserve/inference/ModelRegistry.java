@@ -28,14 +28,17 @@ public final class ModelRegistry implements AutoCloseable {
 
     private final Path root;
     private final ModelLoader loader;
+    private final InferenceObserver observer;
     private final Map<String, TreeMap<Long, ModelVersionState>> models = new ConcurrentHashMap<>();
     private final AtomicBoolean loading = new AtomicBoolean();
     private volatile boolean loaded;
     private volatile String repositoryError;
 
-    public ModelRegistry(Path root, ModelLoader loader) {
+    /** @param observer told of every version that loads and unloads (its metric series live that long) */
+    public ModelRegistry(Path root, ModelLoader loader, InferenceObserver observer) {
         this.root = root;
         this.loader = loader;
+        this.observer = observer;
     }
 
     /** Loads every model version in the repository (idempotent). */
@@ -90,6 +93,9 @@ public final class ModelRegistry implements AutoCloseable {
                     ? loader.load(name, version, file, config)
                     : ModelVersionState.failed(name, version, "no " + PROGRAM_FILE + " in " + versionDir);
             versions.put(Long.parseLong(version), state);
+            if (state.loaded().isPresent()) {
+                observer.loaded(name, version);
+            }
             switch (state.status()) {
                 case READY -> log.info("model {} version {} ready on {}", name, version,
                         state.model().instances().placement());
@@ -170,7 +176,10 @@ public final class ModelRegistry implements AutoCloseable {
     @Override
     public void close() {
         for (ModelVersionState s : states()) {
-            s.loaded().ifPresent(LoadedModel::close);
+            s.loaded().ifPresent(model -> {
+                model.close();
+                observer.unloaded(model.name(), model.version());
+            });
         }
         models.clear();
     }

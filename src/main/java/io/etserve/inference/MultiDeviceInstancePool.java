@@ -7,18 +7,18 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 
 /**
- * A model's instances on several devices: each call goes to a device with a free stream,
- * starting from the next one in turn. A device whose stream pool is faulted is skipped, so a
+ * A model's instances on several devices: each call goes to a device with a free instance (and a
+ * free stream there), starting from the next one in turn. A device whose stream pool is faulted is skipped, so a
  * device-scoped fault takes out only that device's instances.
  */
 public final class MultiDeviceInstancePool implements InstancePool {
 
     private static final Duration POLL = Duration.ofMillis(2);
 
-    private final List<StreamInstancePool> devices;
+    private final List<GpuInstancePool> devices;
     private final AtomicInteger next = new AtomicInteger();
 
-    public MultiDeviceInstancePool(List<StreamInstancePool> devices) {
+    public MultiDeviceInstancePool(List<GpuInstancePool> devices) {
         this.devices = List.copyOf(devices);
     }
 
@@ -30,7 +30,7 @@ public final class MultiDeviceInstancePool implements InstancePool {
         do {
             faults.clear();
             for (int i = 0; i < devices.size(); i++) {
-                StreamInstancePool pool = devices.get((start + i) % devices.size());
+                GpuInstancePool pool = devices.get((start + i) % devices.size());
                 try {
                     return pool.acquire(i == devices.size() - 1 ? POLL : Duration.ZERO);
                 } catch (OverloadedException busy) {
@@ -43,13 +43,13 @@ public final class MultiDeviceInstancePool implements InstancePool {
                 throw new ModelUnavailableException("every device of this model is faulted: " + faults);
             }
         } while (System.nanoTime() < deadline);
-        throw new OverloadedException("all " + capacity() + " streams of " + placement() + " are busy", timeout);
+        throw new OverloadedException("all " + capacity() + " instances on " + placement() + " are busy or their streams are", timeout);
     }
 
     @Override
     public java.util.Optional<String> unavailableReason() {
         List<String> reasons = new ArrayList<>();
-        for (StreamInstancePool d : devices) {
+        for (GpuInstancePool d : devices) {
             if (d.unavailableReason().isEmpty()) {
                 return java.util.Optional.empty();
             }
@@ -60,16 +60,16 @@ public final class MultiDeviceInstancePool implements InstancePool {
 
     @Override
     public int capacity() {
-        return devices.stream().mapToInt(StreamInstancePool::capacity).sum();
+        return devices.stream().mapToInt(GpuInstancePool::capacity).sum();
     }
 
     @Override
     public String placement() {
-        return devices.stream().map(StreamInstancePool::placement).collect(Collectors.joining(","));
+        return devices.stream().map(GpuInstancePool::placement).collect(Collectors.joining(","));
     }
 
     @Override
     public void close() {
-        devices.forEach(StreamInstancePool::close);
+        devices.forEach(GpuInstancePool::close);
     }
 }

@@ -3,72 +3,119 @@ package io.etserve.metrics;
 import io.etserve.inference.InferenceObserver;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Triton's inference metrics under Triton's names and labels ({@code model}, {@code version},
  * {@code reason}), so existing dashboards work. They are registered as gauges over monotonic
  * totals: a Micrometer counter would be exported with a {@code _total} suffix and no longer
- * match the names dashboards query.
+ * match the names dashboards query. Like Triton, every series of a model version exists (at 0)
+ * from the moment it loads and is removed when it unloads.
  */
 public final class TritonMetrics implements InferenceObserver {
 
+    private static final String PENDING = "nv_inference_pending_request_count";
+    private static final String SUCCESS = "nv_inference_request_success";
+    private static final String FAILURE = "nv_inference_request_failure";
+    private static final String COUNT = "nv_inference_count";
+    private static final String EXEC_COUNT = "nv_inference_exec_count";
+    private static final String REQUEST_US = "nv_inference_request_duration_us";
+    private static final String QUEUE_US = "nv_inference_queue_duration_us";
+    private static final String INPUT_US = "nv_inference_compute_input_duration_us";
+    private static final String INFER_US = "nv_inference_compute_infer_duration_us";
+    private static final String OUTPUT_US = "nv_inference_compute_output_duration_us";
+
+    private static final Map<String, String> DESCRIPTIONS = Map.of(
+            PENDING, "Requests waiting for or in execution",
+            SUCCESS, "Successful inference requests",
+            FAILURE, "Failed inference requests",
+            COUNT, "Inferences performed (batch 1 per request)",
+            EXEC_COUNT, "Model executions",
+            REQUEST_US, "Cumulative request duration",
+            QUEUE_US, "Cumulative time waiting for an instance",
+            INPUT_US, "Cumulative input preparation time",
+            INFER_US, "Cumulative execution time",
+            OUTPUT_US, "Cumulative output preparation time");
+
     private final MeterRegistry registry;
-    private final Map<String, LongAdder> totals = new ConcurrentHashMap<>();
-    private final Map<String, AtomicLong> pending = new ConcurrentHashMap<>();
+    private final Map<Key, Series> series = new ConcurrentHashMap<>();
 
     public TritonMetrics(MeterRegistry registry) {
         this.registry = registry;
     }
 
+    private record Key(String name, String model, String version, String reason) {}
+
+    /** One exported value: a total (or, for pending, a level) and the gauge that reads it. */
+    private record Series(LongAdder value, Gauge gauge) {}
+
     @Override
-    public void pending(String model, int delta) {
-        pending.computeIfAbsent(model, m -> {
-            AtomicLong v = new AtomicLong();
-            Gauge.builder("nv_inference_pending_request_count", v, AtomicLong::get)
-                    .description("Requests waiting for or in execution").tag("model", m).register(registry);
-            return v;
-        }).addAndGet(delta);
+    public void loaded(String model, String version) {
+        for (String name : List.of(PENDING, SUCCESS, COUNT, EXEC_COUNT, REQUEST_US, QUEUE_US, INPUT_US, INFER_US,
+                OUTPUT_US)) {
+            series(name, model, version, null);
+        }
+        for (FailureReason reason : FailureReason.values()) {
+            series(FAILURE, model, version, reason.name());
+        }
+    }
+
+    @Override
+    public void unloaded(String model, String version) {
+        List<Key> gone = new ArrayList<>();
+        series.forEach((key, s) -> {
+            if (key.model().equals(model) && key.version().equals(version)) {
+                gone.add(key);
+            }
+        });
+        for (Key key : gone) {
+            Series s = series.remove(key);
+            if (s != null) {
+                registry.remove(s.gauge());
+            }
+        }
+    }
+
+    @Override
+    public void pending(String model, String version, int delta) {
+        series(PENDING, model, version, null).add(delta);
     }
 
     @Override
     public void success(String model, String version, long queueNanos, long inputNanos, long inferNanos,
             long outputNanos) {
-        total("nv_inference_request_success", "Successful inference requests", model, version, null).increment();
-        total("nv_inference_count", "Inferences performed (batch 1 per request)", model, version, null).increment();
-        total("nv_inference_exec_count", "Model executions", model, version, null).increment();
-        long total = queueNanos + inputNanos + inferNanos + outputNanos;
-        micros("nv_inference_request_duration_us", "Cumulative request duration", model, version, total);
-        micros("nv_inference_queue_duration_us", "Cumulative time waiting for an instance", model, version, queueNanos);
-        micros("nv_inference_compute_input_duration_us", "Cumulative input preparation time", model, version, inputNanos);
-        micros("nv_inference_compute_infer_duration_us", "Cumulative execution time", model, version, inferNanos);
-        micros("nv_inference_compute_output_duration_us", "Cumulative output preparation time", model, version,
-                outputNanos);
+        series(SUCCESS, model, version, null).increment();
+        series(COUNT, model, version, null).increment();
+        series(EXEC_COUNT, model, version, null).increment();
+        micros(REQUEST_US, model, version, queueNanos + inputNanos + inferNanos + outputNanos);
+        micros(QUEUE_US, model, version, queueNanos);
+        micros(INPUT_US, model, version, inputNanos);
+        micros(INFER_US, model, version, inferNanos);
+        micros(OUTPUT_US, model, version, outputNanos);
     }
 
     @Override
     public void failure(String model, String version, FailureReason reason, long requestNanos) {
-        total("nv_inference_request_failure", "Failed inference requests", model, version, reason.name()).increment();
+        series(FAILURE, model, version, reason.name()).increment();
     }
 
-    private void micros(String name, String description, String model, String version, long nanos) {
-        total(name, description, model, version, null).add(nanos / 1000);
+    private void micros(String name, String model, String version, long nanos) {
+        series(name, model, version, null).add(nanos / 1000);
     }
 
-    private LongAdder total(String name, String description, String model, String version, String reason) {
-        String key = name + '\0' + model + '\0' + version + '\0' + reason;
-        return totals.computeIfAbsent(key, k -> {
-            LongAdder adder = new LongAdder();
-            Gauge.Builder<LongAdder> b = Gauge.builder(name, adder, LongAdder::doubleValue).description(description)
-                    .tag("model", model).tag("version", version);
+    private LongAdder series(String name, String model, String version, String reason) {
+        return series.computeIfAbsent(new Key(name, model, version, reason), k -> {
+            LongAdder value = new LongAdder();
+            Gauge.Builder<LongAdder> b = Gauge.builder(name, value, LongAdder::doubleValue)
+                    .description(DESCRIPTIONS.get(name)).tag("model", model).tag("version", version);
             if (reason != null) {
                 b.tag("reason", reason);
             }
-            b.register(registry);
-            return adder;
-        });
+            return new Series(value, b.register(registry));
+        }).value();
     }
 }

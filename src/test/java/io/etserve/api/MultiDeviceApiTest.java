@@ -48,7 +48,11 @@ class MultiDeviceApiTest {
             .copy(TestPaths.demoModels(), "demo-portable")
             .copy(TestPaths.demoModels(), "demo-xnnpack")
             .withFile("caller-stream-probe/config.yml",
-                    "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ndevices: all\n");
+                    "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ndevices: all\ninstances: 2\n"
+                            + "placement: gpu\n")
+            // A CPU program forced onto the stream path; demo-xnnpack stays a CPU model.
+            .withFile("demo-portable/config.yml",
+                    "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\nplacement: gpu\n");
 
     @TestConfiguration
     static class TwoOpaqueDevices {
@@ -115,10 +119,13 @@ class MultiDeviceApiTest {
         JsonNode models = Http.local(managementPort).get("/actuator/health/readiness").json()
                 .path("components").path("models").path("details").path("models");
         assertThat(models.path("caller-stream-probe:1").path("placement").asString()).isEqualTo("cuda:0,cuda:1");
+        // instances are per device: 2 on each of the two devices
         assertThat(models.path("caller-stream-probe:1").path("instances").asInt()).isEqualTo(4);
-        // spread: whole models on devices in turn, in repository order
+        // spread: whole GPU models on devices in turn, in repository order (the probe counted as 0)
         assertThat(models.path("demo-portable:1").path("placement").asString()).isEqualTo("cuda:1");
-        assertThat(models.path("demo-xnnpack:1").path("placement").asString()).isEqualTo("cuda:0");
+        assertThat(models.path("demo-portable:1").path("instances").asInt()).isEqualTo(1);
+        // no GPU delegate: a CPU model on a GPU node
+        assertThat(models.path("demo-xnnpack:1").path("placement").asString()).isEqualTo("cpu");
         JsonNode pools = Http.local(managementPort).get("/actuator/health/readiness").json()
                 .path("components").path("cuda").path("details").path("streamPools");
         assertThat(pools.size()).isEqualTo(2);
@@ -150,9 +157,21 @@ class MultiDeviceApiTest {
         assertThat(http.get("/v2/models/demo-xnnpack/ready").status()).isEqualTo(200);
         Http mgmt = Http.local(managementPort);
         assertThat(mgmt.get("/actuator/health/liveness").status()).isEqualTo(200);
+        assertThat(http.get("/v2/health/live").status()).isEqualTo(200);
 
-        // The last served device goes too: now the process needs a restart.
+        // The last served device goes too: now the process needs a restart, and both health
+        // surfaces say so.
         faults.onRuntimeFailure(OptionalInt.of(0), illegalAddress);
         assertThat(mgmt.get("/actuator/health/liveness").status()).isEqualTo(503);
+        assertThat(http.get("/v2/health/live").status()).isEqualTo(503);
+        assertThat(http.get("/v2/health/ready").status()).isEqualTo(mgmt.get("/actuator/health/readiness").status());
+        assertThat(http.post("/v2/models/caller-stream-probe/infer", PROBE).status()).isEqualTo(503);
+        // The CPU model never touched a device: it still serves correct answers.
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        Reference.Case c = ref.cases().get(0);
+        Http.Response r = http.postJson("/v2/models/demo-xnnpack/infer",
+                Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+        assertThat(r.status()).isEqualTo(200);
+        ProtocolApiTest.assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
     }
 }

@@ -444,6 +444,10 @@ class ProtocolApiTest {
         assertThat(prom).contains("nv_inference_request_success{model=\"demo-portable\",version=\"1\"}");
         assertThat(prom).contains("nv_inference_queue_duration_us{");
         assertThat(prom).contains("nv_inference_pending_request_count{");
+        // Every series of a loaded version exists from load, at 0 for a model never served (as in Triton).
+        assertThat(prom).contains("nv_inference_request_success{model=\"needs-tensorrt\",version=\"1\"} 0.0");
+        assertThat(prom).contains("nv_inference_exec_count{model=\"needs-tensorrt\",version=\"1\"} 0.0");
+        assertThat(prom).contains("nv_inference_compute_infer_duration_us{model=\"needs-tensorrt\",version=\"1\"} 0.0");
         // Only health, info and prometheus are exposed.
         assertThat(mgmt.get("/actuator/env").status()).isEqualTo(404);
         assertThat(http.get("/actuator/health").status()).isEqualTo(404);

@@ -122,20 +122,36 @@ class StreamPathApiTest {
     }
 
     @Test
-    void cpuModelsAlsoRunUnderTheGuardAndStayCorrect() {
+    void cpuProgramsStayOffTheStreamPath() {
+        OpaqueStreamFactory factory = (OpaqueStreamFactory) streams;
         Http http = Http.local(port);
+        String prom = Http.local(managementPort).get("/actuator/prometheus").text();
+        String leases = leaseCount(prom);
+        factory.synchronizedHandles.clear();
         String zeros = "[" + String.join(",", java.util.Collections.nCopies(16, "0")) + "]";
-        Http.Response r = http.post("/v2/models/demo-portable/infer",
-                "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":" + zeros + "}]}");
-        assertThat(r.status()).isEqualTo(200);
+        for (int i = 0; i < 5; i++) {
+            Http.Response r = http.post("/v2/models/demo-portable/infer",
+                    "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":" + zeros + "}]}");
+            assertThat(r.status()).isEqualTo(200);
+        }
+        // No stream was leased, so none was synchronized on return.
+        assertThat(factory.synchronizedHandles).isEmpty();
+        assertThat(leaseCount(Http.local(managementPort).get("/actuator/prometheus").text())).isEqualTo(leases);
+
         JsonNode health = Http.local(managementPort).get("/actuator/health/readiness").json();
         JsonNode pools = health.path("components").path("cuda").path("details").path("streamPools");
         assertThat(pools.size()).isEqualTo(1);
         assertThat(pools.get(0).path("streams").asInt()).isEqualTo(STREAMS);
-        assertThat(health.path("components").path("models").path("details").path("models")
-                .path("demo-portable:1").path("placement").asString()).isEqualTo("cuda:0");
-        String prom = Http.local(managementPort).get("/actuator/prometheus").text();
+        JsonNode models = health.path("components").path("models").path("details").path("models");
+        assertThat(models.path("demo-portable:1").path("placement").asString()).isEqualTo("cpu");
+        assertThat(models.path("caller-stream-probe:1").path("placement").asString()).isEqualTo("cuda:0");
+        // GPU models get etserve.cuda.default-instances unless config.yml sets instances (the probe: 1)
+        assertThat(models.path("caller-stream-probe:1").path("instances").asInt()).isEqualTo(1);
         assertThat(prom).contains("etserve_stream_pool_streams{device=\"0\"} 3.0");
-        assertThat(prom).contains("etserve_stream_lease_wait_seconds_count{device=\"0\"}");
+    }
+
+    private static String leaseCount(String prometheus) {
+        return prometheus.lines().filter(l -> l.startsWith("etserve_stream_lease_wait_seconds_count{device=\"0\"}"))
+                .findFirst().orElseThrow();
     }
 }

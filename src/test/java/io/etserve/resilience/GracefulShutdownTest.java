@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.etserve.EtServeApplication;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.io.InputStream;
@@ -73,7 +74,7 @@ class GracefulShutdownTest {
         ModelRepositoryFixture repo = ModelRepositoryFixture.create("etserve-shutdown-")
                 .copy(TestPaths.testModels(), "caller-stream-probe");
         repo.withFile("caller-stream-probe/config.yml",
-                "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: 4\n");
+                "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: 4\nplacement: gpu\n");
         ConfigurableApplicationContext ctx = new SpringApplicationBuilder(EtServeApplication.class).run(
                 "--server.port=0", "--management.server.port=0",
                 "--etserve.model-repository=" + repo.root(),
@@ -102,7 +103,9 @@ class GracefulShutdownTest {
             }));
         }
         Thread.sleep(1000);
-        double completedBeforeClose = successes(meters);
+        // Held across close: the series are unregistered when the model unloads.
+        List<Gauge> successGauges = List.copyOf(meters.find("nv_inference_request_success").gauges());
+        double completedBeforeClose = successes(successGauges);
         ctx.close(); // what SIGTERM does: graceful shutdown of the web server, then the beans
         stop.set(true);
         for (Future<?> f : fs) {
@@ -110,14 +113,14 @@ class GracefulShutdownTest {
         }
         clients.shutdown();
 
-        double served = successes(meters);
+        double served = successes(successGauges);
         assertThat(completedBeforeClose).isGreaterThan(0);
         assertThat(counts[Result.LOST.ordinal()].get()).as("requests cut off").isZero();
         // Every request the server completed reached its client as a correct 200.
         assertThat((double) counts[Result.OK.ordinal()].get()).isEqualTo(served);
     }
 
-    private static double successes(MeterRegistry meters) {
-        return meters.find("nv_inference_request_success").gauges().stream().mapToDouble(g -> g.value()).sum();
+    private static double successes(List<Gauge> gauges) {
+        return gauges.stream().mapToDouble(Gauge::value).sum();
     }
 }

@@ -1,0 +1,56 @@
+package io.etserve.metrics;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etserve.inference.InferenceObserver;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.junit.jupiter.api.Test;
+
+/** Triton's series exist at 0 from load, count what happens, and go away at unload. */
+class TritonMetricsTest {
+
+    private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    private final TritonMetrics metrics = new TritonMetrics(registry);
+
+    private double value(String name, String model, String version) {
+        return registry.get(name).tag("model", model).tag("version", version).gauge().value();
+    }
+
+    @Test
+    void everySeriesExistsAtZeroOnceAModelLoads() {
+        metrics.loaded("m", "1");
+        for (String name : new String[] {"nv_inference_request_success", "nv_inference_count",
+                "nv_inference_exec_count", "nv_inference_pending_request_count", "nv_inference_request_duration_us",
+                "nv_inference_queue_duration_us", "nv_inference_compute_input_duration_us",
+                "nv_inference_compute_infer_duration_us", "nv_inference_compute_output_duration_us"}) {
+            assertThat(value(name, "m", "1")).as(name).isZero();
+        }
+        for (InferenceObserver.FailureReason reason : InferenceObserver.FailureReason.values()) {
+            assertThat(registry.get("nv_inference_request_failure").tag("model", "m").tag("reason", reason.name())
+                    .gauge().value()).isZero();
+        }
+    }
+
+    @Test
+    void countsAndDurationsAccumulateAndUnloadRemovesOnlyThatVersion() {
+        metrics.loaded("m", "1");
+        metrics.loaded("m", "2");
+        metrics.pending("m", "1", 1);
+        metrics.success("m", "1", 3_000, 2_000, 10_000, 1_000);
+        metrics.success("m", "1", 3_000, 2_000, 10_000, 1_000);
+        metrics.failure("m", "1", InferenceObserver.FailureReason.REJECTED, 5_000);
+        metrics.pending("m", "1", -1);
+
+        assertThat(value("nv_inference_request_success", "m", "1")).isEqualTo(2);
+        assertThat(value("nv_inference_request_duration_us", "m", "1")).isEqualTo(32);
+        assertThat(value("nv_inference_compute_infer_duration_us", "m", "1")).isEqualTo(20);
+        assertThat(value("nv_inference_pending_request_count", "m", "1")).isZero();
+        assertThat(registry.get("nv_inference_request_failure").tag("version", "1").tag("reason", "REJECTED")
+                .gauge().value()).isEqualTo(1);
+
+        metrics.unloaded("m", "1");
+        assertThat(registry.find("nv_inference_request_success").tag("version", "1").gauges()).isEmpty();
+        assertThat(registry.find("nv_inference_request_failure").tag("version", "1").gauges()).isEmpty();
+        assertThat(value("nv_inference_request_success", "m", "2")).isZero();
+    }
+}
