@@ -3,7 +3,11 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
+
+#include <cerrno>
 
 #include <cstring>
 #include <limits>
@@ -121,6 +125,67 @@ InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std
   if (err != Error::Ok) fail(err, "cannot load method '" + method + "'");
 }
 
+InstanceHandle::~InstanceHandle() {
+  if (event_ != nullptr) {
+    cudaEventDestroy(static_cast<cudaEvent_t>(event_));  // a sticky error leaves nothing to free
+  }
+}
+
+namespace {
+
+class SteadyClock final : public AdaptiveWaitPolicy::Clock {
+ public:
+  int64_t now_ns() override {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  }
+  void sleep_ns(int64_t ns) override {
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  }
+};
+
+}  // namespace
+
+int InstanceHandle::wait_for(void* stream, CompletionWait how) {
+  auto* s = static_cast<cudaStream_t>(stream);
+  if (how == CompletionWait::kSpin) return cudaStreamSynchronize(s);
+
+  const unsigned int flags = cuda_min::kEventDisableTiming |
+                             (how == CompletionWait::kBlocking ? cuda_min::kEventBlockingSync : 0u);
+  if (event_ != nullptr && event_flags_ != flags) {
+    cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+    event_ = nullptr;
+  }
+  if (event_ == nullptr) {
+    // The device is current (execute made it so); an instance only ever runs on one device.
+    cudaEvent_t created = nullptr;
+    const int rc = cudaEventCreateWithFlags(&created, flags);
+    if (rc != 0) return rc;
+    event_ = created;
+    event_flags_ = flags;
+  }
+  auto* event = static_cast<cudaEvent_t>(event_);
+  int rc = cudaEventRecord(event, s);
+  if (rc != 0) return rc;
+  if (how == CompletionWait::kBlocking) return cudaEventSynchronize(event);
+
+  // Sleeps of a few tens of microseconds need a small timer slack (the default is 50 us).
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  SteadyClock clock;
+  const int r = wait_policy_.wait(
+      [event]() {
+        const int q = cudaEventQuery(event);
+        if (q == 0) return 1;
+        if (q == cuda_min::kNotReady) return 0;
+        return -q;  // a real error, e.g. a sticky illegal address
+      },
+      clock);
+  return r < 0 ? -r : 0;
+}
+
 std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& inputs,
                                                   const StreamSelection& stream) {
   if (inputs.size() != signature_.inputs.size()) {
@@ -219,9 +284,9 @@ std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& 
   if (stream.mode == StreamMode::kCuda) {
     // Wait even when execution failed: work already queued must finish before the stream
     // and this Module go back to their pools.
-    const int rc = cudaStreamSynchronize(handle);
+    const int rc = wait_for(handle, stream.wait);
     if (rc != 0) {
-      throw BridgeError("CudaError", rc, std::string("cudaStreamSynchronize failed: ") +
+      throw BridgeError("CudaError", rc, std::string("waiting for the stream failed: ") +
                                              cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc));
     }
   }

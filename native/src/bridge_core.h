@@ -17,6 +17,8 @@
 
 #include <executorch/extension/module/module.h>
 
+#include "completion_wait.h"
+
 namespace etserve {
 
 class BridgeError : public std::runtime_error {
@@ -72,6 +74,7 @@ struct StreamSelection {
   StreamMode mode = StreamMode::kNone;
   uintptr_t handle = 0;
   int device = 0;
+  CompletionWait wait = CompletionWait::kAdaptive;  // kCuda only
 };
 
 class ProgramHandle {
@@ -93,6 +96,9 @@ class InstanceHandle {
  public:
   // Loads `method` up front, so planned memory is allocated at model load, not first call.
   InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method);
+  ~InstanceHandle();
+  InstanceHandle(const InstanceHandle&) = delete;
+  InstanceHandle& operator=(const InstanceHandle&) = delete;
 
   std::vector<OutputTensor> execute(const std::vector<InputView>& inputs,
                                     const StreamSelection& stream);
@@ -104,6 +110,15 @@ class InstanceHandle {
   std::unique_ptr<executorch::extension::Module> module_;
   std::string method_;
   MethodSignature signature_;
+
+  // Waits until the work queued on `stream` so far has completed; returns a cudaError_t.
+  int wait_for(void* stream, CompletionWait how);
+
+  // The completion wait's event (created on first use, on the call's device) and what this
+  // instance has learned about how long its GPU work takes.
+  void* event_ = nullptr;
+  unsigned int event_flags_ = 0;
+  AdaptiveWaitPolicy wait_policy_;
 };
 
 // Bytes per element of a ScalarType code, or 0 for types the bridge refuses.

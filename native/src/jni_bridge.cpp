@@ -225,11 +225,15 @@ JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_execute(
       env->DeleteLocalRef(shape);
     }
 
+    // stream_mode: the StreamMode in the low byte, the CompletionWait in the next one.
     etserve::StreamSelection selection;
-    selection.mode = static_cast<etserve::StreamMode>(stream_mode);
-    if (stream_mode < 0 || stream_mode > 2) {
+    const jint mode = stream_mode & 0xff;
+    const jint wait = (stream_mode >> 8) & 0xff;
+    if (stream_mode < 0 || mode > 2 || wait > 2 || (stream_mode >> 16) != 0) {
       throw BridgeError("InvalidArgument", 0x12, "unknown stream mode");
     }
+    selection.mode = static_cast<etserve::StreamMode>(mode);
+    selection.wait = static_cast<etserve::CompletionWait>(wait);
     selection.handle = static_cast<uintptr_t>(stream);
     selection.device = device;
 

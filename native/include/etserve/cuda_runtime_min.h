@@ -6,10 +6,23 @@
 #include "etserve/caller_stream_api.h"
 
 extern "C" {
-typedef int etserve_cuda_error_t;  // cudaError_t; 0 == cudaSuccess
+typedef int etserve_cuda_error_t;  // cudaError_t; 0 == cudaSuccess, 600 == cudaErrorNotReady
 etserve_cuda_error_t cudaSetDevice(int device);
 etserve_cuda_error_t cudaGetDevice(int* device);
 etserve_cuda_error_t cudaStreamSynchronize(cudaStream_t stream);
 const char* cudaGetErrorName(etserve_cuda_error_t error);
+// Events, for the completion wait (completion_wait.h).
+typedef struct CUevent_st* cudaEvent_t;
+etserve_cuda_error_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags);
+etserve_cuda_error_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+etserve_cuda_error_t cudaEventQuery(cudaEvent_t event);
+etserve_cuda_error_t cudaEventSynchronize(cudaEvent_t event);
+etserve_cuda_error_t cudaEventDestroy(cudaEvent_t event);
 const char* cudaGetErrorString(etserve_cuda_error_t error);
 }
+
+namespace etserve::cuda_min {
+constexpr etserve_cuda_error_t kNotReady = 600;                // cudaErrorNotReady
+constexpr unsigned int kEventBlockingSync = 0x01;              // cudaEventBlockingSync
+constexpr unsigned int kEventDisableTiming = 0x02;             // cudaEventDisableTiming
+}  // namespace etserve::cuda_min

@@ -1,5 +1,6 @@
 package io.etserve.config;
 
+import io.etserve.runtime.StreamSelection;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -45,6 +46,8 @@ public record EtServeProperties(
      *     {@code instances}: each one holds its delegates' device memory (weights, engines)
      * @param gpuBackends delegate ids that run on a CUDA device: a program that uses none of them
      *     runs on the CPU (no stream, no guard) unless its config.yml says {@code placement: gpu}
+     * @param completionWait how a GPU call waits for its stream: {@code adaptive} (sleep for the
+     *     learned GPU time, then poll an event), {@code spin} or {@code blocking}
      */
     public record Cuda(
             @DefaultValue("auto") String enabled,
@@ -54,7 +57,8 @@ public record EtServeProperties(
             @DefaultValue("30s") Duration drainTimeout,
             @DefaultValue("spread") String placement,
             @DefaultValue("1") int defaultInstances,
-            @DefaultValue({"TensorRTBackend", "CudaBackend"}) List<String> gpuBackends) {}
+            @DefaultValue({"TensorRTBackend", "CudaBackend"}) List<String> gpuBackends,
+            @DefaultValue("adaptive") StreamSelection.CompletionWait completionWait) {}
 
     /**
      * @param defaultInstances Modules per CPU model when its config.yml sets none

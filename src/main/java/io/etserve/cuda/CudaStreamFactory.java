@@ -9,12 +9,14 @@ import org.bytedeco.cuda.global.cudart;
 public final class CudaStreamFactory implements StreamFactory {
 
     private final CudaRuntime runtime;
+    private final StreamSelection.CompletionWait completionWait;
 
-    public CudaStreamFactory(CudaRuntime runtime) {
+    public CudaStreamFactory(CudaRuntime runtime, StreamSelection.CompletionWait completionWait) {
         if (!runtime.available()) {
             throw new IllegalArgumentException("CUDA unavailable: " + runtime.unavailableReason().orElse("?"));
         }
         this.runtime = runtime;
+        this.completionWait = completionWait;
     }
 
     private record CudaStream(int device, CUstream_st stream) implements ComputeStream {
@@ -54,5 +56,10 @@ public final class CudaStreamFactory implements StreamFactory {
     @Override
     public StreamSelection.Mode selectionMode() {
         return StreamSelection.Mode.CUDA;
+    }
+
+    @Override
+    public StreamSelection.CompletionWait completionWait() {
+        return completionWait;
     }
 }

@@ -22,4 +22,9 @@ public interface StreamFactory {
 
     /** How the bridge must treat these handles. */
     StreamSelection.Mode selectionMode();
+
+    /** How the bridge waits for work on these streams (CUDA handles only). */
+    default StreamSelection.CompletionWait completionWait() {
+        return StreamSelection.CompletionWait.ADAPTIVE;
+    }
 }

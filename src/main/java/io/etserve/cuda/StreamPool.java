@@ -79,6 +79,10 @@ public final class StreamPool implements AutoCloseable {
         return factory.selectionMode();
     }
 
+    public StreamSelection.CompletionWait completionWait() {
+        return factory.completionWait();
+    }
+
     /** Stops this device's pool from leasing (a sticky fault of its context), keeping the first reason. */
     public void markFaulted(String reason) {
         fault.compareAndSet(null, reason);

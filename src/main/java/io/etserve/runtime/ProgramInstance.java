@@ -50,7 +50,7 @@ public final class ProgramInstance implements AutoCloseable {
             int outputs = signature.outputs().size();
             int[] outTypes = new int[outputs];
             long[][] outShapes = new long[outputs][];
-            byte[][] data = NativeBridge.execute(h, buffers, dtypes, shapes, stream.mode().ordinal(),
+            byte[][] data = NativeBridge.execute(h, buffers, dtypes, shapes, stream.nativeMode(),
                     stream.handle(), stream.device(), outTypes, outShapes);
             List<ExecutionOutput> result = new ArrayList<>(data.length);
             for (int i = 0; i < data.length; i++) {

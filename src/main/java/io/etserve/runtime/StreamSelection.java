@@ -5,7 +5,7 @@ package io.etserve.runtime;
  * {@code CallerStreamGuard} for the handle, runs the method, and (for {@link Mode#CUDA})
  * waits for the stream, all inside one native call.
  */
-public record StreamSelection(Mode mode, long handle, int device) {
+public record StreamSelection(Mode mode, long handle, int device, CompletionWait completionWait) {
 
     public enum Mode {
         /** No guard: each delegate picks its own stream. */
@@ -16,17 +16,39 @@ public record StreamSelection(Mode mode, long handle, int device) {
         CUDA
     }
 
-    private static final StreamSelection NONE = new StreamSelection(Mode.NONE, 0, 0);
+    /**
+     * How the bridge waits for the GPU work of a {@link Mode#CUDA} call (native/src/completion_wait.h).
+     * Order matters: the ordinal travels to the bridge.
+     */
+    public enum CompletionWait {
+        /** Sleep for the time this instance's work is expected to take, then poll an event. */
+        ADAPTIVE,
+        /** cudaStreamSynchronize: lowest latency, a host core busy for the whole GPU time. */
+        SPIN,
+        /** A blocking-sync event: least CPU, tens to hundreds of microseconds of wake-up latency. */
+        BLOCKING
+    }
+
+    private static final StreamSelection NONE = new StreamSelection(Mode.NONE, 0, 0, CompletionWait.ADAPTIVE);
 
     public static StreamSelection none() {
         return NONE;
     }
 
     public static StreamSelection selectOnly(long handle) {
-        return new StreamSelection(Mode.SELECT_ONLY, handle, 0);
+        return new StreamSelection(Mode.SELECT_ONLY, handle, 0, CompletionWait.ADAPTIVE);
     }
 
     public static StreamSelection cuda(long handle, int device) {
-        return new StreamSelection(Mode.CUDA, handle, device);
+        return cuda(handle, device, CompletionWait.ADAPTIVE);
+    }
+
+    public static StreamSelection cuda(long handle, int device, CompletionWait wait) {
+        return new StreamSelection(Mode.CUDA, handle, device, wait);
+    }
+
+    /** The mode and the wait as the bridge takes them: mode in the low byte, wait in the next. */
+    int nativeMode() {
+        return mode.ordinal() | completionWait.ordinal() << 8;
     }
 }

@@ -13,6 +13,7 @@ import io.etserve.health.CudaFaultMonitor;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.ProgramInstance;
+import io.etserve.runtime.StreamSelection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,7 +37,7 @@ class GpuStickyFaultTest {
     void anIllegalAddressBreaksLivenessAndStopsThePool() throws Exception {
         GpuFixtures.loadRuntime();
         CudaRuntime cuda = CudaRuntime.probe();
-        StreamPool pool = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda), n -> {});
+        StreamPool pool = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE), n -> {});
         StreamPools pools = new StreamPools(Map.of(0, pool), null, Duration.ofSeconds(1));
         List<Object> events = new ArrayList<>();
         CudaFaultMonitor monitor = new CudaFaultMonitor(events::add, pools);

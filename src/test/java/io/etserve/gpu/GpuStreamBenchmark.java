@@ -16,7 +16,9 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * GPU benchmark (scripts/gpu-suite.sh): K leased streams against one shared stream for a
- * GPU-bound probe workload, and the per-call cost of lease + guard + completion wait.
+ * GPU-bound probe workload, the per-call cost of lease + guard + completion wait, and the
+ * completion waits compared (wait overhead over the kernel, host CPU per call, throughput with
+ * as many and twice as many callers as streams).
  * Usage: GpuStreamBenchmark [spinMicros=2000] [secondsPerPoint=3] [costCalls=20000]
  */
 public final class GpuStreamBenchmark {
@@ -43,18 +45,80 @@ public final class GpuStreamBenchmark {
             }
             System.out.println();
             perCallCost(program, cuda, costCalls);
+            System.out.println();
+            completionWaits(program, cuda, seconds);
+        }
+    }
+
+    /**
+     * Each completion wait, for 2 ms and 10 ms kernels: one caller on one stream (wall time per
+     * call over the kernel's nominal time, p50/p99; process CPU per call), then 4 streams with 4
+     * and 8 callers (calls/s). Process CPU comes from the JVM's own counter: the whole service
+     * cost of a call, the bridge's wait included.
+     */
+    static void completionWaits(Program program, CudaRuntime cuda, double seconds) throws Exception {
+        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+                .getOperatingSystemMXBean();
+        System.out.println("Completion wait, one caller on one stream (overhead = wall time per call - kernel time):");
+        System.out.println("| wait | kernel us | calls | overhead p50 us | overhead p99 us | CPU per call us | CPU % of kernel |");
+        System.out.println("|---|---|---|---|---|---|---|");
+        for (float kernel : new float[] {2000f, 10000f}) {
+            for (StreamSelection.CompletionWait wait : StreamSelection.CompletionWait.values()) {
+                StreamPool pool = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda, wait), x -> {});
+                try (ProgramInstance probe = program.newInstance("forward")) {
+                    int calls = (int) Math.max(100, 1.5e6 / kernel);
+                    long[] wall = new long[calls];
+                    for (int warm = 0; warm < 50; warm++) {
+                        try (StreamLease lease = pool.lease(Duration.ofSeconds(5))) {
+                            GpuFixtures.probe(probe, lease.selection(), kernel);
+                        }
+                    }
+                    long cpu0 = os.getProcessCpuTime();
+                    for (int i = 0; i < calls; i++) {
+                        long t0 = System.nanoTime();
+                        try (StreamLease lease = pool.lease(Duration.ofSeconds(5))) {
+                            GpuFixtures.probe(probe, lease.selection(), kernel);
+                        }
+                        wall[i] = System.nanoTime() - t0 - (long) (kernel * 1000);
+                    }
+                    double cpuPerCall = (os.getProcessCpuTime() - cpu0) / 1000.0 / calls;
+                    System.out.printf("| %s | %.0f | %d | %.1f | %.1f | %.0f | %.1f |%n", wait, kernel, calls,
+                            percentile(wall, 50) / 1000.0, percentile(wall, 99) / 1000.0, cpuPerCall,
+                            100 * cpuPerCall / kernel);
+                }
+                pool.close(Duration.ofSeconds(10));
+            }
+        }
+        System.out.println();
+        System.out.println("Completion wait, 4 streams, 2 ms kernel (calls/s):");
+        System.out.println("| wait | 4 callers | 8 callers | ratio | CPU per call us (8 callers) |");
+        System.out.println("|---|---|---|---|---|");
+        for (StreamSelection.CompletionWait wait : StreamSelection.CompletionWait.values()) {
+            double four = throughput(program, cuda, 4, 4, 2000f, seconds, wait, null);
+            double[] cpu = new double[1];
+            double eight = throughput(program, cuda, 8, 4, 2000f, seconds, wait, cpu);
+            System.out.printf("| %s | %.0f | %.0f | %.2f | %.0f |%n", wait, four, eight, eight / four, cpu[0]);
         }
     }
 
     /** Calls per second with {@code threads} callers sharing a pool of {@code streams} streams. */
     static double throughput(Program program, CudaRuntime cuda, int threads, int streams, float spin, double seconds)
             throws Exception {
-        StreamPool pool = new StreamPool(0, streams, 0, new CudaStreamFactory(cuda), n -> {});
+        return throughput(program, cuda, threads, streams, spin, seconds, StreamSelection.CompletionWait.ADAPTIVE, null);
+    }
+
+    /** As above with a given completion wait; {@code cpuPerCall[0]} gets process CPU us per call if given. */
+    static double throughput(Program program, CudaRuntime cuda, int threads, int streams, float spin, double seconds,
+            StreamSelection.CompletionWait wait, double[] cpuPerCall) throws Exception {
+        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+                .getOperatingSystemMXBean();
+        StreamPool pool = new StreamPool(0, streams, 0, new CudaStreamFactory(cuda, wait), n -> {});
         List<ProgramInstance> bySlot = new ArrayList<>();
         for (int i = 0; i < streams; i++) {
             bySlot.add(program.newInstance("forward"));
         }
         AtomicLong calls = new AtomicLong();
+        AtomicLong cpuAtWarmupEnd = new AtomicLong(-1);
         long warmupEnd = System.nanoTime() + 500_000_000L;
         long end = warmupEnd + (long) (seconds * 1e9);
         CountDownLatch done = new CountDownLatch(threads);
@@ -67,6 +131,7 @@ public final class GpuStreamBenchmark {
                             GpuFixtures.probe(bySlot.get(lease.slot()), lease.selection(), spin);
                         }
                         if (System.nanoTime() > warmupEnd) {
+                            cpuAtWarmupEnd.compareAndSet(-1, os.getProcessCpuTime());
                             calls.incrementAndGet();
                         }
                     }
@@ -80,13 +145,16 @@ public final class GpuStreamBenchmark {
         }
         done.await();
         counted[0] = calls.get();
+        if (cpuPerCall != null) {
+            cpuPerCall[0] = (os.getProcessCpuTime() - cpuAtWarmupEnd.get()) / 1000.0 / Math.max(1, counted[0]);
+        }
         bySlot.forEach(ProgramInstance::close);
         pool.close(Duration.ofSeconds(10));
         return counted[0] / seconds;
     }
 
     static void perCallCost(Program program, CudaRuntime cuda, int n) throws Exception {
-        StreamPool pool = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda), x -> {});
+        StreamPool pool = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE), x -> {});
         try (ProgramInstance probe = program.newInstance("forward")) {
             long[] plain = new long[n];
             long[] selectOnly = new long[n];
@@ -114,7 +182,7 @@ public final class GpuStreamBenchmark {
             System.out.println("|---|---|---|");
             row("execute, no lease, no guard", plain);
             row("lease + guard + pool sync (no CUDA calls in the bridge)", selectOnly);
-            row("lease + cudaSetDevice + guard + cudaStreamSynchronize + pool sync", full);
+            row("lease + cudaSetDevice + guard + completion wait (adaptive) + pool sync", full);
             System.out.printf("overhead of lease + guard + completion wait: p50 %+d ns%n",
                     percentile(full, 50) - percentile(plain, 50));
         }

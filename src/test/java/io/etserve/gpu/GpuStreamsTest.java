@@ -64,7 +64,7 @@ class GpuStreamsTest {
 
     @Test
     void thePoolCreatesDistinctRealStreams() throws Exception {
-        StreamPool pool = new StreamPool(0, 8, cuda.priorityRange(0)[1], new CudaStreamFactory(cuda), n -> {});
+        StreamPool pool = new StreamPool(0, 8, cuda.priorityRange(0)[1], new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE), n -> {});
         Set<Long> handles = new HashSet<>();
         List<StreamLease> leases = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
@@ -81,7 +81,7 @@ class GpuStreamsTest {
 
     @Test
     void theDelegateSeesTheLeasedStreamAndQueuesItsWorkThere() throws Exception {
-        StreamPool pool = new StreamPool(0, 2, 0, new CudaStreamFactory(cuda), n -> {});
+        StreamPool pool = new StreamPool(0, 2, 0, new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE), n -> {});
         try (Program program = Program.load(GpuFixtures.PROBE_MODEL, Program.Verification.INTERNAL_CONSISTENCY);
                 ProgramInstance probe = program.newInstance("forward")) {
             for (int i = 0; i < 20; i++) {
@@ -102,7 +102,7 @@ class GpuStreamsTest {
     @Test
     void concurrentCallsEachRunOnTheirOwnRealStream() throws Exception {
         int threads = 4;
-        StreamPool pool = new StreamPool(0, threads, 0, new CudaStreamFactory(cuda), n -> {});
+        StreamPool pool = new StreamPool(0, threads, 0, new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE), n -> {});
         try (Program program = Program.load(GpuFixtures.PROBE_MODEL, Program.Verification.INTERNAL_CONSISTENCY)) {
             List<ProgramInstance> bySlot = new ArrayList<>();
             for (int i = 0; i < threads; i++) {
@@ -141,7 +141,7 @@ class GpuStreamsTest {
 
     @Test
     void healthShowsDevicesAndOneCallerStreamLibrary() throws Exception {
-        StreamPool pool = new StreamPool(0, 2, 0, new CudaStreamFactory(cuda), n -> {});
+        StreamPool pool = new StreamPool(0, 2, 0, new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE), n -> {});
         StreamPools pools = new StreamPools(Map.of(0, pool), null, Duration.ofSeconds(5));
         Health h = new CudaHealthIndicator(cuda, pools, TensorRtProbe.probe(), new CudaFaultMonitor(e -> {}, pools)).health();
         assertThat(h.getStatus()).isEqualTo(Status.UP);

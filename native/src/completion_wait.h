@@ -1,0 +1,136 @@
+// How a forward call waits for the GPU work it queued on its leased stream.
+//
+// cudaStreamSynchronize under the default device schedule spins a host core for the whole GPU
+// time; a blocking-sync event costs almost no CPU but adds tens to hundreds of microseconds of
+// wake-up latency. The adaptive wait sits between them: it sleeps for most of the time this
+// instance's work is expected to take, then polls an event with a short bounded spin, then backs
+// off with growing sleeps so a long tail never burns a core. The expectation is learned per
+// instance (one Module = one model on one device) and probes downwards, so the sleep ends just
+// before the work does.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace etserve {
+
+enum class CompletionWait : int {
+  kAdaptive = 0,  // sleep for the expected time, then poll an event (default)
+  kSpin = 1,      // cudaStreamSynchronize: lowest latency, one core busy for the GPU time
+  kBlocking = 2,  // a blocking-sync event: least CPU, most wake-up latency
+};
+
+// The schedule of the adaptive wait, free of CUDA: tests drive it with a fake clock and query.
+class AdaptiveWaitPolicy {
+ public:
+  class Clock {
+   public:
+    virtual ~Clock() = default;
+    virtual int64_t now_ns() = 0;
+    virtual void sleep_ns(int64_t ns) = 0;
+  };
+
+  // Sleeps shorter than this cost more (syscall, wake-up) than they save.
+  static constexpr int64_t kMinSleepNs = 20'000;
+  // The spin before the expected completion: enough to absorb wake-up jitter and small
+  // variations of the GPU time, small enough to stay a few percent of it.
+  static constexpr int64_t kMinMarginNs = 25'000;
+  static constexpr int64_t kMaxMarginNs = 200'000;
+  // Back-off sleeps once the spin is spent: 10 us doubling up to 0.5 ms.
+  static constexpr int64_t kFirstBackoffNs = 10'000;
+  static constexpr int64_t kMaxBackoffNs = 500'000;
+
+  // query(): > 0 complete, 0 not yet, < 0 an error code to return as is.
+  // Returns 0 once complete, or the error.
+  template <typename Query>
+  int wait(Query&& query, Clock& clock);
+
+  // Expected time from the forward's return to completion (0: nothing learned yet).
+  int64_t estimate_ns() const { return estimate_ns_; }
+
+  static int64_t margin_for(int64_t estimate_ns) {
+    return std::clamp<int64_t>(estimate_ns / 50, kMinMarginNs, kMaxMarginNs);
+  }
+
+ private:
+  void learn_exact(int64_t observed_ns);
+  void learn_upper_bound(int64_t observed_ns);
+
+  int64_t estimate_ns_ = 0;
+  int64_t down_step_ns_ = 0;  // the next downward probe; 0 after the completion was seen exactly
+};
+
+template <typename Query>
+int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
+  const int64_t start = clock.now_ns();
+  int r = query();
+  if (r < 0) return r;
+  if (r > 0) {
+    // Done before any wait: the delegate synchronized itself, or the work was tiny.
+    estimate_ns_ /= 2;
+    return 0;
+  }
+  const int64_t margin = margin_for(estimate_ns_);
+  const int64_t sleep_for = estimate_ns_ - margin - (clock.now_ns() - start);
+  if (sleep_for >= kMinSleepNs) {
+    clock.sleep_ns(sleep_for);
+    r = query();
+    if (r < 0) return r;
+    if (r > 0) {
+      // Complete by the time we woke: the expectation may be too long. Probe downwards, in
+      // steps that double while it stays too long (the work got shorter), so it tracks the
+      // new time within a few calls.
+      down_step_ns_ = down_step_ns_ == 0 ? std::max<int64_t>(estimate_ns_ / 64, 2'000) : down_step_ns_ * 2;
+      estimate_ns_ = std::max<int64_t>(0, estimate_ns_ - down_step_ns_);
+      return 0;
+    }
+  }
+  // Spin: the completion time seen here is exact to one query.
+  const int64_t spin_until = clock.now_ns() + 2 * margin;
+  while (true) {
+    r = query();
+    if (r < 0) return r;
+    const int64_t now = clock.now_ns();
+    if (r > 0) {
+      learn_exact(now - start);
+      return 0;
+    }
+    if (now >= spin_until) break;
+  }
+  // A long tail (or nothing learned yet): sleep in growing steps, poll after each.
+  int64_t step = kFirstBackoffNs;
+  while (true) {
+    clock.sleep_ns(step);
+    r = query();
+    if (r < 0) return r;
+    if (r > 0) {
+      learn_upper_bound(clock.now_ns() - start);
+      return 0;
+    }
+    step = std::min(step * 2, kMaxBackoffNs);
+  }
+}
+
+inline void AdaptiveWaitPolicy::learn_exact(int64_t observed_ns) {
+  down_step_ns_ = 0;
+  // Shorter: believe it at once. Longer: move a quarter of the way, so one slow call (a busy
+  // GPU) does not make every following call sleep past its completion.
+  if (estimate_ns_ == 0 || observed_ns <= estimate_ns_) {
+    estimate_ns_ = observed_ns;
+  } else {
+    estimate_ns_ += (observed_ns - estimate_ns_) / 4;
+  }
+}
+
+inline void AdaptiveWaitPolicy::learn_upper_bound(int64_t observed_ns) {
+  down_step_ns_ = 0;
+  // Seen only after a back-off sleep: the work ended somewhat earlier. Nothing learned yet:
+  // take it, and let the downward probing trim it.
+  if (estimate_ns_ == 0) {
+    estimate_ns_ = observed_ns;
+  } else if (observed_ns > estimate_ns_) {
+    estimate_ns_ += (observed_ns - estimate_ns_) / 4;
+  }
+}
+
+}  // namespace etserve

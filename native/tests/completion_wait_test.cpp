@@ -1,0 +1,135 @@
+// The adaptive completion wait's schedule, driven by a fake clock and a fake GPU (no CUDA).
+#include <cstdint>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "completion_wait.h"
+
+namespace {
+
+using etserve::AdaptiveWaitPolicy;
+
+// Time advances only by sleeps (plus a fixed wake-up delay) and by a fixed cost per query.
+class FakeClock final : public AdaptiveWaitPolicy::Clock {
+ public:
+  int64_t now = 0;
+  int64_t wake_delay = 0;
+  int64_t slept = 0;
+  std::vector<int64_t> sleeps;
+  int64_t now_ns() override { return now; }
+  void sleep_ns(int64_t ns) override {
+    sleeps.push_back(ns);
+    slept += ns;
+    now += ns + wake_delay;
+  }
+};
+
+// A stream whose work completes `duration` after the wait starts; every query costs `cost`.
+struct FakeGpu {
+  FakeClock& clock;
+  int64_t done_at;
+  int64_t cost = 500;
+  int queries = 0;
+  int64_t spun = 0;  // time spent in queries: the CPU the wait burns
+  int error = 0;     // returned (negated) from the first query at or after done_at
+  int operator()() {
+    ++queries;
+    clock.now += cost;
+    spun += cost;
+    if (clock.now < done_at) return 0;
+    return error != 0 ? -error : 1;
+  }
+};
+
+struct Call {
+  int64_t overhead;  // completion seen minus completion
+  int64_t cpu;       // query time
+  int result;
+};
+
+Call run_once(AdaptiveWaitPolicy& policy, int64_t duration, int64_t wake_delay = 3'000, int error = 0) {
+  FakeClock clock;
+  clock.wake_delay = wake_delay;
+  clock.now = 1'000'000;
+  FakeGpu gpu{clock, clock.now + duration};
+  gpu.error = error;
+  const int r = policy.wait(gpu, clock);
+  return {clock.now - gpu.done_at, gpu.spun, r};
+}
+
+TEST(AdaptiveWait, LearnsTheGpuTimeAndThenSleepsThroughMostOfIt) {
+  AdaptiveWaitPolicy policy;
+  const int64_t kernel = 2'000'000;  // 2 ms
+  Call first = run_once(policy, kernel);
+  EXPECT_EQ(first.result, 0);
+  EXPECT_GT(policy.estimate_ns(), 0);
+  Call last{};
+  for (int i = 0; i < 200; ++i) last = run_once(policy, kernel);
+  // Converged: the sleep ends shortly before completion, a short spin sees it.
+  EXPECT_NEAR(static_cast<double>(policy.estimate_ns()), static_cast<double>(kernel), 0.05 * kernel);
+  EXPECT_LE(last.overhead, 30'000);
+  EXPECT_LE(last.cpu, kernel / 10);
+}
+
+TEST(AdaptiveWait, SteadyStateOverheadAndCpuStaySmallForLongKernels) {
+  AdaptiveWaitPolicy policy;
+  const int64_t kernel = 10'000'000;  // 10 ms
+  for (int i = 0; i < 100; ++i) run_once(policy, kernel);
+  int64_t worst_overhead = 0, worst_cpu = 0;
+  for (int i = 0; i < 100; ++i) {
+    Call c = run_once(policy, kernel);
+    worst_overhead = std::max(worst_overhead, c.overhead);
+    worst_cpu = std::max(worst_cpu, c.cpu);
+  }
+  EXPECT_LE(worst_overhead, 30'000);
+  EXPECT_LE(worst_cpu, kernel / 10);
+}
+
+TEST(AdaptiveWait, WorkAlreadyCompleteCostsOneQueryAndShrinksTheExpectation) {
+  AdaptiveWaitPolicy policy;
+  for (int i = 0; i < 50; ++i) run_once(policy, 1'000'000);
+  const int64_t before = policy.estimate_ns();
+  FakeClock clock;
+  FakeGpu gpu{clock, 0};  // e.g. a delegate that synchronized itself
+  EXPECT_EQ(policy.wait(gpu, clock), 0);
+  EXPECT_EQ(gpu.queries, 1);
+  EXPECT_TRUE(clock.sleeps.empty());
+  EXPECT_LT(policy.estimate_ns(), before);
+}
+
+TEST(AdaptiveWait, ALongTailBacksOffInsteadOfSpinning) {
+  AdaptiveWaitPolicy policy;
+  for (int i = 0; i < 100; ++i) run_once(policy, 1'000'000);
+  // One call takes 50x longer (a busy device): the wait sleeps in growing steps.
+  FakeClock clock;
+  clock.wake_delay = 3'000;
+  FakeGpu gpu{clock, 50'000'000};
+  EXPECT_EQ(policy.wait(gpu, clock), 0);
+  EXPECT_LT(gpu.spun, 1'000'000) << "queries must not spin through a long tail";
+  ASSERT_GE(clock.sleeps.size(), 3u);
+  EXPECT_LE(clock.sleeps.back(), AdaptiveWaitPolicy::kMaxBackoffNs);
+  EXPECT_LE(clock.now - gpu.done_at, AdaptiveWaitPolicy::kMaxBackoffNs + 10'000);
+  // One slow call moves the expectation only part of the way.
+  EXPECT_LT(policy.estimate_ns(), 20'000'000);
+}
+
+TEST(AdaptiveWait, AnErrorFromTheQueryIsReturnedAsIs) {
+  AdaptiveWaitPolicy policy;
+  EXPECT_EQ(run_once(policy, 500'000, 3'000, 700).result, -700);
+  // Also once the policy sleeps before polling.
+  for (int i = 0; i < 50; ++i) run_once(policy, 500'000);
+  EXPECT_EQ(run_once(policy, 500'000, 3'000, 719).result, -719);
+}
+
+TEST(AdaptiveWait, ShorterWorkIsTrackedWithinAFewCalls) {
+  AdaptiveWaitPolicy policy;
+  for (int i = 0; i < 100; ++i) run_once(policy, 5'000'000);
+  // The model's work shrinks to 1 ms: a few calls overshoot while the probe steps double.
+  Call c{};
+  for (int i = 0; i < 20; ++i) c = run_once(policy, 1'000'000);
+  EXPECT_LE(policy.estimate_ns(), 1'100'000);
+  EXPECT_LE(c.overhead, 30'000);
+}
+
+}  // namespace
