@@ -1,96 +1,137 @@
 #!/usr/bin/env bash
-# The GPU test suite and the GPU benchmark, for a host with an NVIDIA GPU.
+# The GPU test suite, the GPU benchmark and the packaged service on a GPU, for a host with an
+# NVIDIA GPU.
 #
-#   scripts/gpu-suite.sh run      build the bridge and the probe delegate with CUDA, then run
-#                                 the GPU ordering check (C++), the linkage gate, the GPU JUnit
-#                                 suite (tag "gpu") and the GPU benchmark
-#   scripts/gpu-suite.sh bundle   (on a build machine, after `mvn verify`) pack what `run` needs
-#                                 into .device/ for a GPU host without Maven or network: a jlinked
-#                                 JRE, the test classpath and the ExecuTorch SDK from .venv
+#   scripts/gpu-suite.sh run      from a checkout where `mvn verify` ran (Java + Maven here):
+#                                 native, then junit, then service
+#   scripts/gpu-suite.sh bundle   (on a build machine, after `mvn verify`) pack what a GPU host
+#                                 without Java, Maven or network needs into two parts, each
+#                                 under 60 MiB (so each fits one transfer of a remote runner):
+#                                   .device/stage1: JRE, ExecuTorch SDK, caller-stream library, JNI headers
+#                                   .device/stage2: the fat jar, the test classes, JUnit + AssertJ
+#   scripts/gpu-suite.sh stage1   on the GPU host: unpack stage1 into /tmp/etserve-gpu, build the
+#                                 bridge and the probe delegate with CUDA, run the GPU ordering
+#                                 check, the C++ tests and the linkage gate
+#   scripts/gpu-suite.sh stage2   on the same host afterwards (/tmp/etserve-gpu kept): unpack the
+#                                 fat jar, run the GPU JUnit suite, the sticky fault, the GPU
+#                                 benchmark, then the packaged service (`service`)
+#   scripts/gpu-suite.sh service  the fat jar served on the GPU with the GPU bridge and the probe
+#                                 delegate, checked over real HTTP (health, handshake, throughput
+#                                 for K = 1, 4, 16 streams at K and 2K clients, service CPU per
+#                                 call, completion waits, sticky fault, SIGTERM, time to ready)
 #
 # Needs on the GPU host: the driver, a CUDA 13 toolkit (nvcc, libcudart), CMake >= 3.28, Ninja,
-# gcc/g++ and binutils; Java 17+ unless the bundle is there. Results go to $OUT (if set) or
-# target/gpu-suite/.
+# gcc/g++, binutils and python3. Results go to $OUT (if set) or target/gpu-suite/.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUNDLE="$ROOT/.device"
+WORK="${ETSERVE_GPU_WORK:-/tmp/etserve-gpu}"
 RESULTS="${OUT:-$ROOT/target/gpu-suite}"
 JUNIT_CONSOLE="org.junit.platform:junit-platform-console-standalone:6.0.3"
+ASSERTJ="org.assertj:assertj-core:3.27.7"
+# What the jlinked JRE needs to run Spring Boot (java.desktop: java.beans).
+JRE_MODULES="java.base,java.logging,java.management,java.naming,java.xml,java.sql,java.instrument,java.net.http,jdk.unsupported,jdk.crypto.ec,jdk.management,java.desktop"
 
 log() { printf '[gpu-suite] %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+# xz where the host has it, Python's lzma where it does not.
+unpack_xz() {
+  local archive="$1" dest="$2"
+  mkdir -p "$dest"
+  if command -v xz >/dev/null; then tar -C "$dest" -xJf "$archive"
+  else python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$archive" "$dest"; fi
+}
 
 bundle() {
   cd "$ROOT"
-  rm -rf "$BUNDLE" && mkdir -p "$BUNDLE/jars"
-  [[ -d target/test-classes && -d target/classes ]] || { log "run mvn verify (or test-compile) first"; exit 1; }
-  log "test classpath"
-  mvn -q -o dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$BUNDLE/cp.txt" >/dev/null
-  # Only what the GPU suite loads: the runtime binding, CUDA via JavaCPP, Spring's health types, JUnit.
-  tr ':' '\n' < "$BUNDLE/cp.txt" | grep -E '/(javacpp|cuda|tensorrt|spring-boot-health|spring-core|spring-jcl|spring-boot|spring-context|spring-beans|spring-aop|spring-expression|micrometer-observation|micrometer-commons|assertj-core|slf4j-api)-[0-9]' \
-    | grep -v -- '-sources' | xargs -I{} cp {} "$BUNDLE/jars/"
-  mvn -q dependency:copy -Dartifact="$JUNIT_CONSOLE" -DoutputDirectory="$BUNDLE/jars" >/dev/null
-  rm "$BUNDLE/cp.txt"
-  mkdir -p "$BUNDLE/classes" "$BUNDLE/test-classes"
-  cp -r target/classes/io "$BUNDLE/classes/" && cp -r target/test-classes/io "$BUNDLE/test-classes/"
-  log "ExecuTorch SDK (lib, include, share) and the caller-stream library"
-  local sp; sp="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-  mkdir -p "$BUNDLE/sdk"
-  tar -C "$sp" -czf "$BUNDLE/sdk/executorch.tgz" executorch/lib executorch/include executorch/share
-  cp .venv/caller-stream/libextension_cuda.so "$BUNDLE/sdk/"
-  log "JRE (jlink) and the JNI headers the bridge compiles against"
+  local jar; jar="$(ls target/etserve-*.jar 2>/dev/null | grep -v -- '-plain' | head -1 || true)"
+  [[ -n "$jar" && -d target/test-classes ]] || die "run mvn verify first (no target/etserve-*.jar or target/test-classes)"
+  rm -rf "$BUNDLE" && mkdir -p "$BUNDLE/stage1" "$BUNDLE/stage2"
   local jdk; jdk="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"
-  mkdir -p "$BUNDLE/jni/include/linux"
-  cp "$jdk/include/jni.h" "$BUNDLE/jni/include/" && cp "$jdk/include/linux/jni_md.h" "$BUNDLE/jni/include/linux/"
-  "$jdk/bin/jlink" --add-modules java.base,java.logging,java.management,java.naming,jdk.unsupported \
-    --strip-debug --no-man-pages --no-header-files --compress=2 --output "$BUNDLE/jre-image"
-  tar -C "$BUNDLE" -czf "$BUNDLE/jre.tgz" jre-image && rm -rf "$BUNDLE/jre-image"
-  du -sh "$BUNDLE"
+
+  log "stage1: ExecuTorch SDK, the caller-stream library and the JNI headers"
+  local sp; sp="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  local jni="$BUNDLE/jni-tree"
+  mkdir -p "$jni/jni/include/linux"
+  cp "$jdk/include/jni.h" "$jni/jni/include/" && cp "$jdk/include/linux/jni_md.h" "$jni/jni/include/linux/"
+  tar -cf - -C "$sp" executorch/lib executorch/include executorch/share \
+      -C "$ROOT/.venv/caller-stream" libextension_cuda.so -C "$jni" jni \
+    | xz -9 -T"$(nproc)" > "$BUNDLE/stage1/sdk.tar.xz"
+  rm -rf "$jni"
+  log "stage1: JRE ($jdk, jlink; xz over an uncompressed image is smaller than jlink's zip)"
+  "$jdk/bin/jlink" --add-modules "$JRE_MODULES" --strip-debug --no-man-pages --no-header-files \
+    --compress=zip-0 --output "$BUNDLE/jre" 2>/dev/null \
+    || "$jdk/bin/jlink" --add-modules "$JRE_MODULES" --strip-debug --no-man-pages --no-header-files \
+         --compress=0 --output "$BUNDLE/jre"
+  tar -C "$BUNDLE" -cf - jre | xz -9 -T"$(nproc)" > "$BUNDLE/stage1/jre.tar.xz"
+  rm -rf "$BUNDLE/jre"
+
+  log "stage2: the fat jar, the test classes, JUnit and AssertJ"
+  cp "$jar" "$BUNDLE/stage2/etserve.jar"
+  tar -C target -cf - test-classes | xz -9 > "$BUNDLE/stage2/test-classes.tar.xz"
+  # Plain `mvn` (not -o): the dependency plugin itself may not be in a fresh local repository.
+  mvn -q -B dependency:copy -Dartifact="$JUNIT_CONSOLE" -DoutputDirectory="$BUNDLE/stage2" \
+    || die "could not fetch $JUNIT_CONSOLE"
+  mvn -q -B dependency:copy -Dartifact="$ASSERTJ" -DoutputDirectory="$BUNDLE/stage2" || die "could not fetch $ASSERTJ"
+  du -sh "$BUNDLE/stage1" "$BUNDLE/stage2"
+  local limit=$((60 * 1024 * 1024))
+  for part in stage1 stage2; do
+    local size; size="$(du -sb "$BUNDLE/$part" | cut -f1)"
+    (( size < limit )) || die "$part is $size bytes, over 60 MiB"
+  done
 }
 
-run() {
-  cd "$ROOT"
+# Paths of the GPU build, shared by the steps.
+BUILD="$WORK/native-gpu"
+STAGE="$WORK/native-gpu-stage/META-INF/etserve/native/linux-x86_64"
+PROBE="$BUILD/testing/caller_stream_probe/libetserve_test_caller_stream_probe.so"
+
+cuda_env() {
+  export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
+  export LD_LIBRARY_PATH="$CUDA_HOME/lib64:${LD_LIBRARY_PATH:-}"
+}
+
+# Builds the bridge and the probe with CUDA against an ExecuTorch SDK, then the C++ checks.
+native_suite() {
+  local sdk="$1" caller_stream="$2"
+  cuda_env
   mkdir -p "$RESULTS"
-  local java=java cp sdk caller_stream
-  if [[ -d "$BUNDLE/jars" ]]; then
-    log "using the bundle in $BUNDLE"
-    mkdir -p /tmp/etserve-gpu && tar -C /tmp/etserve-gpu -xzf "$BUNDLE/jre.tgz" && tar -C /tmp/etserve-gpu -xzf "$BUNDLE/sdk/executorch.tgz"
-    java=/tmp/etserve-gpu/jre-image/bin/java
-    export JAVA_HOME="$BUNDLE/jni"
-    sdk=/tmp/etserve-gpu/executorch
-    caller_stream="$BUNDLE/sdk/libextension_cuda.so"
-    cp="$BUNDLE/classes:$BUNDLE/test-classes:$(ls "$BUNDLE"/jars/*.jar | grep -v console-standalone | tr '\n' ':')"
-  else
-    sdk="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/executorch"
-    caller_stream="$ROOT/.venv/caller-stream/libextension_cuda.so"
-    mvn -q dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/gpu-cp.txt >/dev/null
-    mvn -q dependency:copy -Dartifact="$JUNIT_CONSOLE" -DoutputDirectory=target/gpu-jars >/dev/null
-    cp="target/classes:target/test-classes:$(cat target/gpu-cp.txt)"
-  fi
-  local console
-  console="$( (ls "$BUNDLE"/jars/junit-platform-console-standalone-*.jar target/gpu-jars/junit-platform-console-standalone-*.jar 2>/dev/null || true) | head -1)"
-  export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}" LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:${LD_LIBRARY_PATH:-}"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$RESULTS/gpu.txt" || true
-
   log "native build with CUDA"
-  local build="$ROOT/target/native-gpu" stage_root="$ROOT/target/native-gpu-stage"
-  ETSERVE_EXECUTORCH_DIR="$sdk" ETSERVE_CALLER_STREAM_LIBRARY="$caller_stream" ETSERVE_NATIVE_BUILD_DIR="$build" \
-    ETSERVE_NATIVE_STAGE_DIR="$stage_root" ETSERVE_NATIVE_JOBS="$(nproc)" bash native/build.sh build 2>&1 | tail -5
-  local stage="$stage_root/META-INF/etserve/native/linux-x86_64"
-  local probe="$build/testing/caller_stream_probe/libetserve_test_caller_stream_probe.so"
+  ETSERVE_EXECUTORCH_DIR="$sdk" ETSERVE_CALLER_STREAM_LIBRARY="$caller_stream" ETSERVE_NATIVE_BUILD_DIR="$BUILD" \
+    ETSERVE_NATIVE_STAGE_DIR="$WORK/native-gpu-stage" ETSERVE_NATIVE_JOBS="$(nproc)" bash "$ROOT/native/build.sh" build 2>&1 | tail -5
+  [[ -f "$STAGE/libetserve_jni.so" && -f "$PROBE" ]] || die "the GPU build did not produce the bridge and the probe"
   local status=0
-
   log "GPU ordering check and C++ tests"
-  ctest --test-dir "$build" --output-on-failure -R '^gpu\.' 2>&1 | tee "$RESULTS/ctest-gpu.txt" || status=1
-  if [[ -x "$build/tests/etserve_native_tests" ]]; then
-    timeout 120 "$build/tests/etserve_native_tests" 2>&1 | tail -3 | tee -a "$RESULTS/ctest-gpu.txt" || status=1
+  ctest --test-dir "$BUILD" --output-on-failure -R '^gpu\.' 2>&1 | tee "$RESULTS/ctest-gpu.txt" || status=1
+  if [[ -x "$BUILD/tests/etserve_native_tests" ]]; then
+    timeout 120 "$BUILD/tests/etserve_native_tests" 2>&1 | tail -3 | tee -a "$RESULTS/ctest-gpu.txt" || status=1
   fi
   log "linkage gate on the GPU build"
-  { bash native/scripts/check-linkage.sh --bridge "$build/libetserve_jni.so" && \
-    bash native/scripts/check-linkage.sh --dir "$stage"; } 2>&1 | tee "$RESULTS/linkage-gpu.txt" || status=1
+  { bash "$ROOT/native/scripts/check-linkage.sh" --bridge "$BUILD/libetserve_jni.so" && \
+    bash "$ROOT/native/scripts/check-linkage.sh" --dir "$STAGE"; } 2>&1 | tee "$RESULTS/linkage-gpu.txt" || status=1
+  return $status
+}
 
-  local props=(-Detserve.native.library-dir="$stage" -Detserve.test.probe-delegate="$probe" \
-    -Detserve.test.native-build-dir="$build" --enable-native-access=ALL-UNNAMED)
+stage1() {
+  [[ -d "$BUNDLE/stage1" ]] || die "no $BUNDLE/stage1: run 'scripts/gpu-suite.sh bundle' on a build machine"
+  rm -rf "$WORK" && mkdir -p "$WORK"
+  log "unpacking stage1 into $WORK"
+  unpack_xz "$BUNDLE/stage1/jre.tar.xz" "$WORK"
+  unpack_xz "$BUNDLE/stage1/sdk.tar.xz" "$WORK"
+  export JAVA_HOME="$WORK/jni"
+  native_suite "$WORK/executorch" "$WORK/libextension_cuda.so"
+}
+
+# The JUnit GPU suite, the sticky fault in its own JVM, and the GPU benchmark.
+junit_suite() {
+  local java="$1" cp="$2" console="$3"
+  cuda_env
+  local props=(-Detserve.native.library-dir="$STAGE" -Detserve.test.probe-delegate="$PROBE" \
+    -Detserve.test.native-build-dir="$BUILD" --enable-native-access=ALL-UNNAMED)
+  local status=0
   log "GPU JUnit suite"
   timeout 300 "$java" "${props[@]}" -jar "$console" execute --class-path "$cp" --select-package io.etserve.gpu \
     --include-tag gpu --details=tree --disable-banner 2>&1 | tee "$RESULTS/junit-gpu.txt" || status=1
@@ -98,13 +139,175 @@ run() {
   timeout 120 "$java" "${props[@]}" -jar "$console" execute --class-path "$cp" --select-package io.etserve.gpu \
     --include-tag gpu-fault --details=tree --disable-banner 2>&1 | tee "$RESULTS/junit-gpu-fault.txt" || status=1
   log "GPU benchmark"
-  timeout 240 "$java" "${props[@]}" -cp "$cp" io.etserve.gpu.GpuStreamBenchmark "${ETSERVE_BENCH_SPIN_US:-2000}" \
+  timeout 300 "$java" "${props[@]}" -cp "$cp" io.etserve.gpu.GpuStreamBenchmark "${ETSERVE_BENCH_SPIN_US:-2000}" \
     "${ETSERVE_BENCH_SECONDS:-3}" "${ETSERVE_BENCH_CALLS:-20000}" 2>&1 | tee "$RESULTS/benchmark-gpu.txt" || status=1
+  return $status
+}
+
+stage2() {
+  [[ -f "$STAGE/libetserve_jni.so" ]] || die "no GPU build in $WORK: run stage1 on this host first (same machine)"
+  [[ -d "$BUNDLE/stage2" ]] || die "no $BUNDLE/stage2: run 'scripts/gpu-suite.sh bundle' on a build machine"
+  local app="$WORK/app"
+  rm -rf "$app" && mkdir -p "$app"
+  cp "$BUNDLE/stage2/etserve.jar" "$WORK/etserve.jar"
+  python3 -m zipfile -e "$WORK/etserve.jar" "$app"
+  unpack_xz "$BUNDLE/stage2/test-classes.tar.xz" "$WORK"
+  local cp="$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')$(ls "$BUNDLE"/stage2/assertj-core-*.jar)"
+  local status=0
+  junit_suite "$WORK/jre/bin/java" "$cp" "$(ls "$BUNDLE"/stage2/junit-platform-console-standalone-*.jar)" || status=1
+  JAVA="$WORK/jre/bin/java" JAR="$WORK/etserve.jar" CHECK_CP="$cp" service || status=1
+  return $status
+}
+
+# --- the packaged service on the GPU -------------------------------------------------------
+
+SERVICE_PID=""
+PORT=18080
+MGMT=18081
+
+# Starts the fat jar and waits for readiness: sets SERVICE_PID, READY_MS (process start to
+# readiness 200) and STARTUP_CPU (CPU-seconds the process used until then).
+READY_MS=""
+STARTUP_CPU=""
+start_service() {
+  local repo="$1"; shift
+  local log="$RESULTS/service-$(date +%s%N).log"
+  local t0; t0="$(date +%s%N)"
+  "$JAVA" --enable-native-access=ALL-UNNAMED -XX:+UseSerialGC -jar "$JAR" \
+    --server.port=$PORT --management.server.port=$MGMT --etserve.model-repository="$repo" \
+    --etserve.native.library-dir="$STAGE" --etserve.native.extra-libraries="$PROBE" "$@" >"$log" 2>&1 &
+  SERVICE_PID=$!
+  local code=000
+  for _ in $(seq 1 3000); do
+    # bash's /dev/tcp: polling must not cost the starting JVM CPU (a python or curl per poll would)
+    code="$( (exec 3<>"/dev/tcp/127.0.0.1/$MGMT" && printf 'GET /actuator/health/readiness HTTP/1.0\r\n\r\n' >&3 \
+      && read -r _ c _ <&3 && echo "$c") 2>/dev/null || echo 000)"
+    [[ "$code" == 200 ]] && break
+    kill -0 "$SERVICE_PID" 2>/dev/null || { tail -30 "$log" >&2; die "the service exited during startup"; }
+    sleep 0.02
+  done
+  [[ "$code" == 200 ]] || { tail -30 "$log" >&2; die "the service did not become ready"; }
+  local t1; t1="$(date +%s%N)"
+  local ticks; ticks="$(awk '{print $14 + $15}' "/proc/$SERVICE_PID/stat")"
+  READY_MS=$(( (t1 - t0) / 1000000 ))
+  STARTUP_CPU="$(awk -v t="$ticks" 'BEGIN{printf "%.1f", t/100}')"
+}
+
+stop_service() {
+  [[ -n "$SERVICE_PID" ]] || return 0
+  kill -TERM "$SERVICE_PID" 2>/dev/null || true
+  for _ in $(seq 1 300); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$SERVICE_PID" 2>/dev/null || true
+  wait "$SERVICE_PID" 2>/dev/null || true
+  SERVICE_PID=""
+}
+
+check() { "$JAVA" -cp "$CHECK_CP" io.etserve.bench.GpuServiceCheck "$@"; }
+
+# The probe as a GPU model with `instances` Modules, plus the two demo models (CPU programs).
+make_repo() {
+  local repo="$1" instances="$2"
+  rm -rf "$repo" && mkdir -p "$repo"
+  for name in probe probe-fault; do
+    mkdir -p "$repo/$name/1"
+    cp "$ROOT/src/test/resources/models/caller-stream-probe/1/model.pte" "$repo/$name/1/"
+    printf 'inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\nplacement: gpu\ninstances: %s\n' \
+      "$instances" > "$repo/$name/config.yml"
+  done
+  cp -r "$ROOT/models/demo-xnnpack" "$ROOT/models/demo-portable" "$repo/"
+}
+
+service() {
+  : "${JAVA:?}" "${JAR:?}" "${CHECK_CP:?}"
+  cuda_env
+  mkdir -p "$RESULTS"
+  local out="$RESULTS/gpu-h200-service.txt" repo="$WORK/service-repo" status=0
+  trap stop_service EXIT
+  {
+    echo "# The packaged service on the GPU ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1))"
+    echo "fat jar $(basename "$JAR"), GPU bridge from $STAGE, probe delegate as an extra library; $(nproc) cores"
+    echo
+    echo "| start | streams | wait | ms to ready | startup CPU s |"
+    echo "|---|---|---|---|---|"
+  } > "$out"
+  local rows=() k
+  local thr_header="| run | clients | kernel us | calls/s | p50 us | p99 us | service CPU per call us | CPU % of kernel | failed |"
+  for k in 1 4 16; do
+    make_repo "$repo" $((2 * k))
+    start_service "$repo" --etserve.cuda.streams-per-device=$k
+    echo "| K=$k | $k | adaptive | $READY_MS | $STARTUP_CPU |" >> "$out"
+    rows+=("$(check health port=$PORT mgmt=$MGMT)") || status=1
+    rows+=("$(check handshake port=$PORT model=probe clients=$((2 * k)) calls=100 expect=$k spin=100)") || status=1
+    rows+=("$(check throughput port=$PORT model=probe spin=2000 clients=$k seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
+    rows+=("$(check throughput port=$PORT model=probe spin=2000 clients=$((2 * k)) seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
+    if [[ $k == 4 ]]; then
+      rows+=("$(check throughput port=$PORT model=probe spin=10000 clients=4 seconds=4 pid=$SERVICE_PID label="K=4 adaptive")") || status=1
+      rows+=("$(check throughput port=$PORT model=probe spin=10000 clients=8 seconds=4 pid=$SERVICE_PID label="K=4 adaptive")") || status=1
+    fi
+    if [[ $k == 16 ]]; then
+      rows+=("$(check sigterm port=$PORT model=probe pid=$SERVICE_PID calls=4 spin=800000)") || status=1
+      for _ in $(seq 1 300); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
+    fi
+    stop_service
+  done
+  # The old wait (cudaStreamSynchronize spins a core for the whole GPU time), for comparison.
+  make_repo "$repo" 8
+  start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.completion-wait=spin
+  echo "| K=4 | 4 | spin | $READY_MS | $STARTUP_CPU |" >> "$out"
+  for kernel in 2000 10000; do
+    rows+=("$(check throughput port=$PORT model=probe spin=$kernel clients=4 seconds=4 pid=$SERVICE_PID label="K=4 spin")") || status=1
+    rows+=("$(check throughput port=$PORT model=probe spin=$kernel clients=8 seconds=4 pid=$SERVICE_PID label="K=4 spin")") || status=1
+  done
+  stop_service
+  # A sticky fault through REST: last, the CUDA context is unusable afterwards.
+  make_repo "$repo" 2
+  start_service "$repo" --etserve.cuda.streams-per-device=4
+  echo "| K=4 (fault) | 4 | adaptive | $READY_MS | $STARTUP_CPU |" >> "$out"
+  rows+=("$(check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack)") || status=1
+  stop_service
+  {
+    echo
+    echo "Checks (health, handshake, sticky fault, SIGTERM):"
+    echo
+    printf '%s\n' "${rows[@]}" | grep -v '^| K=' || true
+    echo
+    echo "Throughput through REST, probe kernel on the leased stream (closed loop, loopback):"
+    echo
+    echo "$thr_header"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${rows[@]}" | grep '^| K=' || true
+  } >> "$out"
+  cat "$out"
+  trap - EXIT
+  return $status
+}
+
+run() {
+  cd "$ROOT"
+  local sdk; sdk="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/executorch"
+  local status=0
+  mkdir -p "$WORK"
+  native_suite "$sdk" "$ROOT/.venv/caller-stream/libextension_cuda.so" || status=1
+  mvn -q -B dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/gpu-cp.txt >/dev/null \
+    || die "mvn dependency:build-classpath failed"
+  mvn -q -B dependency:copy -Dartifact="$JUNIT_CONSOLE" -DoutputDirectory=target/gpu-jars >/dev/null \
+    || die "could not fetch $JUNIT_CONSOLE"
+  local cp="target/classes:target/test-classes:$(cat target/gpu-cp.txt)"
+  junit_suite java "$cp" "$(ls target/gpu-jars/junit-platform-console-standalone-*.jar)" || status=1
+  local jar; jar="$(ls target/etserve-*.jar | head -1)"
+  JAVA=java JAR="$jar" CHECK_CP="$cp" service || status=1
   return $status
 }
 
 case "${1:-run}" in
   run) run ;;
   bundle) bundle ;;
-  *) echo "usage: scripts/gpu-suite.sh run|bundle" >&2; exit 2 ;;
+  service)
+    # After stage2 (or run) on this host: the packaged-service step alone.
+    app="$WORK/app"
+    JAVA="${JAVA:-$WORK/jre/bin/java}" JAR="${JAR:-$WORK/etserve.jar}" \
+      CHECK_CP="${CHECK_CP:-$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')}" service ;;
+  stage1) stage1 ;;
+  stage2) stage2 ;;
+  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|service" >&2; exit 2 ;;
 esac

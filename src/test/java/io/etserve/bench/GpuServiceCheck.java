@@ -1,0 +1,313 @@
+package io.etserve.bench;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Checks the packaged service on a GPU host over real HTTP (scripts/gpu-suite.sh service): the
+ * service runs the fat jar with the GPU bridge and the test-only probe delegate, whose model
+ * answers {@code [selection seen, stream handle, GPU work queued]} and spins a kernel for x[0] us.
+ *
+ * <pre>
+ * GpuServiceCheck health     port=8080 mgmt=8081
+ * GpuServiceCheck handshake  port=8080 model=probe clients=16 calls=200 expect=16
+ * GpuServiceCheck throughput port=8080 model=probe spin=2000 clients=16 seconds=5 pid=1234
+ * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
+ * GpuServiceCheck sigterm    port=8080 model=probe pid=1234 calls=4 spin=800000
+ * </pre>
+ * Each prints one markdown table row (or a few lines) and exits non-zero when a check fails.
+ */
+public final class GpuServiceCheck {
+
+    private static final Pattern DATA = Pattern.compile("\"data\"\\s*:\\s*\\[([^\\]]*)\\]");
+    private static final Pattern STATUS = Pattern.compile("\"status\"\\s*:\\s*\"([A-Z_]+)\"");
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> a = new HashMap<>();
+        for (int i = 1; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            a.put(kv[0], kv.length > 1 ? kv[1] : "");
+        }
+        boolean ok = switch (args[0]) {
+            case "health" -> health(a);
+            case "handshake" -> handshake(a);
+            case "throughput" -> throughput(a);
+            case "fault" -> fault(a);
+            case "sigterm" -> sigterm(a);
+            default -> throw new IllegalArgumentException("unknown check " + args[0]);
+        };
+        System.exit(ok ? 0 : 1);
+    }
+
+    private static int port(Map<String, String> a, String key) {
+        return Integer.parseInt(a.get(key));
+    }
+
+    static byte[] get(int port, String path) {
+        return ("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
+    }
+
+    static byte[] probeRequest(String model, float spinMicros) {
+        String body = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[" + spinMicros + ",0]}]}";
+        byte[] b = body.getBytes(StandardCharsets.US_ASCII);
+        String head = "POST /v2/models/" + model + "/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                + "Content-Length: " + b.length + "\r\n\r\n";
+        byte[] h = head.getBytes(StandardCharsets.US_ASCII);
+        byte[] all = Arrays.copyOf(h, h.length + b.length);
+        System.arraycopy(b, 0, all, h.length, b.length);
+        return all;
+    }
+
+    /** [selection seen, handle, work queued] from a probe response, or null if it is not one. */
+    static long[] observed(LoopbackHttpConnection.Response r) {
+        if (r.status() != 200) {
+            return null;
+        }
+        Matcher m = DATA.matcher(new String(r.body(), StandardCharsets.UTF_8));
+        if (!m.find()) {
+            return null;
+        }
+        return Arrays.stream(m.group(1).split(",")).map(String::trim).mapToLong(Long::parseLong).toArray();
+    }
+
+    static int status(int port, String path) throws IOException {
+        try (LoopbackHttpConnection c = new LoopbackHttpConnection(port, 30_000)) {
+            return c.exchange(get(port, path)).status();
+        }
+    }
+
+    static String body(int port, String path) throws IOException {
+        try (LoopbackHttpConnection c = new LoopbackHttpConnection(port, 30_000)) {
+            return new String(c.exchange(get(port, path)).body(), StandardCharsets.UTF_8);
+        }
+    }
+
+    /** Readiness UP with its cuda and callerStream components UP. */
+    static boolean health(Map<String, String> a) throws IOException {
+        int mgmt = port(a, "mgmt");
+        String readiness = body(mgmt, "/actuator/health/readiness");
+        String cuda = component(readiness, "cuda");
+        String callerStream = component(readiness, "callerStream");
+        int live = status(port(a, "port"), "/v2/health/live");
+        int ready = status(port(a, "port"), "/v2/health/ready");
+        System.out.printf("| health | readiness %s | cuda %s | callerStream %s | /v2/health/live %d | /v2/health/ready %d |%n",
+                status(mgmt, "/actuator/health/readiness"), cuda, callerStream, live, ready);
+        return "UP".equals(cuda) && "UP".equals(callerStream) && live == 200 && ready == 200;
+    }
+
+    private static String component(String health, String name) {
+        int i = health.indexOf("\"" + name + "\"");
+        if (i < 0) {
+            return "missing";
+        }
+        Matcher m = STATUS.matcher(health.substring(i));
+        return m.find() ? m.group(1) : "?";
+    }
+
+    /** Concurrent REST calls: each saw a selection, and the handles seen are the pool's streams. */
+    static boolean handshake(Map<String, String> a) throws Exception {
+        int port = port(a, "port");
+        int clients = Integer.parseInt(a.get("clients"));
+        int calls = Integer.parseInt(a.get("calls"));
+        int expect = Integer.parseInt(a.get("expect"));
+        byte[] request = probeRequest(a.get("model"), Float.parseFloat(a.getOrDefault("spin", "200")));
+        Set<Long> handles = ConcurrentHashMap.newKeySet();
+        AtomicLong unguarded = new AtomicLong();
+        AtomicLong failed = new AtomicLong();
+        runClients(clients, c -> {
+            try (LoopbackHttpConnection conn = new LoopbackHttpConnection(port, 30_000)) {
+                for (int i = 0; i < calls; i++) {
+                    long[] o = observed(conn.exchange(request));
+                    if (o == null) {
+                        failed.incrementAndGet();
+                    } else if (o[0] != 1) {
+                        unguarded.incrementAndGet();
+                    } else {
+                        handles.add(o[1]);
+                    }
+                }
+            }
+        });
+        boolean ok = handles.size() == expect && unguarded.get() == 0 && failed.get() == 0;
+        System.out.printf("| handshake | %d clients x %d calls | distinct stream handles %d (streams %d) | unguarded %d "
+                + "| failed %d | %s |%n", clients, calls, handles.size(), expect, unguarded.get(), failed.get(),
+                ok ? "ok" : "FAILED");
+        return ok;
+    }
+
+    /** Closed loop for a fixed time: calls/s, latency p50/p99, and the service's CPU per call. */
+    static boolean throughput(Map<String, String> a) throws Exception {
+        int port = port(a, "port");
+        int clients = Integer.parseInt(a.get("clients"));
+        double seconds = Double.parseDouble(a.get("seconds"));
+        long pid = Long.parseLong(a.get("pid"));
+        float spin = Float.parseFloat(a.get("spin"));
+        byte[] request = probeRequest(a.get("model"), spin);
+        // warm-up: one second, not measured
+        long warmEnd = System.nanoTime() + 1_000_000_000L;
+        runClients(clients, c -> {
+            try (LoopbackHttpConnection conn = new LoopbackHttpConnection(port, 30_000)) {
+                while (System.nanoTime() < warmEnd) {
+                    conn.exchange(request);
+                }
+            }
+        });
+        List<long[]> latencies = new ArrayList<>();
+        AtomicLong failed = new AtomicLong();
+        long cpu0 = processCpuTicks(pid);
+        long t0 = System.nanoTime();
+        long end = t0 + (long) (seconds * 1e9);
+        List<long[]> perClient = runClients(clients, c -> {
+            long[] lat = new long[2_000_000];
+            int n = 0;
+            try (LoopbackHttpConnection conn = new LoopbackHttpConnection(port, 30_000)) {
+                while (System.nanoTime() < end && n < lat.length) {
+                    long s = System.nanoTime();
+                    if (observed(conn.exchange(request)) == null) {
+                        failed.incrementAndGet();
+                    }
+                    lat[n++] = System.nanoTime() - s;
+                }
+            }
+            return Arrays.copyOf(lat, n);
+        });
+        double elapsed = (System.nanoTime() - t0) / 1e9;
+        long cpu = processCpuTicks(pid) - cpu0;
+        latencies.addAll(perClient);
+        long[] all = latencies.stream().flatMapToLong(Arrays::stream).sorted().toArray();
+        double cpuPerCallUs = cpu * 1e6 / ticksPerSecond() / Math.max(1, all.length);
+        System.out.printf("| %s | %d | %.0f | %.0f | %.0f | %.1f | %.0f | %.1f | %d |%n", a.getOrDefault("label", "-"),
+                clients, spin, all.length / elapsed, pct(all, 50) / 1e3, pct(all, 99) / 1e3, cpuPerCallUs,
+                100 * cpuPerCallUs / spin, failed.get());
+        return failed.get() == 0 && all.length > 0;
+    }
+
+    /** A sticky CUDA fault through REST: both health surfaces 503 and agree, the CPU model still serves. */
+    static boolean fault(Map<String, String> a) throws Exception {
+        int port = port(a, "port");
+        int mgmt = port(a, "mgmt");
+        int faultStatus;
+        try (LoopbackHttpConnection c = new LoopbackHttpConnection(port, 60_000)) {
+            faultStatus = c.exchange(probeRequest(a.get("model"), -1f)).status();
+        }
+        int gpuAfter;
+        try (LoopbackHttpConnection c = new LoopbackHttpConnection(port, 60_000)) {
+            gpuAfter = c.exchange(probeRequest(a.get("model"), 0f)).status();
+        }
+        int cpuAfter;
+        String zeros = "[" + String.join(",", java.util.Collections.nCopies(16, "0")) + "]";
+        String body = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":" + zeros + "}]}";
+        byte[] b = body.getBytes(StandardCharsets.US_ASCII);
+        String head = "POST /v2/models/" + a.get("cpu-model") + "/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Content-Type: application/json\r\nContent-Length: " + b.length + "\r\n\r\n" + body;
+        try (LoopbackHttpConnection c = new LoopbackHttpConnection(port, 60_000)) {
+            cpuAfter = c.exchange(head.getBytes(StandardCharsets.US_ASCII)).status();
+        }
+        int live = status(port, "/v2/health/live");
+        int actuatorLive = status(mgmt, "/actuator/health/liveness");
+        int ready = status(port, "/v2/health/ready");
+        int actuatorReady = status(mgmt, "/actuator/health/readiness");
+        boolean ok = faultStatus == 500 && gpuAfter == 503 && cpuAfter == 200 && live == 503 && actuatorLive == 503
+                && ready == 503 && actuatorReady == 503;
+        System.out.printf("| sticky fault | faulting call %d | GPU model after %d | CPU model after %d | live v2/actuator %d/%d "
+                + "| ready v2/actuator %d/%d | %s |%n", faultStatus, gpuAfter, cpuAfter, live, actuatorLive, ready,
+                actuatorReady, ok ? "ok" : "FAILED");
+        return ok;
+    }
+
+    /** SIGTERM while GPU calls are in flight: every one of them still answers 200. */
+    static boolean sigterm(Map<String, String> a) throws Exception {
+        int port = port(a, "port");
+        int calls = Integer.parseInt(a.get("calls"));
+        long pid = Long.parseLong(a.get("pid"));
+        byte[] request = probeRequest(a.get("model"), Float.parseFloat(a.get("spin")));
+        ExecutorService exec = Executors.newFixedThreadPool(calls);
+        List<Future<Integer>> fs = new ArrayList<>();
+        for (int i = 0; i < calls; i++) {
+            fs.add(exec.submit(() -> {
+                try (LoopbackHttpConnection c = new LoopbackHttpConnection(port, 120_000)) {
+                    return c.exchange(request).status();
+                }
+            }));
+        }
+        Thread.sleep(300); // the calls are running their kernels now
+        ProcessHandle.of(pid).orElseThrow().destroy(); // SIGTERM
+        List<Integer> statuses = new ArrayList<>();
+        for (Future<Integer> f : fs) {
+            try {
+                statuses.add(f.get(120, TimeUnit.SECONDS));
+            } catch (Exception e) {
+                statuses.add(-1);
+            }
+        }
+        exec.shutdown();
+        boolean ok = statuses.stream().allMatch(s -> s == 200);
+        System.out.printf("| SIGTERM | %d GPU calls in flight | statuses %s | %s |%n", calls, statuses, ok ? "ok" : "FAILED");
+        return ok;
+    }
+
+    interface Client<T> {
+        T run(int index) throws Exception;
+    }
+
+    interface VoidClient {
+        void run(int index) throws Exception;
+    }
+
+    private static void runClients(int n, VoidClient client) throws Exception {
+        runClients(n, (Client<Void>) i -> {
+            client.run(i);
+            return null;
+        });
+    }
+
+    private static <T> List<T> runClients(int n, Client<T> client) throws Exception {
+        ExecutorService exec = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<T>> fs = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                int index = i;
+                fs.add(exec.submit(() -> client.run(index)));
+            }
+            List<T> out = new ArrayList<>();
+            for (Future<T> f : fs) {
+                out.add(f.get(600, TimeUnit.SECONDS));
+            }
+            return out;
+        } finally {
+            exec.shutdownNow();
+        }
+    }
+
+    private static long pct(long[] sorted, int p) {
+        return sorted.length == 0 ? 0 : sorted[Math.min(sorted.length - 1, (int) Math.ceil(p / 100.0 * sorted.length) - 1)];
+    }
+
+    /** utime + stime of a process, in clock ticks (/proc/PID/stat fields 14 and 15). */
+    static long processCpuTicks(long pid) throws IOException {
+        String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+    }
+
+    private static long ticksPerSecond() {
+        return 100; // USER_HZ on Linux x86-64
+    }
+}
