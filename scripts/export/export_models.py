@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -22,8 +23,9 @@ import torch
 from torch import nn
 
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.exir import to_edge_transform_and_lower
+from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 from executorch.exir._serialize._program import deserialize_pte_binary
+from executorch.exir.passes.external_constants_pass import delegate_external_constants_pass_unlifted
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.canonical_partitioners.all_node_partitioner import (
     AllNodePartitioner,
@@ -141,6 +143,10 @@ class ModelSpec:
     expected_backends: set[str]
     # False for programs whose delegate only exists natively (no Python-side check possible).
     write_reference: bool = True
+    # torch.export dynamic_shapes, for methods whose inputs may change size.
+    dynamic_shapes: object = None
+    # Constants moved into a .ptd beside the .pte (ExecutorchBackendConfig(external_constants)).
+    external_constants: bool = False
 
 
 def lower_portable(exported: torch.export.ExportedProgram) -> bytes:
@@ -151,6 +157,29 @@ def lower_xnnpack(exported: torch.export.ExportedProgram) -> bytes:
     return to_edge_transform_and_lower(
         exported, partitioner=[XnnpackPartitioner()]
     ).to_executorch().buffer
+
+
+def lower_external(partitioners: list) -> Callable:
+    """Lowers with every constant in a named-data file; returns (pte, {ptd name: bytes})."""
+
+    def lower(exported: torch.export.ExportedProgram):
+        if partitioners:
+            # Delegates keep their constants unless tagged on the unlifted graph first.
+            unlifted = exported.module()
+            delegate_external_constants_pass_unlifted(unlifted, gen_tag_fn=lambda node: "model")
+            args, kwargs = exported.example_inputs
+            exported = torch.export.export(unlifted, args, kwargs)
+        manager = to_edge_transform_and_lower(exported, partitioner=partitioners).to_executorch(
+            ExecutorchBackendConfig(external_constants=True)
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            manager.write_tensor_data_to_file(tmp)
+            files = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.ptd"))}
+        if not files:
+            raise SystemExit("external_constants produced no .ptd file")
+        return manager.buffer, files
+
+    return lower
 
 
 def lower_caller_stream_probe(exported: torch.export.ExportedProgram) -> bytes:
@@ -284,6 +313,59 @@ def gpu_stand_in_spec(name: str, backend_id: str) -> ModelSpec:
     )
 
 
+class SeededMlp(nn.Module):
+    """An MLP whose weights are drawn from a fixed seed (the served demo keeps its own)."""
+
+    def __init__(self, seed: int, sizes: Sequence[int]) -> None:
+        super().__init__()
+        torch.manual_seed(seed)
+        layers: list[nn.Module] = []
+        for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+            layers.append(nn.Linear(a, b))
+            if i < len(sizes) - 2:
+                layers.append(nn.ReLU())
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def seeded_inputs(seed: int, *shapes: Sequence[int]) -> list[tuple[torch.Tensor, ...]]:
+    gen = torch.Generator().manual_seed(seed)
+    return [(torch.randn(*shape, generator=gen),) for shape in shapes]
+
+
+def external_weights_spec(name: str, partitioners: list, backends: set[str]) -> ModelSpec:
+    """Every weight in model.pte's sibling _default_external_constant.ptd."""
+    return ModelSpec(
+        TEST_MODELS / name,
+        SeededMlp(7, [16, 64, 64, 4]).eval(),
+        ["x"],
+        ["y"],
+        2,
+        seeded_inputs(70, (2, 16), (2, 16)),
+        lower_external(partitioners),
+        backends,
+        external_constants=True,
+    )
+
+
+def dynamic_batch_spec() -> ModelSpec:
+    """Batch 1..32: the exported program plans for 32 and accepts any smaller batch."""
+    batch = torch.export.Dim("batch", min=1, max=32)
+    return ModelSpec(
+        TEST_MODELS / "dynamic-batch",
+        SeededMlp(11, [16, 32, 4]).eval(),
+        ["x"],
+        ["y"],
+        2,
+        seeded_inputs(110, (3, 16), (1, 16), (32, 16)),
+        lower_xnnpack,
+        {"XnnpackBackend"},
+        dynamic_shapes=({0: batch},),
+    )
+
+
 def config_yaml(spec: ModelSpec) -> str:
     inputs = ", ".join(f"{{ name: {n} }}" for n in spec.input_names)
     outputs = ", ".join(f"{{ name: {n} }}" for n in spec.output_names)
@@ -348,8 +430,11 @@ def check_matches(spec: ModelSpec, case_index: int, expected, actual) -> float:
 
 def export_one(spec: ModelSpec, runtime: Runtime) -> dict:
     with torch.no_grad():
-        exported = torch.export.export(spec.module, spec.cases[0])
+        exported = torch.export.export(spec.module, spec.cases[0], dynamic_shapes=spec.dynamic_shapes)
         pte = spec.lower(exported)
+    data_files: dict[str, bytes] = {}
+    if spec.external_constants:
+        pte, data_files = pte
 
     if len(pte) >= MAX_PTE_BYTES:
         raise SystemExit(f"{spec.directory}: program is {len(pte)} bytes")
@@ -368,24 +453,42 @@ def export_one(spec: ModelSpec, runtime: Runtime) -> dict:
         "sha256": hashlib.sha256(pte).hexdigest(),
         "backends": backends,
         "operators": operators,
+        "data_files": {name: len(data) for name, data in data_files.items()},
     }
     reference = None
     if spec.write_reference:
-        reference, summary["max_float_deviation"] = verified_reference(spec, runtime, pte)
+        reference, summary["max_float_deviation"] = verified_reference(spec, runtime, pte, data_files)
 
     # Written only after every check passed: a model's .pte and reference never disagree.
     version_dir = spec.directory / "1"
     version_dir.mkdir(parents=True, exist_ok=True)
     (spec.directory / "config.yml").write_text(config_yaml(spec))
     (version_dir / "model.pte").write_bytes(pte)
+    for stale in version_dir.glob("*.ptd"):
+        stale.unlink()
+    for name, data in data_files.items():
+        (version_dir / name).write_bytes(data)
     if reference is not None:
         (version_dir / "reference.json").write_text(json.dumps(reference, indent=1) + "\n")
     return summary
 
 
-def verified_reference(spec: ModelSpec, runtime: Runtime, pte: bytes) -> tuple[dict, float]:
+def verified_reference(spec: ModelSpec, runtime: Runtime, pte: bytes,
+                       data_files: dict[str, bytes]) -> tuple[dict, float]:
     """Eager outputs for every case, after checking the program reproduces them."""
-    method = runtime.load_program(pte).load_method("forward")
+    with tempfile.TemporaryDirectory() as tmp:
+        data_path = None
+        if data_files:
+            if len(data_files) != 1:
+                raise SystemExit(f"{spec.directory}: the Python runtime takes one .ptd, got {list(data_files)}")
+            name, data = next(iter(data_files.items()))
+            data_path = Path(tmp) / name
+            data_path.write_bytes(data)
+        program = runtime.load_program(pte, data_path=data_path)
+        return run_cases(spec, program.load_method("forward"))
+
+
+def run_cases(spec: ModelSpec, method) -> tuple[dict, float]:
     cases = []
     worst = 0.0
     for index, inputs in enumerate(spec.cases):
@@ -413,6 +516,9 @@ def main() -> int:
         caller_stream_probe_spec(),
         gpu_stand_in_spec("needs-tensorrt", "TensorRTBackend"),
         gpu_stand_in_spec("needs-cuda-backend", "CudaBackend"),
+        external_weights_spec("external-weights-portable", [], set()),
+        external_weights_spec("external-weights-xnnpack", [XnnpackPartitioner()], {"XnnpackBackend"}),
+        dynamic_batch_spec(),
     ]
     for spec in specs:
         print(json.dumps(export_one(spec, runtime)))

@@ -41,9 +41,12 @@ public final class ModelLoader {
     public ModelVersionState load(String name, String version, Path file, ModelConfig config) {
         Program program;
         try {
-            program = Program.load(file, verification);
+            program = Program.load(file, verification, dataFiles(file));
         } catch (ExecuTorchException e) {
             return ModelVersionState.failed(name, version, "cannot load " + file.getFileName() + ": " + e.getMessage());
+        } catch (java.io.IOException e) {
+            return ModelVersionState.failed(name, version, "cannot list the data files next to " + file.getFileName()
+                    + ": " + e.getMessage());
         }
         List<ProgramInstance> created = new ArrayList<>();
         try {
@@ -86,6 +89,12 @@ public final class ModelLoader {
                 }
                 pool = new CpuInstancePool(created);
             }
+            if (!created.isEmpty()) {
+                // Only a loaded method knows which tensors may change shape.
+                signature = created.get(0).signature();
+                inputs = describe("input", signature.inputs(), config.inputNames());
+                outputs = describe("output", signature.outputs(), config.outputNames());
+            }
             return ModelVersionState.ready(new LoadedModel(name, version, program, signature, inputs, outputs, pool,
                     maxElements));
         } catch (RuntimeException e) {
@@ -94,6 +103,14 @@ public final class ModelLoader {
             created.forEach(ProgramInstance::close);
             program.close();
             return ModelVersionState.failed(name, version, e.getMessage());
+        }
+    }
+
+    /** The named-data files of a version: every {@code *.ptd} beside its program, in name order. */
+    static List<Path> dataFiles(Path program) throws java.io.IOException {
+        Path dir = program.toAbsolutePath().getParent();
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(dir)) {
+            return files.filter(f -> f.getFileName().toString().endsWith(".ptd")).sorted().toList();
         }
     }
 
@@ -115,7 +132,12 @@ public final class ModelLoader {
                     () -> new InvalidModelException(kind + " " + index + " has ExecuTorch dtype " + code
                             + ", which the protocol cannot carry"));
             String name = names.isEmpty() ? kind + "__" + i : names.get(i);
-            out.add(new TensorMetadata(name, type, spec.sizes()));
+            long[] shape = spec.sizes();
+            if (spec.dynamic()) {
+                // ExecuTorch marks a whole tensor dynamic: every dimension may vary up to its bound.
+                java.util.Arrays.fill(shape, -1);
+            }
+            out.add(new TensorMetadata(name, type, shape));
         }
         return out;
     }
