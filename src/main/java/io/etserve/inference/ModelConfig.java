@@ -22,10 +22,18 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  * instances: 2               # CPU Modules (GPU models get one per stream slot)
  * max-elements-per-tensor: 1048576
  * devices: [0]               # GPU placement: a list, or "all" (default: etserve.cuda.placement)
+ * warmup: 2                  # calls per instance before ready: a count (zeros), or
+ *                            # { samples: 2, data: random }
  * </pre>
  */
 public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
-        Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
+        Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices,
+        Warmup warmup) {
+
+    public ModelConfig(String method, List<String> inputNames, List<String> outputNames, Optional<Integer> instances,
+            Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
+        this(method, inputNames, outputNames, instances, maxElementsPerTensor, devices, Warmup.NONE);
+    }
 
     public static final String FILE_NAME = "config.yml";
     /** {@code devices: all}. */
@@ -75,7 +83,8 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
             throw new InvalidModelConfigException(file + " must be a YAML mapping");
         }
         for (Object key : map.keySet()) {
-            if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor", "devices").contains(key)) {
+            if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor", "devices",
+                    "warmup").contains(key)) {
                 throw new InvalidModelConfigException(file + ": unknown key '" + key + "'");
             }
         }
@@ -84,7 +93,33 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
         Optional<Long> maxElements = Optional.ofNullable(map.get("max-elements-per-tensor"))
                 .map(v -> (long) positiveInt(file, "max-elements-per-tensor", v));
         return new ModelConfig(method, names(file, "inputs", map.get("inputs")),
-                names(file, "outputs", map.get("outputs")), instances, maxElements, devices(file, map.get("devices")));
+                names(file, "outputs", map.get("outputs")), instances, maxElements, devices(file, map.get("devices")),
+                warmup(file, map.get("warmup")));
+    }
+
+    private static Warmup warmup(Path file, Object v) {
+        if (v == null) {
+            return Warmup.NONE;
+        }
+        if (v instanceof Integer) {
+            return new Warmup(boundedCount(file, v), Warmup.Data.ZEROS);
+        }
+        if (v instanceof Map<?, ?> m && m.keySet().stream().allMatch(k -> k.equals("samples") || k.equals("data"))) {
+            Object data = m.containsKey("data") ? m.get("data") : "zeros";
+            if ("zeros".equals(data) || "random".equals(data)) {
+                return new Warmup(boundedCount(file, m.containsKey("samples") ? m.get("samples") : 1),
+                        "zeros".equals(data) ? Warmup.Data.ZEROS : Warmup.Data.RANDOM);
+            }
+        }
+        throw new InvalidModelConfigException(file + ": 'warmup' must be a sample count or "
+                + "{ samples: N, data: zeros|random }");
+    }
+
+    private static int boundedCount(Path file, Object v) {
+        if (!(v instanceof Integer i) || i < 0 || i > 100) {
+            throw new InvalidModelConfigException(file + ": 'warmup' samples must be 0..100");
+        }
+        return i;
     }
 
     private static Optional<List<Integer>> devices(Path file, Object v) {

@@ -95,6 +95,7 @@ public final class ModelLoader {
                 inputs = describe("input", signature.inputs(), config.inputNames());
                 outputs = describe("output", signature.outputs(), config.outputNames());
             }
+            config.warmup().run(pool, inputs, signature.inputs().stream().map(TensorSpec::sizes).toArray(long[][]::new));
             return ModelVersionState.ready(new LoadedModel(name, version, program, signature, inputs, outputs, pool,
                     maxElements));
         } catch (RuntimeException e) {

@@ -28,7 +28,11 @@ class RealProgramsApiTest {
             .copy(TestPaths.testModels(), "external-weights-xnnpack")
             .copy(TestPaths.testModels(), "dynamic-batch")
             .copy(TestPaths.demoModels(), "demo-portable")
-            .withProgramBytes("weights-missing", program("external-weights-portable"));
+            .withProgramBytes("weights-missing", program("external-weights-portable"))
+            .copy(TestPaths.testModels(), "dynamic-batch", "warmed-up")
+            .withFile("warmed-up/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\ninstances: 2\nwarmup: { samples: 2, data: random }\n")
+            .copy(TestPaths.demoModels(), "demo-xnnpack", "warmed-up-static")
+            .withFile("warmed-up-static/config.yml", "inputs: [ { name: x } ]\nwarmup: 3\n");
 
     static byte[] program(String model) {
         try {
@@ -68,6 +72,19 @@ class RealProgramsApiTest {
     void programsWithTheirWeightsInAPtdMatchPyTorch() {
         assertServesTheReference("external-weights-portable");
         assertServesTheReference("external-weights-xnnpack");
+    }
+
+    @Test
+    void warmedUpModelsAreReadyAndServe() {
+        for (String model : List.of("warmed-up", "warmed-up-static")) {
+            assertThat(http.get("/v2/models/" + model + "/ready").status()).as(model).isEqualTo(200);
+        }
+        Reference ref = Reference.load(TestPaths.testModels().resolve("dynamic-batch/1/reference.json"));
+        Reference.Case c = ref.cases().get(0);
+        Http.Response r = http.postJson("/v2/models/warmed-up/infer",
+                Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        ProtocolApiTest.assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
     }
 
     @Test
