@@ -12,7 +12,9 @@
 #include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
 #include <executorch/extension/named_data_map/merged_data_map.h>
 #include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/backend_options_map.h>
 #include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/backend/options.h>
 
 #include "etserve/caller_stream_api.h"
 #include "etserve/cuda_runtime_min.h"
@@ -181,8 +183,16 @@ InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std
                                                                     planned_spans_.size()));
   memory_manager_ = std::make_unique<executorch::runtime::MemoryManager>(
       &method_allocator_, planned_.get(), &temp_allocator_);
+  // XNNPACK packs weights at init; its weights cache lets instances of one program share the
+  // packed copy (the 1.5.1 wheel reads "weight_cache_enabled" from the load-time options).
+  executorch::runtime::BackendOptions<1> xnnpack;
+  executorch::runtime::LoadBackendOptionsMap options;
+  if (xnnpack.set_option("weight_cache_enabled", true) != Error::Ok ||
+      options.set_options("XnnpackBackend", xnnpack.view()) != Error::Ok) {
+    fail(Error::Internal, "cannot build the XNNPACK load options");
+  }
   auto loaded = shared.load_method(method.c_str(), memory_manager_.get(), nullptr,
-                                    program_->data_map());
+                                    program_->data_map(), &options);
   if (!loaded.ok()) {
     std::string message = "cannot load method '" + method + "'";
     if (!program_->data_files().empty()) {

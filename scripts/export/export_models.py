@@ -38,6 +38,8 @@ TEST_MODELS = REPO_ROOT / "src" / "test" / "resources" / "models"
 
 # Float tolerance written into reference.json; verified below against every float output.
 FLOAT_TOLERANCE = {"atol": 1e-5, "rtol": 1e-4}
+# Weight-heavy programs for benchmarks: exported on demand (--bench), never committed.
+BENCH_MODELS = REPO_ROOT / "target" / "bench-models"
 MAX_PTE_BYTES = 1 << 20
 
 # Open Inference Protocol datatype names.
@@ -436,7 +438,7 @@ def export_one(spec: ModelSpec, runtime: Runtime) -> dict:
     if spec.external_constants:
         pte, data_files = pte
 
-    if len(pte) >= MAX_PTE_BYTES:
+    if len(pte) >= MAX_PTE_BYTES and not spec.directory.is_relative_to(BENCH_MODELS):
         raise SystemExit(f"{spec.directory}: program is {len(pte)} bytes")
     operators, delegates = inspect_method(pte, "forward")
     backends = [backend for backend, _ in delegates]
@@ -505,9 +507,32 @@ def run_cases(spec: ModelSpec, method) -> tuple[dict, float]:
     return {"tolerance": FLOAT_TOLERANCE, "cases": cases}, worst
 
 
+def weights_heavy_spec(name: str, lower, backends: set[str], external: bool = False) -> ModelSpec:
+    """About 84 MB of float32 weights (1024 -> 4096 -> 4096 -> 16): the weights-once benchmark."""
+    return ModelSpec(
+        BENCH_MODELS / name,
+        SeededMlp(5, [1024, 4096, 4096, 16]).eval(),
+        ["x"],
+        ["y"],
+        1,
+        seeded_inputs(50, (1, 1024)),
+        lower,
+        backends,
+        external_constants=external,
+    )
+
+
 def main() -> int:
     torch.use_deterministic_algorithms(True)
     runtime = Runtime.get()
+    if sys.argv[1:] == ["--bench"]:
+        for spec in [
+            weights_heavy_spec("heavy-portable", lower_portable, set()),
+            weights_heavy_spec("heavy-xnnpack", lower_xnnpack, {"XnnpackBackend"}),
+            weights_heavy_spec("heavy-xnnpack-ptd", lower_external([XnnpackPartitioner()]), {"XnnpackBackend"}, True),
+        ]:
+            print(json.dumps(export_one(spec, runtime)))
+        return 0
     specs = [
         demo_mlp_spec(SERVED_MODELS / "demo-portable", lower_portable, set()),
         demo_mlp_spec(SERVED_MODELS / "demo-xnnpack", lower_xnnpack, {"XnnpackBackend"}),
