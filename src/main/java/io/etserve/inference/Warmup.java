@@ -25,7 +25,7 @@ public record Warmup(int samples, Data data) {
     private static final Duration ACQUIRE = Duration.ofMinutes(1);
 
     /** Runs the samples; throws with the reason when a call fails (the load then fails). */
-    void run(InstancePool pool, List<TensorMetadata> inputs, long[][] bounds) {
+    public void run(InstancePool pool, List<TensorMetadata> inputs, long[][] bounds) {
         if (samples == 0) {
             return;
         }
