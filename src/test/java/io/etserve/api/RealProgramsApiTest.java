@@ -27,6 +27,7 @@ class RealProgramsApiTest {
             .copy(TestPaths.testModels(), "external-weights-portable")
             .copy(TestPaths.testModels(), "external-weights-xnnpack")
             .copy(TestPaths.testModels(), "dynamic-batch")
+            .copy(TestPaths.testModels(), "mobilenet-v3-small")
             .copy(TestPaths.demoModels(), "demo-portable")
             .withProgramBytes("weights-missing", program("external-weights-portable"))
             .copy(TestPaths.testModels(), "dynamic-batch", "warmed-up")
@@ -85,6 +86,13 @@ class RealProgramsApiTest {
                 Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
         assertThat(r.status()).as(r.text()).isEqualTo(200);
         ProtocolApiTest.assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
+    }
+
+    @Test
+    void anImageSizedCnnMatchesPyTorch() {
+        JsonNode m = http.get("/v2/models/mobilenet-v3-small").json();
+        assertThat(m.path("inputs").get(0).path("shape").toString()).isEqualTo("[1,3,224,224]");
+        assertServesTheReference("mobilenet-v3-small");
     }
 
     @Test
