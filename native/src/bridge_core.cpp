@@ -12,8 +12,13 @@
 #include <cstring>
 #include <limits>
 
+#include <executorch/extension/data_loader/mmap_data_loader.h>
+#include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
+#include <executorch/extension/named_data_map/merged_data_map.h>
 #include <executorch/extension/tensor/tensor.h>
+#include <executorch/runtime/backend/backend_options_map.h>
 #include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/backend/options.h>
 
 #include "etserve/caller_stream_api.h"
 #include "etserve/cuda_runtime_min.h"
@@ -26,6 +31,7 @@ using executorch::extension::Module;
 using executorch::runtime::Error;
 using executorch::runtime::EValue;
 using executorch::runtime::Program;
+using executorch::runtime::Result;
 using executorch::runtime::Tag;
 
 constexpr const char* kGetCallerStreamSymbol = "_ZN10executorch9extension4cuda15getCallerStreamEv";
@@ -75,11 +81,28 @@ size_t element_size(int dtype) {
   }
 }
 
-std::shared_ptr<ProgramHandle> ProgramHandle::open(const std::string& path, int verification) {
+namespace {
+
+void require_regular_file(const std::string& path, const char* what) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail(Error::NotFound, "no such file: " + path);
-  if (!S_ISREG(st.st_mode)) fail(Error::InvalidArgument, "not a regular file: " + path);
-  if (st.st_size == 0) fail(Error::InvalidProgram, "empty file: " + path);
+  if (::stat(path.c_str(), &st) != 0) fail(Error::NotFound, std::string("no such ") + what + ": " + path);
+  if (!S_ISREG(st.st_mode)) fail(Error::InvalidArgument, std::string("not a regular file: ") + path);
+  if (st.st_size == 0) fail(Error::InvalidProgram, std::string("empty ") + what + ": " + path);
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& item : items) s += (s.empty() ? "" : ", ") + item;
+  return s;
+}
+
+}  // namespace
+
+ProgramHandle::~ProgramHandle() = default;
+
+std::shared_ptr<ProgramHandle> ProgramHandle::open(const std::string& path, int verification,
+                                                   const std::vector<std::string>& data_files) {
+  require_regular_file(path, "file");
 
   auto handle = std::shared_ptr<ProgramHandle>(new ProgramHandle());
   handle->primary_ = std::make_unique<Module>(path, Module::LoadMode::Mmap);
@@ -89,6 +112,35 @@ std::shared_ptr<ProgramHandle> ProgramHandle::open(const std::string& path, int 
   if (err != Error::Ok) fail(err, "cannot load ExecuTorch program " + path);
   handle->program_ = handle->primary_->program();
   if (!handle->program_) fail(Error::Internal, "ExecuTorch returned no program for " + path);
+
+  for (const auto& file : data_files) {
+    require_regular_file(file, "data file");
+    auto loader = executorch::extension::MmapDataLoader::from(file.c_str());
+    if (!loader.ok()) fail(loader.error(), "cannot map data file " + file);
+    auto owned_loader = std::make_unique<executorch::extension::MmapDataLoader>(std::move(*loader));
+    auto map = executorch::extension::FlatTensorDataMap::load(owned_loader.get());
+    if (!map.ok()) fail(map.error(), "cannot read data file " + file + " (not a .ptd?)");
+    handle->data_maps_.push_back(
+        std::make_unique<executorch::extension::FlatTensorDataMap>(std::move(*map)));
+    handle->data_loaders_.push_back(std::move(owned_loader));
+  }
+  handle->data_files_ = data_files;
+  if (handle->data_maps_.size() == 1) {
+    handle->data_map_ = handle->data_maps_.front().get();
+  } else if (handle->data_maps_.size() > 1) {
+    std::vector<const executorch::runtime::NamedDataMap*> maps;
+    for (const auto& m : handle->data_maps_) maps.push_back(m.get());
+    auto merged = executorch::extension::merged_data_map::MergedDataMap::load(
+        executorch::runtime::Span<const executorch::runtime::NamedDataMap*>(maps.data(),
+                                                                             maps.size()));
+    if (!merged.ok()) {
+      fail(merged.error(), "cannot merge data files " + join(data_files) +
+                               " (a key present in two files?)");
+    }
+    handle->merged_ = std::make_unique<executorch::extension::merged_data_map::MergedDataMap>(
+        std::move(*merged));
+    handle->data_map_ = handle->merged_.get();
+  }
   return handle;
 }
 
@@ -120,9 +172,68 @@ MethodSignature ProgramHandle::signature(const std::string& method) const {
 InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method)
     : program_(std::move(program)), method_(method) {
   signature_ = program_->signature(method);
-  module_ = std::make_unique<Module>(program_->program());
-  const Error err = module_->load_method(method);
-  if (err != Error::Ok) fail(err, "cannot load method '" + method + "'");
+  const auto& shared = *program_->program();
+  auto meta = shared.method_meta(method.c_str());
+  if (!meta.ok()) fail(meta.error(), "no method '" + method + "' in the program");
+  // Planned memory is per instance; constants (in the program or the data map) are shared.
+  for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
+    auto size = meta->memory_planned_buffer_size(i);
+    if (!size.ok()) fail(size.error(), "cannot read planned buffer " + std::to_string(i));
+    planned_buffers_.emplace_back(static_cast<size_t>(*size));
+  }
+  for (auto& buffer : planned_buffers_) planned_spans_.emplace_back(buffer.data(), buffer.size());
+  planned_ = std::make_unique<executorch::runtime::HierarchicalAllocator>(
+      executorch::runtime::Span<executorch::runtime::Span<uint8_t>>(planned_spans_.data(),
+                                                                    planned_spans_.size()));
+  memory_manager_ = std::make_unique<executorch::runtime::MemoryManager>(
+      &method_allocator_, planned_.get(), &temp_allocator_);
+  // XNNPACK packs weights at init; its weights cache lets instances of one program share the
+  // packed copy (the 1.5.1 wheel reads "weight_cache_enabled" from the load-time options).
+  executorch::runtime::BackendOptions<1> xnnpack;
+  executorch::runtime::LoadBackendOptionsMap options;
+  if (xnnpack.set_option("weight_cache_enabled", true) != Error::Ok ||
+      options.set_options("XnnpackBackend", xnnpack.view()) != Error::Ok) {
+    fail(Error::Internal, "cannot build the XNNPACK load options");
+  }
+  auto loaded = shared.load_method(method.c_str(), memory_manager_.get(), nullptr,
+                                    program_->data_map(), &options);
+  if (!loaded.ok()) {
+    std::string message = "cannot load method '" + method + "'";
+    if (!program_->data_files().empty()) {
+      message += " with data files " + join(program_->data_files()) +
+                 (loaded.error() == Error::NotFound ? " (a named tensor is missing from them)" : "");
+    } else if (loaded.error() == Error::InvalidState || loaded.error() == Error::NotFound) {
+      message += " (it reads external data: put its .ptd file next to it)";
+    }
+    fail(loaded.error(), message);
+  }
+  method_handle_ = std::make_unique<executorch::runtime::Method>(std::move(*loaded));
+  // Dynamism lives on the loaded method's values, not in MethodMeta.
+  for (size_t i = 0; i < signature_.inputs.size() && i < method_handle_->inputs_size(); ++i) {
+    const EValue& v = method_handle_->get_input(i);
+    if (v.isTensor()) {
+      signature_.inputs[i].dynamism = static_cast<int>(v.toTensor().shape_dynamism());
+    }
+  }
+  for (size_t i = 0; i < signature_.outputs.size() && i < method_handle_->outputs_size(); ++i) {
+    const EValue& v = method_handle_->get_output(i);
+    if (v.isTensor()) {
+      signature_.outputs[i].dynamism = static_cast<int>(v.toTensor().shape_dynamism());
+    }
+  }
+}
+
+Result<std::vector<EValue>> InstanceHandle::run(const std::vector<EValue>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Error err = method_handle_->set_input(values[i], i);
+    if (err != Error::Ok) return err;
+  }
+  const Error err = method_handle_->execute();
+  if (err != Error::Ok) return err;
+  std::vector<EValue> outs(method_handle_->outputs_size());
+  const Error got = method_handle_->get_outputs(outs.data(), outs.size());
+  if (got != Error::Ok) return got;
+  return outs;
 }
 
 InstanceHandle::~InstanceHandle() {
@@ -263,7 +374,7 @@ std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& 
   };
 
   if (stream.mode == StreamMode::kNone) {
-    auto outs = module_->execute(method_, values);
+    auto outs = run(values);
     if (!outs.ok()) fail(outs.error(), "execution of '" + method_ + "' failed");
     return copy_outputs(*outs);
   }
@@ -280,7 +391,7 @@ std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& 
   // The guard, the forward and the completion wait stay in this one native call, so every
   // delegate of the program sees the same stream and outputs are complete when we copy.
   executorch::extension::cuda::CallerStreamGuard guard(handle);
-  auto outs = module_->execute(method_, values);
+  auto outs = run(values);
   if (stream.mode == StreamMode::kCuda) {
     // Wait even when execution failed: work already queued must finish before the stream
     // and this Module go back to their pools.

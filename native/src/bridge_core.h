@@ -15,7 +15,11 @@
 #include <string>
 #include <vector>
 
+#include <executorch/extension/memory_allocator/malloc_memory_allocator.h>
 #include <executorch/extension/module/module.h>
+#include <executorch/runtime/core/hierarchical_allocator.h>
+#include <executorch/runtime/executor/method.h>
+#include <executorch/runtime/executor/memory_manager.h>
 
 #include "completion_wait.h"
 
@@ -41,6 +45,9 @@ struct TensorSpec {
   int tag = 0;        // executorch::runtime::Tag (Tensor == 1)
   int dtype = -1;     // ScalarType code, -1 when not a tensor
   std::vector<int64_t> sizes;
+  // TensorShapeDynamism of the loaded method's value (0 static, 1 bounded, 2 unbounded);
+  // only an instance knows it, ProgramHandle::signature reports 0.
+  int dynamism = 0;
 };
 
 struct MethodSignature {
@@ -80,16 +87,30 @@ struct StreamSelection {
 class ProgramHandle {
  public:
   // verification: 0 = Minimal, 1 = InternalConsistency.
-  static std::shared_ptr<ProgramHandle> open(const std::string& path, int verification);
+  // data_files: .ptd files whose named data the program's methods read (external constants);
+  // each is mapped once here and shared by every instance.
+  static std::shared_ptr<ProgramHandle> open(const std::string& path, int verification,
+                                             const std::vector<std::string>& data_files = {});
 
   std::vector<std::string> method_names() const;
   MethodSignature signature(const std::string& method) const;
   const std::shared_ptr<executorch::runtime::Program>& program() const { return program_; }
+  // The merged view of the data files, or null when there are none.
+  const executorch::runtime::NamedDataMap* data_map() const { return data_map_; }
+  const std::vector<std::string>& data_files() const { return data_files_; }
+
+  ~ProgramHandle();
 
  private:
   // Owns the mmap data loader the shared Program reads from; never executed.
   std::unique_ptr<executorch::extension::Module> primary_;
   std::shared_ptr<executorch::runtime::Program> program_;
+  // One loader and one map per .ptd; the merged map points into them (declared after, freed first).
+  std::vector<std::string> data_files_;
+  std::vector<std::unique_ptr<executorch::runtime::DataLoader>> data_loaders_;
+  std::vector<std::unique_ptr<executorch::runtime::NamedDataMap>> data_maps_;
+  std::unique_ptr<executorch::runtime::NamedDataMap> merged_;
+  const executorch::runtime::NamedDataMap* data_map_ = nullptr;
 };
 
 class InstanceHandle {
@@ -104,10 +125,22 @@ class InstanceHandle {
                                     const StreamSelection& stream);
 
   const std::string& method() const { return method_; }
+  // The program's signature plus the loaded method's shape dynamism per tensor.
+  const MethodSignature& signature() const { return signature_; }
 
  private:
-  std::shared_ptr<ProgramHandle> program_;  // keeps the loader alive
-  std::unique_ptr<executorch::extension::Module> module_;
+  executorch::runtime::Result<std::vector<executorch::runtime::EValue>> run(
+      const std::vector<executorch::runtime::EValue>& values);
+
+  std::shared_ptr<ProgramHandle> program_;  // keeps the loader and the data maps alive
+  // The Method over the shared Program and shared data map, with this instance's own memory.
+  std::vector<std::vector<uint8_t>> planned_buffers_;
+  std::vector<executorch::runtime::Span<uint8_t>> planned_spans_;
+  std::unique_ptr<executorch::runtime::HierarchicalAllocator> planned_;
+  executorch::extension::MallocMemoryAllocator method_allocator_;
+  executorch::extension::MallocMemoryAllocator temp_allocator_;
+  std::unique_ptr<executorch::runtime::MemoryManager> memory_manager_;
+  std::unique_ptr<executorch::runtime::Method> method_handle_;
   std::string method_;
   MethodSignature signature_;
 

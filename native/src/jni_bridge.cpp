@@ -119,6 +119,7 @@ void encode(std::vector<int64_t>& out, const std::vector<etserve::TensorSpec>& s
   for (const auto& s : specs) {
     out.push_back(s.tag);
     out.push_back(s.dtype);
+    out.push_back(s.dynamism);
     out.push_back(static_cast<int64_t>(s.sizes.size()));
     out.insert(out.end(), s.sizes.begin(), s.sizes.end());
   }
@@ -130,9 +131,18 @@ extern "C" {
 
 JNIEXPORT jlong JNICALL Java_io_etserve_runtime_NativeBridge_openProgram(JNIEnv* env, jclass,
                                                                          jstring path,
-                                                                         jint verification) {
+                                                                         jint verification,
+                                                                         jobjectArray data_files) {
   return guarded<jlong>(env, 0, [&] {
-    auto program = ProgramHandle::open(to_string(env, path), verification);
+    std::vector<std::string> files;
+    const jsize n = data_files == nullptr ? 0 : env->GetArrayLength(data_files);
+    for (jsize i = 0; i < n; ++i) {
+      auto file = static_cast<jstring>(env->GetObjectArrayElement(data_files, i));
+      check(env);
+      files.push_back(to_string(env, file));
+      env->DeleteLocalRef(file);
+    }
+    auto program = ProgramHandle::open(to_string(env, path), verification, files);
     return reinterpret_cast<jlong>(new std::shared_ptr<ProgramHandle>(std::move(program)));
   });
 }
@@ -176,6 +186,17 @@ JNIEXPORT jlong JNICALL Java_io_etserve_runtime_NativeBridge_openInstance(JNIEnv
   return guarded<jlong>(env, 0, [&] {
     auto* instance = new InstanceHandle(program_from(program), to_string(env, method));
     return reinterpret_cast<jlong>(instance);
+  });
+}
+
+JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_instanceSignature(
+    JNIEnv* env, jclass, jlong handle) {
+  return guarded<jlongArray>(env, nullptr, [&] {
+    const auto& sig = instance_from(handle).signature();
+    std::vector<int64_t> encoded;
+    encode(encoded, sig.inputs);
+    encode(encoded, sig.outputs);
+    return to_java(env, encoded);
   });
 }
 

@@ -52,6 +52,16 @@ BridgeError load_error(const std::string& path) {
   return BridgeError("none", 0, "");
 }
 
+BridgeError load_error_with(const std::string& path, const std::vector<std::string>& data_files) {
+  try {
+    ProgramHandle::open(path, 1, data_files);
+  } catch (const BridgeError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a load error for " << path;
+  return BridgeError("none", 0, "");
+}
+
 TEST(Program, ListsMethodsAndSignature) {
   auto program = ProgramHandle::open(kDemo, 1);
   EXPECT_EQ(program->method_names(), std::vector<std::string>{"forward"});
@@ -253,3 +263,99 @@ TEST(LogCapture, NestedCapturesRestoreTheOuterOne) {
 }
 
 }  // namespace
+
+namespace {
+
+const std::string kExternal = kRoot + "/src/test/resources/models/external-weights-";
+const std::string kPortablePte = kExternal + "portable/1/model.pte";
+const std::string kPortablePtd = kExternal + "portable/1/_default_external_constant.ptd";
+const std::string kXnnpackPte = kExternal + "xnnpack/1/model.pte";
+const std::string kXnnpackPtd = kExternal + "xnnpack/1/model.ptd";
+const std::string kDynamic = kRoot + "/src/test/resources/models/dynamic-batch/1/model.pte";
+
+std::vector<float> ramp(size_t n) {
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = std::sin(static_cast<float>(i));
+  return x;
+}
+
+std::string instance_error(const std::shared_ptr<ProgramHandle>& program) {
+  try {
+    InstanceHandle instance(program, "forward");
+  } catch (const BridgeError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected the method load to fail";
+  return {};
+}
+
+}  // namespace
+
+TEST(DataFiles, PortableAndXnnpackReadTheirWeightsFromPtdAndAgree) {
+  // Same seeded module exported both ways: two independent paths to one answer.
+  auto portable = ProgramHandle::open(kPortablePte, 1, {kPortablePtd});
+  auto xnnpack = ProgramHandle::open(kXnnpackPte, 1, {kXnnpackPtd});
+  InstanceHandle a(portable, "forward");
+  InstanceHandle b(xnnpack, "forward");
+  auto x = ramp(32);
+  InputView in{x.data(), x.size() * sizeof(float), kFloat, {2, 16}};
+  const auto pa = a.execute({in}, StreamSelection{});
+  const auto pb = b.execute({in}, StreamSelection{});
+  ASSERT_EQ(pa[0].sizes, (std::vector<int64_t>{2, 4}));
+  ASSERT_EQ(pa[0].bytes.size(), pb[0].bytes.size());
+  const auto* fa = reinterpret_cast<const float*>(pa[0].bytes.data());
+  const auto* fb = reinterpret_cast<const float*>(pb[0].bytes.data());
+  float magnitude = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_NEAR(fa[i], fb[i], 1e-4f) << i;
+    magnitude += std::fabs(fa[i]);
+  }
+  EXPECT_GT(magnitude, 0.0f);  // weights were really read, not zeros
+}
+
+TEST(DataFiles, InstancesKeepTheMappingAliveAfterTheHandleGoes) {
+  auto program = ProgramHandle::open(kPortablePte, 0, {kPortablePtd});
+  auto instance = std::make_unique<InstanceHandle>(program, "forward");
+  EXPECT_EQ(program->data_files(), std::vector<std::string>{kPortablePtd});
+  program.reset();
+  auto x = ramp(32);
+  InputView in{x.data(), x.size() * sizeof(float), kFloat, {2, 16}};
+  EXPECT_EQ(instance->execute({in}, StreamSelection{})[0].bytes.size(), 32u);
+}
+
+TEST(DataFiles, MissingFileKeyOrMapAreSentences) {
+  EXPECT_NE(std::string(load_error_with(kPortablePte, {"/nonexistent/w.ptd"}).what())
+                .find("no such data file: /nonexistent/w.ptd"),
+            std::string::npos);
+  EXPECT_NE(std::string(load_error_with(kPortablePte, {kDemo}).what()).find("cannot read data file"),
+            std::string::npos);
+  // No data file at all: ExecuTorch's "external_data_map is null" becomes advice.
+  EXPECT_NE(instance_error(ProgramHandle::open(kPortablePte, 0)).find("put its .ptd file next to it"),
+            std::string::npos);
+  // The other program's file: its keys are missing, the message names the file.
+  const auto wrong = instance_error(ProgramHandle::open(kXnnpackPte, 0, {kPortablePtd}));
+  EXPECT_NE(wrong.find(kPortablePtd), std::string::npos) << wrong;
+}
+
+TEST(DataFiles, SeveralFilesAreMerged) {
+  auto program = ProgramHandle::open(kPortablePte, 0, {kXnnpackPtd, kPortablePtd});
+  InstanceHandle instance(program, "forward");
+  auto x = ramp(32);
+  InputView in{x.data(), x.size() * sizeof(float), kFloat, {2, 16}};
+  EXPECT_EQ(instance.execute({in}, StreamSelection{})[0].sizes, (std::vector<int64_t>{2, 4}));
+}
+
+TEST(DynamicShapes, TheLoadedMethodReportsDynamismAndSmallerBatchesRun) {
+  auto program = ProgramHandle::open(kDynamic, 1);
+  EXPECT_EQ(program->signature("forward").inputs[0].sizes, (std::vector<int64_t>{32, 16}));
+  InstanceHandle instance(program, "forward");
+  EXPECT_NE(instance.signature().inputs[0].dynamism, 0);
+  EXPECT_NE(instance.signature().outputs[0].dynamism, 0);
+  auto x = ramp(32 * 16);
+  for (int64_t batch : {1, 5, 32}) {
+    InputView in{x.data(), x.size() * sizeof(float), kFloat, {batch, 16}};
+    EXPECT_EQ(instance.execute({in}, StreamSelection{})[0].sizes, (std::vector<int64_t>{batch, 4}));
+  }
+  InstanceHandle demo(ProgramHandle::open(kDemo, 0), "forward");
+  EXPECT_EQ(demo.signature().inputs[0].dynamism, 0);
+}

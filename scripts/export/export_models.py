@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -22,8 +23,9 @@ import torch
 from torch import nn
 
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-from executorch.exir import to_edge_transform_and_lower
+from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 from executorch.exir._serialize._program import deserialize_pte_binary
+from executorch.exir.passes.external_constants_pass import delegate_external_constants_pass_unlifted
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.canonical_partitioners.all_node_partitioner import (
     AllNodePartitioner,
@@ -36,6 +38,8 @@ TEST_MODELS = REPO_ROOT / "src" / "test" / "resources" / "models"
 
 # Float tolerance written into reference.json; verified below against every float output.
 FLOAT_TOLERANCE = {"atol": 1e-5, "rtol": 1e-4}
+# Weight-heavy programs for benchmarks: exported on demand (--bench), never committed.
+BENCH_MODELS = REPO_ROOT / "target" / "bench-models"
 MAX_PTE_BYTES = 1 << 20
 
 # Open Inference Protocol datatype names.
@@ -141,6 +145,11 @@ class ModelSpec:
     expected_backends: set[str]
     # False for programs whose delegate only exists natively (no Python-side check possible).
     write_reference: bool = True
+    # torch.export dynamic_shapes, for methods whose inputs may change size.
+    dynamic_shapes: object = None
+    # Constants moved into a .ptd beside the .pte (ExecutorchBackendConfig(external_constants)).
+    external_constants: bool = False
+    max_bytes: int = MAX_PTE_BYTES
 
 
 def lower_portable(exported: torch.export.ExportedProgram) -> bytes:
@@ -151,6 +160,29 @@ def lower_xnnpack(exported: torch.export.ExportedProgram) -> bytes:
     return to_edge_transform_and_lower(
         exported, partitioner=[XnnpackPartitioner()]
     ).to_executorch().buffer
+
+
+def lower_external(partitioners: list) -> Callable:
+    """Lowers with every constant in a named-data file; returns (pte, {ptd name: bytes})."""
+
+    def lower(exported: torch.export.ExportedProgram):
+        if partitioners:
+            # Delegates keep their constants unless tagged on the unlifted graph first.
+            unlifted = exported.module()
+            delegate_external_constants_pass_unlifted(unlifted, gen_tag_fn=lambda node: "model")
+            args, kwargs = exported.example_inputs
+            exported = torch.export.export(unlifted, args, kwargs)
+        manager = to_edge_transform_and_lower(exported, partitioner=partitioners).to_executorch(
+            ExecutorchBackendConfig(external_constants=True)
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            manager.write_tensor_data_to_file(tmp)
+            files = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.ptd"))}
+        if not files:
+            raise SystemExit("external_constants produced no .ptd file")
+        return manager.buffer, files
+
+    return lower
 
 
 def lower_caller_stream_probe(exported: torch.export.ExportedProgram) -> bytes:
@@ -284,6 +316,89 @@ def gpu_stand_in_spec(name: str, backend_id: str) -> ModelSpec:
     )
 
 
+class SeededMlp(nn.Module):
+    """An MLP whose weights are drawn from a fixed seed (the served demo keeps its own)."""
+
+    def __init__(self, seed: int, sizes: Sequence[int]) -> None:
+        super().__init__()
+        torch.manual_seed(seed)
+        layers: list[nn.Module] = []
+        for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+            layers.append(nn.Linear(a, b))
+            if i < len(sizes) - 2:
+                layers.append(nn.ReLU())
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def seeded_inputs(seed: int, *shapes: Sequence[int]) -> list[tuple[torch.Tensor, ...]]:
+    gen = torch.Generator().manual_seed(seed)
+    return [(torch.randn(*shape, generator=gen),) for shape in shapes]
+
+
+def external_weights_spec(name: str, partitioners: list, backends: set[str]) -> ModelSpec:
+    """Every weight in model.pte's sibling _default_external_constant.ptd."""
+    return ModelSpec(
+        TEST_MODELS / name,
+        SeededMlp(7, [16, 64, 64, 4]).eval(),
+        ["x"],
+        ["y"],
+        2,
+        seeded_inputs(70, (2, 16), (2, 16)),
+        lower_external(partitioners),
+        backends,
+        external_constants=True,
+    )
+
+
+def mobilenet_spec() -> ModelSpec:
+    """torchvision's MobileNetV3-small, random init from a fixed seed, one 1x3x224x224 image."""
+    import torchvision  # export-only dependency (requirements.txt)
+
+    torch.manual_seed(3)
+    model = torchvision.models.mobilenet_v3_small(weights=None)
+    # Random init alone leaves BatchNorm at identity and the logits near 1e-9; calibrating the
+    # running statistics on seeded images gives activations (and references) of ordinary size.
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.momentum = None  # cumulative average over the calibration batches
+            m.reset_running_stats()
+    model.train()
+    with torch.no_grad():
+        for (batch,) in seeded_inputs(31, (8, 3, 224, 224), (8, 3, 224, 224)):
+            model(batch)
+    model.eval()
+    return ModelSpec(
+        TEST_MODELS / "mobilenet-v3-small",
+        model,
+        ["image"],
+        ["logits"],
+        1,
+        seeded_inputs(30, (1, 3, 224, 224)),
+        lower_xnnpack,
+        {"XnnpackBackend"},
+        max_bytes=16 << 20,
+    )
+
+
+def dynamic_batch_spec() -> ModelSpec:
+    """Batch 1..32: the exported program plans for 32 and accepts any smaller batch."""
+    batch = torch.export.Dim("batch", min=1, max=32)
+    return ModelSpec(
+        TEST_MODELS / "dynamic-batch",
+        SeededMlp(11, [16, 32, 4]).eval(),
+        ["x"],
+        ["y"],
+        2,
+        seeded_inputs(110, (3, 16), (1, 16), (32, 16)),
+        lower_xnnpack,
+        {"XnnpackBackend"},
+        dynamic_shapes=({0: batch},),
+    )
+
+
 def config_yaml(spec: ModelSpec) -> str:
     inputs = ", ".join(f"{{ name: {n} }}" for n in spec.input_names)
     outputs = ", ".join(f"{{ name: {n} }}" for n in spec.output_names)
@@ -348,10 +463,13 @@ def check_matches(spec: ModelSpec, case_index: int, expected, actual) -> float:
 
 def export_one(spec: ModelSpec, runtime: Runtime) -> dict:
     with torch.no_grad():
-        exported = torch.export.export(spec.module, spec.cases[0])
+        exported = torch.export.export(spec.module, spec.cases[0], dynamic_shapes=spec.dynamic_shapes)
         pte = spec.lower(exported)
+    data_files: dict[str, bytes] = {}
+    if spec.external_constants:
+        pte, data_files = pte
 
-    if len(pte) >= MAX_PTE_BYTES:
+    if len(pte) >= spec.max_bytes and not spec.directory.is_relative_to(BENCH_MODELS):
         raise SystemExit(f"{spec.directory}: program is {len(pte)} bytes")
     operators, delegates = inspect_method(pte, "forward")
     backends = [backend for backend, _ in delegates]
@@ -368,24 +486,42 @@ def export_one(spec: ModelSpec, runtime: Runtime) -> dict:
         "sha256": hashlib.sha256(pte).hexdigest(),
         "backends": backends,
         "operators": operators,
+        "data_files": {name: len(data) for name, data in data_files.items()},
     }
     reference = None
     if spec.write_reference:
-        reference, summary["max_float_deviation"] = verified_reference(spec, runtime, pte)
+        reference, summary["max_float_deviation"] = verified_reference(spec, runtime, pte, data_files)
 
     # Written only after every check passed: a model's .pte and reference never disagree.
     version_dir = spec.directory / "1"
     version_dir.mkdir(parents=True, exist_ok=True)
     (spec.directory / "config.yml").write_text(config_yaml(spec))
     (version_dir / "model.pte").write_bytes(pte)
+    for stale in version_dir.glob("*.ptd"):
+        stale.unlink()
+    for name, data in data_files.items():
+        (version_dir / name).write_bytes(data)
     if reference is not None:
         (version_dir / "reference.json").write_text(json.dumps(reference, indent=1) + "\n")
     return summary
 
 
-def verified_reference(spec: ModelSpec, runtime: Runtime, pte: bytes) -> tuple[dict, float]:
+def verified_reference(spec: ModelSpec, runtime: Runtime, pte: bytes,
+                       data_files: dict[str, bytes]) -> tuple[dict, float]:
     """Eager outputs for every case, after checking the program reproduces them."""
-    method = runtime.load_program(pte).load_method("forward")
+    with tempfile.TemporaryDirectory() as tmp:
+        data_path = None
+        if data_files:
+            if len(data_files) != 1:
+                raise SystemExit(f"{spec.directory}: the Python runtime takes one .ptd, got {list(data_files)}")
+            name, data = next(iter(data_files.items()))
+            data_path = Path(tmp) / name
+            data_path.write_bytes(data)
+        program = runtime.load_program(pte, data_path=data_path)
+        return run_cases(spec, program.load_method("forward"))
+
+
+def run_cases(spec: ModelSpec, method) -> tuple[dict, float]:
     cases = []
     worst = 0.0
     for index, inputs in enumerate(spec.cases):
@@ -402,9 +538,35 @@ def verified_reference(spec: ModelSpec, runtime: Runtime, pte: bytes) -> tuple[d
     return {"tolerance": FLOAT_TOLERANCE, "cases": cases}, worst
 
 
+def weights_heavy_spec(name: str, lower, backends: set[str], external: bool = False) -> ModelSpec:
+    """About 84 MB of float32 weights (1024 -> 4096 -> 4096 -> 16): the weights-once benchmark."""
+    return ModelSpec(
+        BENCH_MODELS / name,
+        SeededMlp(5, [1024, 4096, 4096, 16]).eval(),
+        ["x"],
+        ["y"],
+        1,
+        seeded_inputs(50, (1, 1024)),
+        lower,
+        backends,
+        external_constants=external,
+    )
+
+
 def main() -> int:
     torch.use_deterministic_algorithms(True)
     runtime = Runtime.get()
+    if sys.argv[1:] == ["--only", "mobilenet"]:
+        print(json.dumps(export_one(mobilenet_spec(), runtime)))
+        return 0
+    if sys.argv[1:] == ["--bench"]:
+        for spec in [
+            weights_heavy_spec("heavy-portable", lower_portable, set()),
+            weights_heavy_spec("heavy-xnnpack", lower_xnnpack, {"XnnpackBackend"}),
+            weights_heavy_spec("heavy-xnnpack-ptd", lower_external([XnnpackPartitioner()]), {"XnnpackBackend"}, True),
+        ]:
+            print(json.dumps(export_one(spec, runtime)))
+        return 0
     specs = [
         demo_mlp_spec(SERVED_MODELS / "demo-portable", lower_portable, set()),
         demo_mlp_spec(SERVED_MODELS / "demo-xnnpack", lower_xnnpack, {"XnnpackBackend"}),
@@ -413,6 +575,10 @@ def main() -> int:
         caller_stream_probe_spec(),
         gpu_stand_in_spec("needs-tensorrt", "TensorRTBackend"),
         gpu_stand_in_spec("needs-cuda-backend", "CudaBackend"),
+        external_weights_spec("external-weights-portable", [], set()),
+        external_weights_spec("external-weights-xnnpack", [XnnpackPartitioner()], {"XnnpackBackend"}),
+        dynamic_batch_spec(),
+        mobilenet_spec(),
     ]
     for spec in specs:
         print(json.dumps(export_one(spec, runtime)))

@@ -161,6 +161,29 @@ public final class InferenceService {
     }
 
     /** Orders the request's tensors as the method expects them, checking each one. */
+    /**
+     * A request's shape against the metadata: a static dimension must match exactly, a dynamic one
+     * (-1 in the metadata) may take 1 up to the program's bound.
+     */
+    static void checkShape(TensorMetadata meta, long[] shape, long[] bounds) {
+        long[] declared = meta.shape();
+        if (shape.length != declared.length) {
+            throw new InvalidInputException("input '" + meta.name() + "' must have shape " + Arrays.toString(declared)
+                    + ", got " + Arrays.toString(shape));
+        }
+        for (int d = 0; d < shape.length; d++) {
+            if (declared[d] < 0) {
+                if (shape[d] < 1 || shape[d] > bounds[d]) {
+                    throw new InvalidInputException("input '" + meta.name() + "' dimension " + d + " is " + shape[d]
+                            + "; it may vary from 1 to its bound " + bounds[d]);
+                }
+            } else if (shape[d] != declared[d]) {
+                throw new InvalidInputException("input '" + meta.name() + "' dimension " + d + " must be "
+                        + declared[d] + " (static), got " + shape[d] + " in " + Arrays.toString(shape));
+            }
+        }
+    }
+
     static List<ExecutionInput> bindInputs(LoadedModel model, InferenceRequest request) {
         List<TensorMetadata> expected = model.inputs();
         Map<String, Tensor> byName = new HashMap<>();
@@ -187,18 +210,7 @@ public final class InferenceService {
                         + ", got " + t.dataType().protocolName());
             }
             long[] shape = t.shape();
-            long[] planned = meta.shape();
-            if (shape.length != planned.length) {
-                throw new InvalidInputException("input '" + meta.name() + "' must have shape " + Arrays.toString(planned)
-                        + ", got " + Arrays.toString(shape));
-            }
-            for (int d = 0; d < shape.length; d++) {
-                // The planned size is the upper bound; ExecuTorch refuses what a static method cannot take.
-                if (shape[d] > planned[d]) {
-                    throw new InvalidInputException("input '" + meta.name() + "' must have shape "
-                            + Arrays.toString(planned) + ", got " + Arrays.toString(shape));
-                }
-            }
+            checkShape(meta, shape, model.signature().inputs().get(expected.indexOf(meta)).sizes());
             long elements = t.elementCount();
             if (elements > model.maxElementsPerTensor()) {
                 throw new InvalidInputException("input '" + meta.name() + "' has " + elements

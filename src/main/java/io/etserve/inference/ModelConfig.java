@@ -23,11 +23,13 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  * max-elements-per-tensor: 1048576
  * devices: [0]               # GPU placement: a list, or "all" (default: etserve.cuda.placement)
  * placement: gpu             # cpu | gpu; default: gpu only when a method uses a GPU delegate
+ * warmup: 2                  # calls per instance before ready: a count (zeros), or
+ *                            # { samples: 2, data: random }
  * </pre>
  */
 public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
         Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices,
-        Optional<Placement> placement) {
+        Optional<Placement> placement, Warmup warmup) {
 
     /** Where a model runs when its config.yml says so; otherwise its delegates decide. */
     public enum Placement {
@@ -35,6 +37,11 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
         CPU,
         /** Leased stream + caller-stream guard on every call, wherever the node has CUDA devices. */
         GPU
+    }
+
+    public ModelConfig(String method, List<String> inputNames, List<String> outputNames, Optional<Integer> instances,
+            Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
+        this(method, inputNames, outputNames, instances, maxElementsPerTensor, devices, Optional.empty(), Warmup.NONE);
     }
 
     public static final String FILE_NAME = "config.yml";
@@ -48,8 +55,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
     }
 
     public static ModelConfig defaults() {
-        return new ModelConfig("forward", List.of(), List.of(), Optional.empty(), Optional.empty(), Optional.empty(),
-                Optional.empty());
+        return new ModelConfig("forward", List.of(), List.of(), Optional.empty(), Optional.empty(), Optional.empty());
     }
 
     /** Reads {@code dir/config.yml}, or the defaults when there is none. */
@@ -86,7 +92,8 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
             throw new InvalidModelConfigException(file + " must be a YAML mapping");
         }
         for (Object key : map.keySet()) {
-            if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor", "devices", "placement").contains(key)) {
+            if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor", "devices",
+                    "placement", "warmup").contains(key)) {
                 throw new InvalidModelConfigException(file + ": unknown key '" + key + "'");
             }
         }
@@ -96,7 +103,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
                 .map(v -> (long) positiveInt(file, "max-elements-per-tensor", v));
         return new ModelConfig(method, names(file, "inputs", map.get("inputs")),
                 names(file, "outputs", map.get("outputs")), instances, maxElements, devices(file, map.get("devices")),
-                placement(file, map.get("placement")));
+                placement(file, map.get("placement")), warmup(file, map.get("warmup")));
     }
 
     private static Optional<Placement> placement(Path file, Object v) {
@@ -110,6 +117,31 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
             return Optional.of(Placement.GPU);
         }
         throw new InvalidModelConfigException(file + ": 'placement' must be cpu or gpu");
+    }
+
+    private static Warmup warmup(Path file, Object v) {
+        if (v == null) {
+            return Warmup.NONE;
+        }
+        if (v instanceof Integer) {
+            return new Warmup(boundedCount(file, v), Warmup.Data.ZEROS);
+        }
+        if (v instanceof Map<?, ?> m && m.keySet().stream().allMatch(k -> k.equals("samples") || k.equals("data"))) {
+            Object data = m.containsKey("data") ? m.get("data") : "zeros";
+            if ("zeros".equals(data) || "random".equals(data)) {
+                return new Warmup(boundedCount(file, m.containsKey("samples") ? m.get("samples") : 1),
+                        "zeros".equals(data) ? Warmup.Data.ZEROS : Warmup.Data.RANDOM);
+            }
+        }
+        throw new InvalidModelConfigException(file + ": 'warmup' must be a sample count or "
+                + "{ samples: N, data: zeros|random }");
+    }
+
+    private static int boundedCount(Path file, Object v) {
+        if (!(v instanceof Integer i) || i < 0 || i > 100) {
+            throw new InvalidModelConfigException(file + ": 'warmup' samples must be 0..100");
+        }
+        return i;
     }
 
     private static Optional<List<Integer>> devices(Path file, Object v) {

@@ -61,9 +61,12 @@ public final class ModelLoader {
     public ModelVersionState load(String name, String version, Path file, ModelConfig config) {
         Program program;
         try {
-            program = Program.load(file, verification);
+            program = Program.load(file, verification, dataFiles(file));
         } catch (ExecuTorchException e) {
             return ModelVersionState.failed(name, version, "cannot load " + file.getFileName() + ": " + e.getMessage());
+        } catch (java.io.IOException e) {
+            return ModelVersionState.failed(name, version, "cannot list the data files next to " + file.getFileName()
+                    + ": " + e.getMessage());
         }
         List<ProgramInstance> created = new ArrayList<>();
         try {
@@ -117,6 +120,13 @@ public final class ModelLoader {
                 }
                 pool = new CpuInstancePool(created);
             }
+            if (!created.isEmpty()) {
+                // Only a loaded method knows which tensors may change shape.
+                signature = created.get(0).signature();
+                inputs = describe("input", signature.inputs(), config.inputNames());
+                outputs = describe("output", signature.outputs(), config.outputNames());
+            }
+            config.warmup().run(pool, inputs, signature.inputs().stream().map(TensorSpec::sizes).toArray(long[][]::new));
             return ModelVersionState.ready(new LoadedModel(name, version, program, signature, inputs, outputs, pool,
                     maxElements));
         } catch (RuntimeException e) {
@@ -140,6 +150,14 @@ public final class ModelLoader {
         return Optional.empty();
     }
 
+    /** The named-data files of a version: every {@code *.ptd} beside its program, in name order. */
+    static List<Path> dataFiles(Path program) throws java.io.IOException {
+        Path dir = program.toAbsolutePath().getParent();
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(dir)) {
+            return files.filter(f -> f.getFileName().toString().endsWith(".ptd")).sorted().toList();
+        }
+    }
+
     private static List<TensorMetadata> describe(String kind, List<TensorSpec> specs, List<String> names) {
         if (!names.isEmpty() && names.size() != specs.size()) {
             throw new InvalidModelException("config.yml names " + names.size() + " " + kind + "s but the method has "
@@ -158,7 +176,12 @@ public final class ModelLoader {
                     () -> new InvalidModelException(kind + " " + index + " has ExecuTorch dtype " + code
                             + ", which the protocol cannot carry"));
             String name = names.isEmpty() ? kind + "__" + i : names.get(i);
-            out.add(new TensorMetadata(name, type, spec.sizes()));
+            long[] shape = spec.sizes();
+            if (spec.dynamic()) {
+                // ExecuTorch marks a whole tensor dynamic: every dimension may vary up to its bound.
+                java.util.Arrays.fill(shape, -1);
+            }
+            out.add(new TensorMetadata(name, type, shape));
         }
         return out;
     }

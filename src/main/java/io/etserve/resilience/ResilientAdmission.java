@@ -16,8 +16,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Resilience4j per model version: a bulkhead sized to the model's capacity (its stream slots
- * or CPU instances) with a bounded wait, and a circuit breaker on runtime and CUDA failures.
+ * Resilience4j per model version: a bulkhead sized to the model's capacity (its instances
+ * on every device it is placed on) with a bounded wait, and a circuit breaker on runtime and CUDA failures.
  * Bad input never counts against the breaker.
  *
  * <p>There is deliberately no time limiter: a forward call cannot be cancelled, and giving its

@@ -20,6 +20,12 @@ public record MethodSignature(String method, List<TensorSpec> inputs, List<Tenso
     }
 
     /** Decodes the bridge's flat encoding (see {@link NativeBridge#methodSignature}). */
+    /** The same signature with a loaded instance's dynamism (see {@link NativeBridge#instanceSignature}). */
+    MethodSignature withDynamism(long[] encoded) {
+        MethodSignature loaded = decode(method, encoded, new String[0]);
+        return new MethodSignature(method, loaded.inputs, loaded.outputs, backends);
+    }
+
     static MethodSignature decode(String method, long[] encoded, String[] backends) {
         int[] cursor = {0};
         List<TensorSpec> inputs = decodeSpecs(encoded, cursor);
@@ -33,11 +39,12 @@ public record MethodSignature(String method, List<TensorSpec> inputs, List<Tenso
         for (int i = 0; i < count; i++) {
             boolean tensor = e[cursor[0]++] == TAG_TENSOR;
             int dtype = (int) e[cursor[0]++];
+            boolean dynamic = e[cursor[0]++] != 0;
             int rank = (int) e[cursor[0]++];
             long[] sizes = new long[rank];
             System.arraycopy(e, cursor[0], sizes, 0, rank);
             cursor[0] += rank;
-            specs.add(new TensorSpec(tensor, dtype, sizes));
+            specs.add(new TensorSpec(tensor, dtype, sizes, dynamic));
         }
         return specs;
     }

@@ -11,7 +11,7 @@ final class NativeBridge {
 
     private NativeBridge() {}
 
-    static native long openProgram(String path, int verification);
+    static native long openProgram(String path, int verification, String[] dataFiles);
 
     static native void closeProgram(long program);
 
@@ -25,6 +25,9 @@ final class NativeBridge {
     static native long openInstance(long program, String method);
 
     static native void closeInstance(long instance);
+
+    /** {@link #methodSignature}'s encoding, with the loaded method's shape dynamism. */
+    static native long[] instanceSignature(long instance);
 
     /**
      * Runs the instance's method. Inputs are direct buffers read in place; outputs come back as

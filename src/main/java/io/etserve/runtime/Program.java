@@ -30,9 +30,18 @@ public final class Program implements AutoCloseable {
 
     /** Loads a program; throws {@link ExecuTorchException} for a missing, corrupt or foreign file. */
     public static Program load(Path path, Verification verification) {
+        return load(path, verification, List.of());
+    }
+
+    /**
+     * Loads a program whose methods read named data (external constants) from {@code dataFiles}
+     * (.ptd): each file is mapped once and shared by every instance.
+     */
+    public static Program load(Path path, Verification verification, List<Path> dataFiles) {
         NativeRuntime.ensureLoaded();
         Objects.requireNonNull(path, "path");
-        long handle = NativeBridge.openProgram(path.toAbsolutePath().toString(), verification.ordinal());
+        String[] files = dataFiles.stream().map(p -> p.toAbsolutePath().toString()).toArray(String[]::new);
+        long handle = NativeBridge.openProgram(path.toAbsolutePath().toString(), verification.ordinal(), files);
         return new Program(path, handle);
     }
 
@@ -58,7 +67,14 @@ public final class Program implements AutoCloseable {
     public ProgramInstance newInstance(String method) {
         synchronized (lock) {
             MethodSignature signature = signature(method);
-            return new ProgramInstance(NativeBridge.openInstance(live(), method), signature);
+            long instance = NativeBridge.openInstance(live(), method);
+            try {
+                signature = signature.withDynamism(NativeBridge.instanceSignature(instance));
+            } catch (RuntimeException e) {
+                NativeBridge.closeInstance(instance);
+                throw e;
+            }
+            return new ProgramInstance(instance, signature);
         }
     }
 

@@ -9,9 +9,14 @@ import java.util.Arrays;
  * @param scalarType ExecuTorch {@code ScalarType} code, -1 when not a tensor
  * @param sizes the planned sizes (for dynamic shapes, the upper bound)
  */
-public record TensorSpec(boolean tensor, int scalarType, long[] sizes) {
+public record TensorSpec(boolean tensor, int scalarType, long[] sizes, boolean dynamic) {
     public TensorSpec {
         sizes = sizes.clone();
+    }
+
+    /** A static tensor: {@code sizes} are exact. */
+    public TensorSpec(boolean tensor, int scalarType, long[] sizes) {
+        this(tensor, scalarType, sizes, false);
     }
 
     @Override
@@ -22,7 +27,7 @@ public record TensorSpec(boolean tensor, int scalarType, long[] sizes) {
     @Override
     public boolean equals(Object o) {
         return o instanceof TensorSpec t && tensor == t.tensor && scalarType == t.scalarType
-                && Arrays.equals(sizes, t.sizes);
+                && Arrays.equals(sizes, t.sizes) && dynamic == t.dynamic;
     }
 
     @Override
@@ -32,6 +37,6 @@ public record TensorSpec(boolean tensor, int scalarType, long[] sizes) {
 
     @Override
     public String toString() {
-        return tensor ? "Tensor[type " + scalarType + ", " + Arrays.toString(sizes) + "]" : "NonTensor";
+        return tensor ? "Tensor[type " + scalarType + ", " + Arrays.toString(sizes) + (dynamic ? " dynamic" : "") + "]" : "NonTensor";
     }
 }

@@ -35,6 +35,12 @@ public final class ModelRepositoryFixture {
         return this;
     }
 
+    /** Copies {@code source/<name>} into the repository as {@code as}. */
+    public ModelRepositoryFixture copy(Path source, String name, String as) {
+        copyTree(source.resolve(name), root.resolve(as));
+        return this;
+    }
+
     /** A model whose version 1 holds the given bytes as model.pte. */
     public ModelRepositoryFixture withProgramBytes(String name, byte[] bytes) {
         try {

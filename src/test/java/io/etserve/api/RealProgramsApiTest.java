@@ -1,0 +1,134 @@
+package io.etserve.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etserve.support.Http;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.Reference;
+import io.etserve.support.TestPaths;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+import tools.jackson.databind.JsonNode;
+
+/** Programs as users export them, served over real HTTP: weights in .ptd files, a dynamic batch. */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class RealProgramsApiTest {
+
+    static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-real-")
+            .copy(TestPaths.testModels(), "external-weights-portable")
+            .copy(TestPaths.testModels(), "external-weights-xnnpack")
+            .copy(TestPaths.testModels(), "dynamic-batch")
+            .copy(TestPaths.testModels(), "mobilenet-v3-small")
+            .copy(TestPaths.demoModels(), "demo-portable")
+            .withProgramBytes("weights-missing", program("external-weights-portable"))
+            .copy(TestPaths.testModels(), "dynamic-batch", "warmed-up")
+            .withFile("warmed-up/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\ninstances: 2\nwarmup: { samples: 2, data: random }\n")
+            .copy(TestPaths.demoModels(), "demo-xnnpack", "warmed-up-static")
+            .withFile("warmed-up-static/config.yml", "inputs: [ { name: x } ]\nwarmup: 3\n");
+
+    static byte[] program(String model) {
+        try {
+            return Files.readAllBytes(TestPaths.testModels().resolve(model + "/1/model.pte"));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry r) {
+        r.add("etserve.model-repository", () -> REPO.root().toString());
+        r.add("management.server.port", () -> "0");
+    }
+
+    @Value("${local.server.port}")
+    int port;
+
+    Http http;
+
+    @BeforeEach
+    void client() {
+        http = Http.local(port);
+    }
+
+    void assertServesTheReference(String model) {
+        Reference ref = Reference.load(TestPaths.testModels().resolve(model + "/1/reference.json"));
+        for (Reference.Case c : ref.cases()) {
+            Http.Response r = http.postJson("/v2/models/" + model + "/infer",
+                    Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+            assertThat(r.status()).as(r.text()).isEqualTo(200);
+            ProtocolApiTest.assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
+        }
+    }
+
+    @Test
+    void programsWithTheirWeightsInAPtdMatchPyTorch() {
+        assertServesTheReference("external-weights-portable");
+        assertServesTheReference("external-weights-xnnpack");
+    }
+
+    @Test
+    void warmedUpModelsAreReadyAndServe() {
+        for (String model : List.of("warmed-up", "warmed-up-static")) {
+            assertThat(http.get("/v2/models/" + model + "/ready").status()).as(model).isEqualTo(200);
+        }
+        Reference ref = Reference.load(TestPaths.testModels().resolve("dynamic-batch/1/reference.json"));
+        Reference.Case c = ref.cases().get(0);
+        Http.Response r = http.postJson("/v2/models/warmed-up/infer",
+                Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        ProtocolApiTest.assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
+    }
+
+    @Test
+    void anImageSizedCnnMatchesPyTorch() {
+        JsonNode m = http.get("/v2/models/mobilenet-v3-small").json();
+        assertThat(m.path("inputs").get(0).path("shape").toString()).isEqualTo("[1,3,224,224]");
+        assertServesTheReference("mobilenet-v3-small");
+    }
+
+    @Test
+    void aProgramWithoutItsPtdFailsWithAReasonAndTheRestServe() {
+        Http.Response ready = http.get("/v2/models/weights-missing/ready");
+        assertThat(ready.status()).isEqualTo(503);
+        assertThat(ready.json().path("reason").asString()).contains("cannot load method 'forward'").contains(".ptd");
+        assertThat(http.get("/v2/models/external-weights-portable/ready").status()).isEqualTo(200);
+        assertThat(http.get("/v2/health/ready").status()).isEqualTo(200);
+    }
+
+    @Test
+    void aDynamicBatchIsMinusOneInMetadataAndRunsInsideItsBound() {
+        JsonNode m = http.get("/v2/models/dynamic-batch").json();
+        assertThat(m.path("inputs").toString()).isEqualTo("[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[-1,-1]}]");
+        assertThat(m.path("outputs").get(0).path("shape").toString()).isEqualTo("[-1,-1]");
+        assertServesTheReference("dynamic-batch");  // batches 3, 1 and 32, shapes per call
+        // A static model keeps its exact shape.
+        assertThat(http.get("/v2/models/demo-portable").json().path("inputs").get(0).path("shape").toString())
+                .isEqualTo("[1,16]");
+    }
+
+    @Test
+    void outsideTheBoundIs400NamingTheInputAndTheBound() {
+        Http.Response tooBig = http.postJson("/v2/models/dynamic-batch/infer", Map.of("inputs", List.of(
+                Map.of("name", "x", "datatype", "FP32", "shape", List.of(33, 16), "data", new float[33 * 16]))));
+        assertThat(tooBig.status()).isEqualTo(400);
+        assertThat(tooBig.json().path("error").asString()).contains("'x'").contains("dimension 0").contains("33")
+                .contains("bound 32");
+        Http.Response empty = http.postJson("/v2/models/dynamic-batch/infer", Map.of("inputs", List.of(
+                Map.of("name", "x", "datatype", "FP32", "shape", List.of(0, 16), "data", new float[0]))));
+        assertThat(empty.status()).isEqualTo(400);
+        Http.Response staticWrong = http.postJson("/v2/models/demo-portable/infer", Map.of("inputs", List.of(
+                Map.of("name", "x", "datatype", "FP32", "shape", List.of(1, 8), "data", new float[8]))));
+        assertThat(staticWrong.status()).isEqualTo(400);
+        assertThat(staticWrong.json().path("error").asString()).contains("'x'").contains("must be 16");
+        assertThat(http.get("/v2/health/ready").status()).isEqualTo(200);
+    }
+}
