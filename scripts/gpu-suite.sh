@@ -62,7 +62,7 @@ bundle() {
   rm -rf "$jni"
   log "stage1: JRE ($jdk, jlink; xz over an uncompressed image is smaller than jlink's zip)"
   "$jdk/bin/jlink" --add-modules "$JRE_MODULES" --strip-debug --no-man-pages --no-header-files \
-    --compress=zip-0 --output "$BUNDLE/jre" 2>/dev/null \
+    --compress=zip-0 --output "$BUNDLE/jre" >/dev/null 2>&1 \
     || "$jdk/bin/jlink" --add-modules "$JRE_MODULES" --strip-debug --no-man-pages --no-header-files \
          --compress=0 --output "$BUNDLE/jre"
   tar -C "$BUNDLE" -cf - jre | xz -9 -T"$(nproc)" > "$BUNDLE/stage1/jre.tar.xz"
@@ -70,7 +70,8 @@ bundle() {
 
   log "stage2: the fat jar, the test classes, JUnit and AssertJ"
   cp "$jar" "$BUNDLE/stage2/etserve.jar"
-  tar -C target -cf - test-classes | xz -9 > "$BUNDLE/stage2/test-classes.tar.xz"
+  # The test models are read from the work tree (src/test/resources), not from the classpath copy.
+  tar -C target --exclude='test-classes/models' -cf - test-classes | xz -9 > "$BUNDLE/stage2/test-classes.tar.xz"
   # Plain `mvn` (not -o): the dependency plugin itself may not be in a fresh local repository.
   mvn -q -B dependency:copy -Dartifact="$JUNIT_CONSOLE" -DoutputDirectory="$BUNDLE/stage2" \
     || die "could not fetch $JUNIT_CONSOLE"

@@ -35,7 +35,7 @@ class AdaptiveWaitPolicy {
   // The spin before the expected completion: enough to absorb wake-up jitter and small
   // variations of the GPU time, small enough to stay a few percent of it.
   static constexpr int64_t kMinMarginNs = 25'000;
-  static constexpr int64_t kMaxMarginNs = 200'000;
+  static constexpr int64_t kMaxMarginNs = 250'000;
   // Back-off sleeps once the spin is spent: 10 us doubling up to 0.5 ms.
   static constexpr int64_t kFirstBackoffNs = 10'000;
   static constexpr int64_t kMaxBackoffNs = 500'000;
@@ -49,15 +49,20 @@ class AdaptiveWaitPolicy {
   int64_t estimate_ns() const { return estimate_ns_; }
 
   static int64_t margin_for(int64_t estimate_ns) {
-    return std::clamp<int64_t>(estimate_ns / 50, kMinMarginNs, kMaxMarginNs);
+    return std::clamp<int64_t>(estimate_ns / 40, kMinMarginNs, kMaxMarginNs);
   }
+
+  // How late a sleep typically wakes up (learned).
+  int64_t lateness_ns() const { return late_ns_; }
 
  private:
   void learn_exact(int64_t observed_ns);
-  void learn_upper_bound(int64_t observed_ns);
+  void learn_upper_bound(int64_t observed_ns, int64_t last_step_ns);
+  void learn_lateness(int64_t late_ns);
 
   int64_t estimate_ns_ = 0;
-  int64_t down_step_ns_ = 0;  // the next downward probe; 0 after the completion was seen exactly
+  int64_t down_step_ns_ = 0;  // the next downward step; 0 once a completion was seen exactly
+  int64_t late_ns_ = 0;       // wake-up lateness: rises at once, decays slowly
 };
 
 template <typename Query>
@@ -71,22 +76,26 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     return 0;
   }
   const int64_t margin = margin_for(estimate_ns_);
-  const int64_t sleep_for = estimate_ns_ - margin - (clock.now_ns() - start);
+  // Wake-ups come late (timer slack, idle states, scheduling): ask for that much less.
+  const int64_t sleep_for = estimate_ns_ - margin - late_ns_ - (clock.now_ns() - start);
   if (sleep_for >= kMinSleepNs) {
+    const int64_t asleep = clock.now_ns();
     clock.sleep_ns(sleep_for);
+    learn_lateness(clock.now_ns() - asleep - sleep_for);
     r = query();
     if (r < 0) return r;
     if (r > 0) {
-      // Complete by the time we woke: the expectation may be too long. Probe downwards, in
-      // steps that double while it stays too long (the work got shorter), so it tracks the
-      // new time within a few calls.
-      down_step_ns_ = down_step_ns_ == 0 ? std::max<int64_t>(estimate_ns_ / 64, 2'000) : down_step_ns_ * 2;
+      // Complete by the time we woke: the expectation (or the lateness) is too long. Step
+      // down by the margin, doubling while it stays too long (the work got shorter); the
+      // next call's spin then sees the completion exactly again.
+      down_step_ns_ = down_step_ns_ == 0 ? margin : std::min(down_step_ns_ * 2, estimate_ns_ / 4);
       estimate_ns_ = std::max<int64_t>(0, estimate_ns_ - down_step_ns_);
       return 0;
     }
   }
-  // Spin: the completion time seen here is exact to one query.
-  const int64_t spin_until = clock.now_ns() + 2 * margin;
+  // Spin: the completion time seen here is exact to one query. Long enough to cover the
+  // margin and a late wake-up's jitter, so the back-off below stays for real tails.
+  const int64_t spin_until = clock.now_ns() + 2 * margin + late_ns_;
   while (true) {
     r = query();
     if (r < 0) return r;
@@ -104,7 +113,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     r = query();
     if (r < 0) return r;
     if (r > 0) {
-      learn_upper_bound(clock.now_ns() - start);
+      learn_upper_bound(clock.now_ns() - start, step);
       return 0;
     }
     step = std::min(step * 2, kMaxBackoffNs);
@@ -122,14 +131,27 @@ inline void AdaptiveWaitPolicy::learn_exact(int64_t observed_ns) {
   }
 }
 
-inline void AdaptiveWaitPolicy::learn_upper_bound(int64_t observed_ns) {
+inline void AdaptiveWaitPolicy::learn_lateness(int64_t late_ns) {
+  late_ns = std::clamp<int64_t>(late_ns, 0, kMaxBackoffNs);
+  if (late_ns > late_ns_) {
+    late_ns_ += (late_ns - late_ns_) / 2;
+  } else {
+    late_ns_ -= (late_ns_ - late_ns) / 16;
+  }
+}
+
+inline void AdaptiveWaitPolicy::learn_upper_bound(int64_t observed_ns, int64_t last_step_ns) {
+  // Seen only after a back-off sleep: the work ended during that last step (or its late
+  // wake-up), so its start is a lower estimate. Nothing learned yet: take it. Otherwise move
+  // up by at most an eighth: enough to recover from an expectation that dropped too far within
+  // a call or two, little enough that one slow call (a busy device) does not make the next
+  // ones sleep past their completion.
   down_step_ns_ = 0;
-  // Seen only after a back-off sleep: the work ended somewhat earlier. Nothing learned yet:
-  // take it, and let the downward probing trim it.
+  const int64_t lower = observed_ns - last_step_ns - late_ns_;
   if (estimate_ns_ == 0) {
-    estimate_ns_ = observed_ns;
-  } else if (observed_ns > estimate_ns_) {
-    estimate_ns_ += (observed_ns - estimate_ns_) / 4;
+    estimate_ns_ = std::max<int64_t>(lower, 0);
+  } else if (lower > estimate_ns_) {
+    estimate_ns_ += std::min(lower - estimate_ns_, estimate_ns_ / 8);
   }
 }
 

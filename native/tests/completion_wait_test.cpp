@@ -72,6 +72,22 @@ TEST(AdaptiveWait, LearnsTheGpuTimeAndThenSleepsThroughMostOfIt) {
   EXPECT_LE(last.cpu, kernel / 10);
 }
 
+TEST(AdaptiveWait, LearnsHowLateSleepsWakeAndSleepsThatMuchLess) {
+  AdaptiveWaitPolicy policy;
+  const int64_t kernel = 2'000'000;
+  // A host whose sleeps wake 150 us late (idle states, a busy scheduler): more than the margin.
+  for (int i = 0; i < 200; ++i) run_once(policy, kernel, 150'000);
+  EXPECT_GE(policy.lateness_ns(), 100'000);
+  int64_t worst_overhead = 0, worst_cpu = 0;
+  for (int i = 0; i < 100; ++i) {
+    Call c = run_once(policy, kernel, 150'000);
+    worst_overhead = std::max(worst_overhead, c.overhead);
+    worst_cpu = std::max(worst_cpu, c.cpu);
+  }
+  EXPECT_LE(worst_overhead, 30'000);
+  EXPECT_LE(worst_cpu, kernel / 10);
+}
+
 TEST(AdaptiveWait, SteadyStateOverheadAndCpuStaySmallForLongKernels) {
   AdaptiveWaitPolicy policy;
   const int64_t kernel = 10'000'000;  // 10 ms
