@@ -15,6 +15,7 @@
 #   scripts/gpu-suite.sh stage2   on the same host afterwards (/tmp/etserve-gpu kept): unpack the
 #                                 fat jar, run the GPU JUnit suite, the sticky fault, the GPU
 #                                 benchmark, then the packaged service (`service`)
+#   scripts/gpu-suite.sh startup  time to ready: the fat jar, and the extracted jar with a CDS archive
 #   scripts/gpu-suite.sh service  the fat jar served on the GPU with the GPU bridge and the probe
 #                                 delegate, checked over real HTTP (health, handshake, throughput
 #                                 for K = 1, 4, 16 streams at K and 2K clients, service CPU per
@@ -174,7 +175,8 @@ start_service() {
   local repo="$1"; shift
   local log="$RESULTS/service-$(date +%s%N).log"
   local t0; t0="$(date +%s%N)"
-  "$JAVA" --enable-native-access=ALL-UNNAMED -XX:+UseSerialGC -jar "$JAR" \
+  # shellcheck disable=SC2086
+  "$JAVA" --enable-native-access=ALL-UNNAMED ${JAVA_EXTRA:-} -jar "$JAR" \
     --server.port=$PORT --management.server.port=$MGMT --etserve.model-repository="$repo" \
     --etserve.native.library-dir="$STAGE" --etserve.native.extra-libraries="$PROBE" "$@" >"$log" 2>&1 &
   SERVICE_PID=$!
@@ -204,6 +206,39 @@ stop_service() {
 }
 
 check() { "$JAVA" -cp "$CHECK_CP" io.etserve.bench.GpuServiceCheck "$@"; }
+
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+
+# Three starts each: the fat jar, then the extracted jar with a CDS archive (JDK 17+:
+# -XX:ArchiveClassesAtExit on a training run that exits after the context refresh).
+startup_bench() {
+  local repo="$1" ms=() cpu=() jar_saved="$JAR"
+  for _ in 1 2 3; do
+    start_service "$repo" --etserve.cuda.streams-per-device=4
+    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+  done
+  echo
+  echo "Time to ready (3 starts each, median; GPU models: probe and probe-fault, CPU: demo-xnnpack, demo-portable):"
+  echo
+  echo "| launch | ms to ready | startup CPU s |"
+  echo "|---|---|---|"
+  echo "| java -jar etserve.jar | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+  local extracted="$WORK/extracted"
+  rm -rf "$extracted"
+  (cd "$WORK" && "$JAVA" -Djarmode=tools -jar "$JAR" extract --destination "$extracted" >/dev/null) || return 1
+  JAR="$extracted/$(basename "$JAR")"
+  (cd "$extracted" && "$JAVA" --enable-native-access=ALL-UNNAMED -XX:ArchiveClassesAtExit=app.jsa -Xlog:cds=off \
+    -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 \
+    --etserve.model-repository="$repo" --etserve.native.library-dir="$STAGE" \
+    --etserve.native.extra-libraries="$PROBE" >"$RESULTS/cds-training.log" 2>&1) || true
+  ms=() cpu=()
+  for _ in 1 2 3; do
+    JAVA_EXTRA="-XX:SharedArchiveFile=$extracted/app.jsa -Xlog:cds=off" start_service "$repo" --etserve.cuda.streams-per-device=4
+    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+  done
+  echo "| extracted jar + CDS archive | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+  JAR="$jar_saved"
+}
 
 # The probe as a GPU model with `instances` Modules, plus the two demo models (CPU programs).
 make_repo() {
@@ -260,6 +295,9 @@ service() {
     rows+=("$(check throughput port=$PORT model=probe spin=$kernel clients=8 seconds=4 pid=$SERVICE_PID label="K=4 spin")") || status=1
   done
   stop_service
+  # Time to ready on the demo models + the probe: the fat jar as is, then the extracted jar
+  # with a Class Data Sharing archive from one training run (what the image can ship).
+  startup_bench "$repo" >> "$out" || status=1
   # A sticky fault through REST: last, the CUDA context is unusable afterwards.
   make_repo "$repo" 2
   start_service "$repo" --etserve.cuda.streams-per-device=4
@@ -310,5 +348,9 @@ case "${1:-run}" in
       CHECK_CP="${CHECK_CP:-$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')}" service ;;
   stage1) stage1 ;;
   stage2) stage2 ;;
-  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|service" >&2; exit 2 ;;
+  startup)
+    # After stage2 (or run) on this host: time to ready, fat jar vs extracted jar + CDS archive.
+    JAVA="${JAVA:-$WORK/jre/bin/java}" JAR="${JAR:-$WORK/etserve.jar}"
+    cuda_env; mkdir -p "$RESULTS"; make_repo "$WORK/service-repo" 2; startup_bench "$WORK/service-repo" ;;
+  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|service|startup" >&2; exit 2 ;;
 esac
