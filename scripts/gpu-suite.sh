@@ -62,10 +62,11 @@ bundle() {
     | xz -9 -T"$(nproc)" > "$BUNDLE/stage1/sdk.tar.xz"
   rm -rf "$jni"
   log "stage1: JRE ($jdk, jlink; xz over an uncompressed image is smaller than jlink's zip)"
+  # --generate-cds-archive: the JDK's base CDS archive, which a dynamic (application) archive needs.
   "$jdk/bin/jlink" --add-modules "$JRE_MODULES" --strip-debug --no-man-pages --no-header-files \
-    --compress=zip-0 --output "$BUNDLE/jre" >/dev/null 2>&1 \
+    --generate-cds-archive --compress=zip-0 --output "$BUNDLE/jre" >/dev/null 2>&1 \
     || "$jdk/bin/jlink" --add-modules "$JRE_MODULES" --strip-debug --no-man-pages --no-header-files \
-         --compress=0 --output "$BUNDLE/jre"
+         --generate-cds-archive --compress=0 --output "$BUNDLE/jre"
   tar -C "$BUNDLE" -cf - jre | xz -9 -T"$(nproc)" > "$BUNDLE/stage1/jre.tar.xz"
   rm -rf "$BUNDLE/jre"
 
@@ -227,6 +228,12 @@ startup_bench() {
   rm -rf "$extracted"
   (cd "$WORK" && "$JAVA" -Djarmode=tools -jar "$JAR" extract --destination "$extracted" >/dev/null) || return 1
   JAR="$extracted/$(basename "$JAR")"
+  ms=() cpu=()
+  for _ in 1 2 3; do
+    start_service "$repo" --etserve.cuda.streams-per-device=4
+    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+  done
+  echo "| extracted jar (java -Djarmode=tools -jar etserve.jar extract) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
   (cd "$extracted" && "$JAVA" --enable-native-access=ALL-UNNAMED -XX:ArchiveClassesAtExit=app.jsa -Xlog:cds=off \
     -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 \
     --etserve.model-repository="$repo" --etserve.native.library-dir="$STAGE" \
@@ -298,6 +305,14 @@ service() {
   # Time to ready on the demo models + the probe: the fat jar as is, then the extracted jar
   # with a Class Data Sharing archive from one training run (what the image can ship).
   startup_bench "$repo" >> "$out" || status=1
+  # The first request after ready, without and with `warmup: 2` on the GPU model.
+  for warm in 0 2; do
+    make_repo "$repo" 4
+    [[ $warm == 0 ]] || printf 'warmup: %s\n' "$warm" >> "$repo/probe/config.yml"
+    start_service "$repo" --etserve.cuda.streams-per-device=4
+    rows+=("$(check first port=$PORT model=probe spin=2000 label="warmup $warm, ready after $READY_MS ms")") || status=1
+    stop_service
+  done
   # A sticky fault through REST: last, the CUDA context is unusable afterwards.
   make_repo "$repo" 2
   start_service "$repo" --etserve.cuda.streams-per-device=4

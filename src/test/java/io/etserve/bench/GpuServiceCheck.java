@@ -31,6 +31,7 @@ import java.util.regex.Pattern;
  * GpuServiceCheck throughput port=8080 model=probe spin=2000 clients=16 seconds=5 pid=1234
  * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
  * GpuServiceCheck sigterm    port=8080 model=probe pid=1234 calls=4 spin=800000
+ * GpuServiceCheck first      port=8080 model=probe spin=2000 label="no warm-up"
  * </pre>
  * Each prints one markdown table row (or a few lines) and exits non-zero when a check fails.
  */
@@ -51,6 +52,7 @@ public final class GpuServiceCheck {
             case "throughput" -> throughput(a);
             case "fault" -> fault(a);
             case "sigterm" -> sigterm(a);
+            case "first" -> first(a);
             default -> throw new IllegalArgumentException("unknown check " + args[0]);
         };
         System.exit(ok ? 0 : 1);
@@ -260,6 +262,23 @@ public final class GpuServiceCheck {
         exec.shutdown();
         boolean ok = statuses.stream().allMatch(s -> s == 200);
         System.out.printf("| SIGTERM | %d GPU calls in flight | statuses %s | %s |%n", calls, statuses, ok ? "ok" : "FAILED");
+        return ok;
+    }
+
+    /** The first request after ready, then the second, timed from writing to reading the whole reply. */
+    static boolean first(Map<String, String> a) throws Exception {
+        byte[] request = probeRequest(a.get("model"), Float.parseFloat(a.get("spin")));
+        long[] micros = new long[2];
+        boolean ok = true;
+        try (LoopbackHttpConnection c = new LoopbackHttpConnection(port(a, "port"), 60_000)) {
+            for (int i = 0; i < 2; i++) {
+                long t0 = System.nanoTime();
+                ok &= observed(c.exchange(request)) != null;
+                micros[i] = (System.nanoTime() - t0) / 1000;
+            }
+        }
+        System.out.printf("| first request, %s | %.0f us kernel | first %d us | second %d us | %s |%n",
+                a.getOrDefault("label", "-"), Float.parseFloat(a.get("spin")), micros[0], micros[1], ok ? "ok" : "FAILED");
         return ok;
     }
 
