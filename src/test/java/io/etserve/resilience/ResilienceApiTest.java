@@ -175,6 +175,23 @@ class ResilienceApiTest {
                     .isEqualTo(400);
         }
         assertThat(http.get("/v2/models/caller-stream-probe/ready").json().path("ready").asBoolean()).isTrue();
+
+        // A client's shape mistake ([1, 8] for a [1, 16] input) is refused before execution and
+        // never reaches the breaker: the burst is 400s, the next good calls are 200s.
+        String eight = "[" + String.join(",", java.util.Collections.nCopies(8, "0")) + "]";
+        String sixteen = "[" + String.join(",", java.util.Collections.nCopies(16, "0")) + "]";
+        for (int i = 0; i < 8; i++) {
+            Http.Response r = http.post("/v2/models/demo-portable/infer",
+                    "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,8],\"data\":" + eight + "}]}");
+            assertThat(r.status()).as(r.text()).isEqualTo(400);
+            assertThat(r.json().path("error").asString()).contains("16");
+        }
+        for (int i = 0; i < 4; i++) {
+            assertThat(http.post("/v2/models/demo-portable/infer",
+                    "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":" + sixteen + "}]}")
+                    .status()).isEqualTo(200);
+        }
+        assertThat(http.get("/v2/models/demo-portable/ready").json().path("ready").asBoolean()).isTrue();
     }
 
     @Test
