@@ -23,13 +23,14 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  * max-elements-per-tensor: 1048576
  * devices: [0]               # GPU placement: a list, or "all" (default: etserve.cuda.placement)
  * placement: gpu             # cpu | gpu; default: gpu only when a method uses a GPU delegate
+ * data-files: [weights.ptd]  # named-data files in the version directory (default: every *.ptd there)
  * warmup: 2                  # calls per instance before ready: a count (zeros), or
  *                            # { samples: 2, data: random }
  * </pre>
  */
 public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
         Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices,
-        Optional<Placement> placement, Warmup warmup) {
+        Optional<Placement> placement, Warmup warmup, Optional<List<String>> dataFiles) {
 
     /** Where a model runs when its config.yml says so; otherwise its delegates decide. */
     public enum Placement {
@@ -41,7 +42,8 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
 
     public ModelConfig(String method, List<String> inputNames, List<String> outputNames, Optional<Integer> instances,
             Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
-        this(method, inputNames, outputNames, instances, maxElementsPerTensor, devices, Optional.empty(), Warmup.NONE);
+        this(method, inputNames, outputNames, instances, maxElementsPerTensor, devices, Optional.empty(), Warmup.NONE,
+                Optional.empty());
     }
 
     public static final String FILE_NAME = "config.yml";
@@ -93,7 +95,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
         }
         for (Object key : map.keySet()) {
             if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor", "devices",
-                    "placement", "warmup").contains(key)) {
+                    "placement", "warmup", "data-files").contains(key)) {
                 throw new InvalidModelConfigException(file + ": unknown key '" + key + "'");
             }
         }
@@ -103,7 +105,31 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
                 .map(v -> (long) positiveInt(file, "max-elements-per-tensor", v));
         return new ModelConfig(method, names(file, "inputs", map.get("inputs")),
                 names(file, "outputs", map.get("outputs")), instances, maxElements, devices(file, map.get("devices")),
-                placement(file, map.get("placement")), warmup(file, map.get("warmup")));
+                placement(file, map.get("placement")), warmup(file, map.get("warmup")),
+                dataFiles(file, map.get("data-files")));
+    }
+
+    /** File names inside the version directory: no paths, so a config cannot reach outside it. */
+    private static Optional<List<String>> dataFiles(Path file, Object v) {
+        if (v == null) {
+            return Optional.empty();
+        }
+        if (!(v instanceof List<?> list) || list.size() > 64) {
+            throw new InvalidModelConfigException(file + ": 'data-files' must be a list of file names");
+        }
+        List<String> names = new ArrayList<>();
+        for (Object item : list) {
+            String n = string(file, "data-files[]", item);
+            if (n.contains("/") || n.contains("\\") || n.equals(".") || n.equals("..") || n.chars().anyMatch(c -> c < 0x20)) {
+                throw new InvalidModelConfigException(file + ": data file '" + ModelRegistry.abbreviate(n)
+                        + "' must be a plain file name in the version directory");
+            }
+            if (names.contains(n)) {
+                throw new InvalidModelConfigException(file + ": data file '" + n + "' is listed twice");
+            }
+            names.add(n);
+        }
+        return Optional.of(List.copyOf(names));
     }
 
     private static Optional<Placement> placement(Path file, Object v) {

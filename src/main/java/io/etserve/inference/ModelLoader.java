@@ -61,11 +61,11 @@ public final class ModelLoader {
     public ModelVersionState load(String name, String version, Path file, ModelConfig config) {
         Program program;
         try {
-            program = Program.load(file, verification, dataFiles(file));
+            program = Program.load(file, verification, dataFiles(file, config));
         } catch (ExecuTorchException e) {
             return ModelVersionState.failed(name, version, "cannot load " + file.getFileName() + ": " + e.getMessage());
         } catch (java.io.IOException e) {
-            return ModelVersionState.failed(name, version, "cannot list the data files next to " + file.getFileName()
+            return ModelVersionState.failed(name, version, "cannot open the data files of " + file.getFileName()
                     + ": " + e.getMessage());
         }
         List<ProgramInstance> created = new ArrayList<>();
@@ -151,6 +151,24 @@ public final class ModelLoader {
     }
 
     /** The named-data files of a version: every {@code *.ptd} beside its program, in name order. */
+    /** The files config.yml lists under {@code data-files}, else every {@code *.ptd} beside the program. */
+    static List<Path> dataFiles(Path program, ModelConfig config) throws java.io.IOException {
+        if (config.dataFiles().isPresent()) {
+            Path dir = program.toAbsolutePath().getParent();
+            List<Path> listed = new ArrayList<>();
+            for (String name : config.dataFiles().get()) {
+                Path f = dir.resolve(name);
+                if (!java.nio.file.Files.isRegularFile(f)) {
+                    throw new java.io.IOException("data file '" + name + "' listed in config.yml is not in "
+                            + dir.getFileName());
+                }
+                listed.add(f);
+            }
+            return listed;
+        }
+        return dataFiles(program);
+    }
+
     static List<Path> dataFiles(Path program) throws java.io.IOException {
         Path dir = program.toAbsolutePath().getParent();
         try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(dir)) {

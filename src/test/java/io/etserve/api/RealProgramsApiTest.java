@@ -33,7 +33,25 @@ class RealProgramsApiTest {
             .copy(TestPaths.testModels(), "dynamic-batch", "warmed-up")
             .withFile("warmed-up/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\ninstances: 2\nwarmup: { samples: 2, data: random }\n")
             .copy(TestPaths.demoModels(), "demo-xnnpack", "warmed-up-static")
-            .withFile("warmed-up-static/config.yml", "inputs: [ { name: x } ]\nwarmup: 3\n");
+            .withFile("warmed-up-static/config.yml", "inputs: [ { name: x } ]\nwarmup: 3\n")
+            // data-files: a listed file under any name, instead of the *.ptd scan
+            .copy(TestPaths.testModels(), "external-weights-portable", "listed-data")
+            .withFile("listed-data/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\n"
+                    + "data-files: [ weights.bin ]\n")
+            .copy(TestPaths.testModels(), "external-weights-portable", "listed-missing")
+            .withFile("listed-missing/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\n"
+                    + "data-files: [ other.ptd ]\n")
+            .copy(TestPaths.testModels(), "external-weights-portable", "listed-escape")
+            .withFile("listed-escape/config.yml", "data-files: [ ../../etc/passwd ]\n");
+
+    static {
+        try {
+            Files.move(REPO.root().resolve("listed-data/1/_default_external_constant.ptd"),
+                    REPO.root().resolve("listed-data/1/weights.bin"));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
 
     static byte[] program(String model) {
         try {
@@ -60,9 +78,13 @@ class RealProgramsApiTest {
     }
 
     void assertServesTheReference(String model) {
+        assertServesTheReference(model, model);
+    }
+
+    void assertServesTheReference(String served, String model) {
         Reference ref = Reference.load(TestPaths.testModels().resolve(model + "/1/reference.json"));
         for (Reference.Case c : ref.cases()) {
-            Http.Response r = http.postJson("/v2/models/" + model + "/infer",
+            Http.Response r = http.postJson("/v2/models/" + served + "/infer",
                     Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
             assertThat(r.status()).as(r.text()).isEqualTo(200);
             ProtocolApiTest.assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
@@ -73,6 +95,17 @@ class RealProgramsApiTest {
     void programsWithTheirWeightsInAPtdMatchPyTorch() {
         assertServesTheReference("external-weights-portable");
         assertServesTheReference("external-weights-xnnpack");
+    }
+
+    @Test
+    void dataFilesListedInConfigReplaceTheScanAndStayInTheVersionDirectory() {
+        assertServesTheReference("listed-data", "external-weights-portable");
+        Http.Response missing = http.get("/v2/models/listed-missing/ready");
+        assertThat(missing.status()).isEqualTo(503);
+        assertThat(missing.json().path("reason").asString()).contains("other.ptd");
+        Http.Response escape = http.get("/v2/models/listed-escape/ready");
+        assertThat(escape.status()).isEqualTo(503);
+        assertThat(escape.json().path("reason").asString()).contains("plain file name");
     }
 
     @Test
