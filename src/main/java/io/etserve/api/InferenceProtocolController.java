@@ -106,11 +106,10 @@ public class InferenceProtocolController {
         if (refused.isPresent()) {
             throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get());
         }
-        long declared = http.getContentLengthLong();
         EncodedResponse encoded;
-        try (InflightBytes.Reservation held = inflight.reserve(declared >= 0 ? declared : maxRequestBytes)) {
-            byte[] body = readBody(http);
-            InferenceRequest request = decoder.decode(body, headerLength, limits);
+        Object read = http.getAttribute(InferBodyFilter.BODY);
+        try (RequestBody body = read instanceof RequestBody b ? b : readBlocking(http)) {
+            InferenceRequest request = decoder.decode(body.bytes(), headerLength, limits);
             InferenceResponse response = inference.infer(model, version, request);
             encoded = encoder.encode(response);
         }
@@ -119,20 +118,21 @@ public class InferenceProtocolController {
         return b.header(HttpHeaders.CONTENT_LENGTH, Integer.toString(encoded.body().length)).body(encoded.body());
     }
 
-    /** The body, refusing more than the configured size before reading it all. */
-    private byte[] readBody(HttpServletRequest http) throws IOException {
-        long declared = http.getContentLengthLong();
-        if (declared > maxRequestBytes) {
-            throw new ApiException(HttpStatus.PAYLOAD_TOO_LARGE,
-                    "request body of " + declared + " bytes exceeds the limit of " + maxRequestBytes);
-        }
+    /**
+     * The body read on this thread: only when {@link InferBodyFilter} did not read it already
+     * (a container without async support); same limits and budget.
+     */
+    private RequestBody readBlocking(HttpServletRequest http) throws IOException {
+        RequestBody body = new RequestBody(inflight, maxRequestBytes, http.getContentLengthLong());
         try (InputStream in = http.getInputStream()) {
-            byte[] body = in.readNBytes((int) Math.min(Integer.MAX_VALUE - 8, maxRequestBytes + 1));
-            if (body.length > maxRequestBytes) {
-                throw new ApiException(HttpStatus.PAYLOAD_TOO_LARGE,
-                        "request body exceeds the limit of " + maxRequestBytes + " bytes");
+            byte[] chunk = new byte[64 * 1024];
+            for (int n; (n = in.read(chunk)) >= 0; ) {
+                body.append(chunk, 0, n);
             }
             return body;
+        } catch (IOException | RuntimeException e) {
+            body.close();
+            throw e;
         }
     }
 

@@ -1,50 +1,78 @@
 package io.etserve.api;
 
 import java.time.Duration;
-import java.util.concurrent.Semaphore;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.springframework.http.HttpStatus;
 
 /**
- * Bounds the request bytes held at once across all models. A body is read and decoded before
- * the model's bulkhead admits it, so without this a burst of large requests on a small model
- * could hold (threads x body size) of heap and direct memory.
+ * Bounds the request bytes held at once across all models. A body is read and decoded before a
+ * model's bulkhead admits it, so without this a burst of large requests on a small model could
+ * hold (connections x body size) of memory.
+ *
+ * <p>A body reserves what it has actually allocated, grown as its bytes arrive, never what its
+ * {@code Content-Length} declares: a client that declares 64 MB and trickles a few bytes holds a
+ * few kilobytes of the budget. Reservations never wait (they are made on the thread that reads
+ * bodies for every connection): when the budget is spent the request gets 503 at once.
  */
 public final class InflightBytes {
 
-    private static final int UNIT = 1024;
-    private final Semaphore permits;
-    private final int maxUnits;
-    private final Duration wait;
+    private static final Duration RETRY_AFTER = Duration.ofSeconds(1);
 
-    public InflightBytes(long maxBytes, Duration wait) {
-        this.maxUnits = (int) Math.max(1, Math.min(Integer.MAX_VALUE, maxBytes / UNIT));
-        this.permits = new Semaphore(maxUnits, true);
-        this.wait = wait;
+    private final long maxBytes;
+    private final AtomicLong held = new AtomicLong();
+
+    public InflightBytes(long maxBytes) {
+        this.maxBytes = Math.max(1, maxBytes);
     }
 
-    /** Held until closed. */
-    public interface Reservation extends AutoCloseable {
-        @Override
-        void close();
+    /** Bytes reserved now, all requests together. */
+    public long held() {
+        return held.get();
     }
 
-    /**
-     * Reserves room for a body of {@code bytes}, waiting at most the queue timeout.
-     *
-     * @throws ApiException 503 with Retry-After when the room did not free up in time
-     */
-    public Reservation reserve(long bytes) {
-        int units = (int) Math.min(maxUnits, Math.max(1, (bytes + UNIT - 1) / UNIT));
-        try {
-            if (!permits.tryAcquire(units, wait.toNanos(), TimeUnit.NANOSECONDS)) {
-                throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE,
-                        "too many request bytes in flight; retry later", wait.plusSeconds(1));
+    /** A reservation of zero bytes that grows with its body; release it with {@link Reservation#close()}. */
+    public Reservation open() {
+        return new Reservation();
+    }
+
+    /** One request's share; not thread-safe (one body is read by one thread at a time). */
+    public final class Reservation implements AutoCloseable {
+
+        private long bytes;
+        private boolean closed;
+
+        private Reservation() {}
+
+        /**
+         * Adds {@code more} bytes to this reservation.
+         *
+         * @throws ApiException 503 with Retry-After when the budget is spent
+         */
+        public void grow(long more) {
+            if (closed) {
+                throw new IllegalStateException("reservation already released");
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "interrupted while waiting for request memory");
+            long now = held.addAndGet(more);
+            if (now > maxBytes) {
+                held.addAndGet(-more);
+                throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE,
+                        "too many request bytes in flight (limit " + maxBytes + "); retry later", RETRY_AFTER);
+            }
+            bytes += more;
         }
-        return () -> permits.release(units);
+
+        public long bytes() {
+            return bytes;
+        }
+
+        /** Idempotent: the filter and an error path may both release. */
+        @Override
+        public void close() {
+            if (!closed) {
+                closed = true;
+                held.addAndGet(-bytes);
+                bytes = 0;
+            }
+        }
     }
 }

@@ -68,7 +68,10 @@ public record EtServeProperties(
      * @param maxInputs most input tensors in one request
      * @param strictReadiness when true, one failed model keeps the server not-ready
      * @param maxInflightRequestBytes request bodies held at once, all models together: bodies are
-     *     decoded before a model admits them, so this bounds their memory (503 above)
+     *     decoded before a model admits them, so this bounds their memory (503 above); a body
+     *     counts what has arrived, not what it declares
+     * @param bodyTimeout longest time a request body may take to arrive (408 after it); bodies
+     *     are read without holding a request thread, so this bounds connections, not threads
      */
     public record Inference(
             @DefaultValue("2") int defaultInstances,
@@ -77,7 +80,8 @@ public record EtServeProperties(
             @DefaultValue("16777216") long maxElementsPerTensor,
             @DefaultValue("64") int maxInputs,
             @DefaultValue("false") boolean strictReadiness,
-            @DefaultValue("512MB") DataSize maxInflightRequestBytes) {}
+            @DefaultValue("512MB") DataSize maxInflightRequestBytes,
+            @DefaultValue("60s") Duration bodyTimeout) {}
 
     /** @param failFastCallerStream refuse to start unless exactly one caller-stream library is loaded */
     public record Health(@DefaultValue("true") boolean failFastCallerStream) {}

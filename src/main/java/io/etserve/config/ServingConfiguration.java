@@ -97,13 +97,13 @@ public class ServingConfiguration {
 
     @Bean
     InferenceProtocolController inferenceProtocolController(ModelRegistry registry, InferenceService inference,
-            ServerReadiness readiness, ProbeHealth probes, EtServeProperties props) {
+            ServerReadiness readiness, ProbeHealth probes, EtServeProperties props, InflightBytes inflight) {
         String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         return new InferenceProtocolController(registry, inference, readiness, probes, new InferRequestDecoder(),
                 new InferResponseEncoder(),
                 new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
                 props.inference().maxRequestSize().toBytes(), version == null ? "dev" : version,
-                new InflightBytes(props.inference().maxInflightRequestBytes().toBytes(), props.inference().queueTimeout()));
+                inflight);
     }
 
     @Bean

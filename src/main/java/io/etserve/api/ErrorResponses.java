@@ -1,0 +1,33 @@
+package io.etserve.api;
+
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.MediaType;
+import tools.jackson.databind.json.JsonMapper;
+
+/** The protocol's error body written straight to a servlet response (outside Spring MVC). */
+final class ErrorResponses {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private ErrorResponses() {}
+
+    /**
+     * @param closeConnection add {@code Connection: close}: the rest of the body was not read,
+     *     so the connection cannot carry another request
+     */
+    static void write(HttpServletResponse response, ApiException e, boolean closeConnection) throws IOException {
+        byte[] json = JSON.writeValueAsBytes(new ProtocolDtos.ErrorBody(e.getMessage()));
+        response.setStatus(e.status().value());
+        response.setContentType(MediaType.APPLICATION_JSON_VALUE);
+        if (e.retryAfter() != null) {
+            response.setHeader(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, e.retryAfter().toSeconds())));
+        }
+        if (closeConnection) {
+            response.setHeader(HttpHeaders.CONNECTION, "close");
+        }
+        response.setContentLength(json.length);
+        response.getOutputStream().write(json);
+    }
+}

@@ -1,0 +1,170 @@
+package io.etserve.api;
+
+import jakarta.servlet.AsyncContext;
+import jakarta.servlet.AsyncEvent;
+import jakarta.servlet.AsyncListener;
+import jakarta.servlet.DispatcherType;
+import jakarta.servlet.Filter;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ReadListener;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.ServletRequest;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpStatus;
+
+/**
+ * Reads an inference request's body without holding a request thread, then hands it to the
+ * controller. A slow client (a trickled or stalled upload) costs one connection and the bytes it
+ * sent, never a thread: the body is read with non-blocking I/O on the server's selector threads
+ * and the request is dispatched to a request thread only once the whole body is here. A body
+ * that has not arrived within {@code etserve.inference.body-timeout} is answered 408.
+ */
+public final class InferBodyFilter implements Filter {
+
+    /** Request attribute holding the {@link RequestBody} on the dispatched pass. */
+    static final String BODY = InferBodyFilter.class.getName() + ".body";
+
+    private static final Logger log = LoggerFactory.getLogger(InferBodyFilter.class);
+    private static final int CHUNK = 64 * 1024;
+
+    private final InflightBytes inflight;
+    private final long maxBytes;
+    private final Duration bodyTimeout;
+
+    public InferBodyFilter(InflightBytes inflight, long maxBytes, Duration bodyTimeout) {
+        this.inflight = inflight;
+        this.maxBytes = maxBytes;
+        this.bodyTimeout = bodyTimeout;
+    }
+
+    @Override
+    public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain)
+            throws IOException, ServletException {
+        HttpServletRequest request = (HttpServletRequest) req;
+        HttpServletResponse response = (HttpServletResponse) res;
+        if (request.getDispatcherType() == DispatcherType.ASYNC) {
+            // The body arrived: run the controller, then give its bytes back to the budget.
+            Object body = request.getAttribute(BODY);
+            try {
+                chain.doFilter(req, res);
+            } finally {
+                if (body instanceof RequestBody b) {
+                    b.close();
+                }
+            }
+            return;
+        }
+        if (!isInfer(request) || !request.isAsyncSupported()) {
+            chain.doFilter(req, res);
+            return;
+        }
+        RequestBody body;
+        try {
+            body = new RequestBody(inflight, maxBytes, request.getContentLengthLong());
+        } catch (ApiException e) {
+            ErrorResponses.write(response, e, true);
+            return;
+        }
+        AsyncContext async = request.startAsync();
+        async.setTimeout(bodyTimeout.toMillis());
+        Reader reader = new Reader(request, response, async, body);
+        async.addListener(reader);
+        request.getInputStream().setReadListener(reader);
+    }
+
+    static boolean isInfer(HttpServletRequest request) {
+        return "POST".equals(request.getMethod()) && request.getRequestURI().endsWith("/infer");
+    }
+
+    /** Moves bytes from the connection into the body as they arrive; ends in exactly one of dispatch or error. */
+    private final class Reader implements ReadListener, AsyncListener {
+
+        private final HttpServletRequest request;
+        private final HttpServletResponse response;
+        private final AsyncContext async;
+        private final RequestBody body;
+        private final AtomicBoolean settled = new AtomicBoolean();
+        private final byte[] chunk = new byte[CHUNK];
+
+        Reader(HttpServletRequest request, HttpServletResponse response, AsyncContext async, RequestBody body) {
+            this.request = request;
+            this.response = response;
+            this.async = async;
+            this.body = body;
+        }
+
+        @Override
+        public void onDataAvailable() throws IOException {
+            ServletInputStream in = request.getInputStream();
+            while (!settled.get() && in.isReady()) {
+                int n = in.read(chunk);
+                if (n < 0) {
+                    return;
+                }
+                try {
+                    body.append(chunk, 0, n);
+                } catch (ApiException e) {
+                    fail(e, true);
+                    return;
+                }
+            }
+        }
+
+        @Override
+        public void onAllDataRead() {
+            if (settled.compareAndSet(false, true)) {
+                request.setAttribute(BODY, body);
+                async.dispatch();
+            }
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            log.debug("request body could not be read: {}", t.toString());
+            fail(new ApiException(HttpStatus.BAD_REQUEST, "cannot read the request body: " + t.getMessage()), true);
+        }
+
+        @Override
+        public void onTimeout(AsyncEvent event) {
+            fail(new ApiException(HttpStatus.REQUEST_TIMEOUT, "the request body did not arrive within "
+                    + bodyTimeout.toMillis() + " ms (" + body.length() + " bytes received)"), true);
+        }
+
+        @Override
+        public void onError(AsyncEvent event) {
+            fail(new ApiException(HttpStatus.BAD_REQUEST, "connection failed while reading the request body"), true);
+        }
+
+        @Override
+        public void onComplete(AsyncEvent event) {
+            body.close();
+        }
+
+        @Override
+        public void onStartAsync(AsyncEvent event) {}
+
+        private void fail(ApiException e, boolean closeConnection) {
+            if (!settled.compareAndSet(false, true)) {
+                return;
+            }
+            body.close();
+            try {
+                if (!response.isCommitted()) {
+                    ErrorResponses.write(response, e, closeConnection);
+                }
+            } catch (IOException | RuntimeException ignored) {
+                // The client is gone; nothing to tell it.
+            } finally {
+                async.complete();
+            }
+        }
+    }
+}

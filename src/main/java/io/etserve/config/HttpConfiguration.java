@@ -1,0 +1,39 @@
+package io.etserve.config;
+
+import io.etserve.api.DirectErrorPathFilter;
+import io.etserve.api.InferBodyFilter;
+import io.etserve.api.InflightBytes;
+import jakarta.servlet.DispatcherType;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/** The HTTP edge: how request bodies are read and what the public port refuses outright. */
+@Configuration(proxyBeanMethods = false)
+public class HttpConfiguration {
+
+    @Bean
+    InflightBytes inflightBytes(EtServeProperties props) {
+        return new InflightBytes(props.inference().maxInflightRequestBytes().toBytes());
+    }
+
+    @Bean
+    FilterRegistrationBean<InferBodyFilter> inferBodyFilter(InflightBytes inflight, EtServeProperties props) {
+        var registration = new FilterRegistrationBean<>(new InferBodyFilter(inflight,
+                props.inference().maxRequestSize().toBytes(), props.inference().bodyTimeout()));
+        registration.addUrlPatterns("/v2/models/*");
+        registration.setDispatcherTypes(DispatcherType.REQUEST, DispatcherType.ASYNC);
+        registration.setAsyncSupported(true);
+        return registration;
+    }
+
+    @Bean
+    FilterRegistrationBean<DirectErrorPathFilter> directErrorPathFilter(
+            @Value("${server.error.path:/error}") String errorPath) {
+        var registration = new FilterRegistrationBean<>(new DirectErrorPathFilter());
+        registration.addUrlPatterns(errorPath);
+        registration.setDispatcherTypes(DispatcherType.REQUEST);
+        return registration;
+    }
+}
