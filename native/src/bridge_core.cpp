@@ -166,6 +166,11 @@ MethodSignature ProgramHandle::signature(const std::string& method) const {
     if (!name.ok()) fail(name.error(), "cannot read backend name " + std::to_string(i));
     sig.backends.emplace_back(*name);
   }
+  for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
+    auto size = meta->memory_planned_buffer_size(i);
+    if (!size.ok()) fail(size.error(), "cannot read planned buffer " + std::to_string(i));
+    sig.planned_buffers.push_back(*size);
+  }
   return sig;
 }
 

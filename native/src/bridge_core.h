@@ -54,6 +54,9 @@ struct MethodSignature {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   std::vector<std::string> backends;
+  // Bytes of each memory-planned buffer: what every instance of the method allocates. Read
+  // before any instance exists, so the service can refuse a program that asks for too much.
+  std::vector<int64_t> planned_buffers;
 };
 
 // One input handed over without copying: the memory belongs to the caller for the call.

@@ -169,6 +169,8 @@ JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_methodSignatur
     std::vector<int64_t> encoded;
     encode(encoded, sig.inputs);
     encode(encoded, sig.outputs);
+    encoded.push_back(static_cast<int64_t>(sig.planned_buffers.size()));
+    encoded.insert(encoded.end(), sig.planned_buffers.begin(), sig.planned_buffers.end());
     return to_java(env, encoded);
   });
 }

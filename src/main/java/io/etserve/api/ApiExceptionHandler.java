@@ -25,13 +25,21 @@ class ApiExceptionHandler {
 
     private static final Logger log = LoggerFactory.getLogger(ApiExceptionHandler.class);
 
+    private final PublicMessages messages;
+
+    ApiExceptionHandler(PublicMessages messages) {
+        this.messages = messages;
+    }
+
     @ExceptionHandler(ApiException.class)
     ResponseEntity<ProtocolDtos.ErrorBody> api(ApiException e) {
         ResponseEntity.BodyBuilder b = ResponseEntity.status(e.status()).contentType(MediaType.APPLICATION_JSON);
         if (e.retryAfter() != null) {
-            b.header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, e.retryAfter().toSeconds())));
+            // Whole seconds, rounded up: a client told "0" would retry at once.
+            long seconds = (e.retryAfter().toMillis() + 999) / 1000;
+            b.header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, seconds)));
         }
-        return b.body(new ProtocolDtos.ErrorBody(e.getMessage()));
+        return b.body(new ProtocolDtos.ErrorBody(messages.redact(e.getMessage())));
     }
 
     @ExceptionHandler({InvalidRequestException.class, InvalidInputException.class,
@@ -47,7 +55,7 @@ class ApiExceptionHandler {
 
     @ExceptionHandler(ModelUnavailableException.class)
     ResponseEntity<ProtocolDtos.ErrorBody> unavailable(ModelUnavailableException e) {
-        return error(HttpStatus.SERVICE_UNAVAILABLE, e.getMessage());
+        return api(new ApiException(HttpStatus.SERVICE_UNAVAILABLE, e.getMessage(), e.retryAfter()));
     }
 
     @ExceptionHandler(OverloadedException.class)
@@ -74,8 +82,8 @@ class ApiExceptionHandler {
         return error(HttpStatus.INTERNAL_SERVER_ERROR, "internal error: " + e.getClass().getSimpleName());
     }
 
-    private static ResponseEntity<ProtocolDtos.ErrorBody> error(HttpStatus status, String message) {
+    private ResponseEntity<ProtocolDtos.ErrorBody> error(HttpStatus status, String message) {
         return ResponseEntity.status(status).contentType(MediaType.APPLICATION_JSON)
-                .body(new ProtocolDtos.ErrorBody(message == null ? status.getReasonPhrase() : message));
+                .body(new ProtocolDtos.ErrorBody(message == null ? status.getReasonPhrase() : messages.redact(message)));
     }
 }

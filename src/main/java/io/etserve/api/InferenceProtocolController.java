@@ -46,10 +46,11 @@ public class InferenceProtocolController {
     private final long maxRequestBytes;
     private final String version;
     private final InflightBytes inflight;
+    private final PublicMessages messages;
 
     public InferenceProtocolController(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             ProbeHealth probes, InferRequestDecoder decoder, InferResponseEncoder encoder, DecodeLimits limits, long maxRequestBytes,
-            String version, InflightBytes inflight) {
+            String version, InflightBytes inflight, PublicMessages messages) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
@@ -60,6 +61,7 @@ public class InferenceProtocolController {
         this.maxRequestBytes = maxRequestBytes;
         this.version = version;
         this.inflight = inflight;
+        this.messages = messages;
     }
 
     @GetMapping({"", "/"})
@@ -95,7 +97,7 @@ public class InferenceProtocolController {
         String reason = inference.whyNotServing(state).or(readiness::whyNotReady).orElse(null);
         boolean ready = reason == null;
         return ResponseEntity.status(ready ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE)
-                .body(new ProtocolDtos.ModelReady(state.name(), ready, reason));
+                .body(new ProtocolDtos.ModelReady(state.name(), ready, messages.redact(reason)));
     }
 
     @PostMapping({"/models/{model}/infer", "/models/{model}/versions/{version}/infer"})
@@ -104,7 +106,9 @@ public class InferenceProtocolController {
             throws IOException {
         var refused = readiness.whyNotAccepting();
         if (refused.isPresent()) {
-            throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get());
+            // Shutting down or not yet started: another replica (or this one, soon) can take it.
+            throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get(),
+                    java.time.Duration.ofSeconds(1));
         }
         EncodedResponse encoded;
         Object read = http.getAttribute(InferBodyFilter.BODY);

@@ -70,6 +70,9 @@ public record EtServeProperties(
      * @param maxInflightRequestBytes request bodies held at once, all models together: bodies are
      *     decoded before a model admits them, so this bounds their memory (503 above); a body
      *     counts what has arrived, not what it declares
+     * @param maxPlannedMemory planned working memory one instance of a model may allocate (a
+     *     model's config.yml {@code max-planned-memory} overrides it); refused at load above
+     * @param maxPlannedMemoryPerModel planned working memory of all instances of one model version
      * @param bodyTimeout longest time a request body may take to arrive (408 after it); bodies
      *     are read without holding a request thread, so this bounds connections, not threads
      */
@@ -81,7 +84,9 @@ public record EtServeProperties(
             @DefaultValue("64") int maxInputs,
             @DefaultValue("false") boolean strictReadiness,
             @DefaultValue("512MB") DataSize maxInflightRequestBytes,
-            @DefaultValue("60s") Duration bodyTimeout) {}
+            @DefaultValue("60s") Duration bodyTimeout,
+            @DefaultValue("2GB") DataSize maxPlannedMemory,
+            @DefaultValue("8GB") DataSize maxPlannedMemoryPerModel) {}
 
     /** @param failFastCallerStream refuse to start unless exactly one caller-stream library is loaded */
     public record Health(@DefaultValue("true") boolean failFastCallerStream) {}

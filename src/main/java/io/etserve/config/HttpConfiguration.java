@@ -3,6 +3,7 @@ package io.etserve.config;
 import io.etserve.api.DirectErrorPathFilter;
 import io.etserve.api.InferBodyFilter;
 import io.etserve.api.InflightBytes;
+import io.etserve.api.PublicMessages;
 import jakarta.servlet.DispatcherType;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
@@ -16,6 +17,11 @@ public class HttpConfiguration {
     @Bean
     InflightBytes inflightBytes(EtServeProperties props) {
         return new InflightBytes(props.inference().maxInflightRequestBytes().toBytes());
+    }
+
+    @Bean
+    PublicMessages publicMessages(EtServeProperties props) {
+        return new PublicMessages(props.modelRepository());
     }
 
     @Bean

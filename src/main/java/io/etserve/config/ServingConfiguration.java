@@ -57,7 +57,13 @@ public class ServingConfiguration {
         };
         ModelLoader loader = new ModelLoader(verification, pools, node,
                 new ModelLoader.Instances(props.inference().defaultInstances(), props.cuda().defaultInstances()),
-                new HashSet<>(props.cuda().gpuBackends()), props.inference().maxElementsPerTensor(), placement);
+                new HashSet<>(props.cuda().gpuBackends()), props.inference().maxElementsPerTensor(), placement,
+                new ModelLoader.PlannedMemoryLimits(props.inference().maxPlannedMemory().toBytes(),
+                        props.inference().maxPlannedMemoryPerModel().toBytes()));
+        if (verification == Program.Verification.MINIMAL) {
+            org.slf4j.LoggerFactory.getLogger(ModelLoader.class).info("etserve.native.verification=minimal applies "
+                    + "only to programs whose declared sha256 matches; the others are verified fully");
+        }
         return new ModelRegistry(props.modelRepository(), loader, metrics);
     }
 
@@ -97,13 +103,14 @@ public class ServingConfiguration {
 
     @Bean
     InferenceProtocolController inferenceProtocolController(ModelRegistry registry, InferenceService inference,
-            ServerReadiness readiness, ProbeHealth probes, EtServeProperties props, InflightBytes inflight) {
+            ServerReadiness readiness, ProbeHealth probes, EtServeProperties props, InflightBytes inflight,
+            io.etserve.api.PublicMessages messages) {
         String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         return new InferenceProtocolController(registry, inference, readiness, probes, new InferRequestDecoder(),
                 new InferResponseEncoder(),
                 new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
                 props.inference().maxRequestSize().toBytes(), version == null ? "dev" : version,
-                inflight);
+                inflight, messages);
     }
 
     @Bean

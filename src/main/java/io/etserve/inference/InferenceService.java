@@ -114,7 +114,7 @@ public final class InferenceService {
             } catch (ProgramInstance.InstanceClosedException e) {
                 admitted.ignored();
                 failed(model, InferenceObserver.FailureReason.OTHER, start);
-                throw new ModelUnavailableException("model '" + model.name() + "' is unloading");
+                throw new ModelUnavailableException("model '" + model.name() + "' is unloading", java.time.Duration.ofSeconds(1));
             } catch (RuntimeException e) {
                 // Includes a stream that could not be synchronized on release (a CUDA fault).
                 throw backendFailure(model, admitted, device, executing, start, e);

@@ -26,11 +26,14 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  * data-files: [weights.ptd]  # named-data files in the version directory (default: every *.ptd there)
  * warmup: 2                  # calls per instance before ready: a count (zeros), or
  *                            # { samples: 2, data: random }
+ * sha256: 9f86d08...         # model.pte's digest, checked at load (or a model.pte.sha256 file)
+ * max-planned-memory: 2GB    # planned working memory per instance (default etserve.inference.max-planned-memory)
  * </pre>
  */
 public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
         Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices,
-        Optional<Placement> placement, Warmup warmup, Optional<List<String>> dataFiles) {
+        Optional<Placement> placement, Warmup warmup, Optional<List<String>> dataFiles, Optional<String> sha256,
+        Optional<Long> maxPlannedMemory) {
 
     /** Where a model runs when its config.yml says so; otherwise its delegates decide. */
     public enum Placement {
@@ -43,7 +46,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
     public ModelConfig(String method, List<String> inputNames, List<String> outputNames, Optional<Integer> instances,
             Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
         this(method, inputNames, outputNames, instances, maxElementsPerTensor, devices, Optional.empty(), Warmup.NONE,
-                Optional.empty());
+                Optional.empty(), Optional.empty(), Optional.empty());
     }
 
     public static final String FILE_NAME = "config.yml";
@@ -95,7 +98,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
         }
         for (Object key : map.keySet()) {
             if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor", "devices",
-                    "placement", "warmup", "data-files").contains(key)) {
+                    "placement", "warmup", "data-files", "sha256", "max-planned-memory").contains(key)) {
                 throw new InvalidModelConfigException(file + ": unknown key '" + key + "'");
             }
         }
@@ -106,7 +109,34 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
         return new ModelConfig(method, names(file, "inputs", map.get("inputs")),
                 names(file, "outputs", map.get("outputs")), instances, maxElements, devices(file, map.get("devices")),
                 placement(file, map.get("placement")), warmup(file, map.get("warmup")),
-                dataFiles(file, map.get("data-files")));
+                dataFiles(file, map.get("data-files")), sha256(file, map.get("sha256")),
+                byteSize(file, "max-planned-memory", map.get("max-planned-memory")));
+    }
+
+    private static Optional<String> sha256(Path file, Object v) {
+        if (v == null) {
+            return Optional.empty();
+        }
+        return ProgramIntegrity.parse(String.valueOf(v)).or(() -> {
+            throw new InvalidModelConfigException(file + ": 'sha256' must be 64 hex digits (sha256sum model.pte)");
+        });
+    }
+
+    /** Bytes as a number or with a unit ({@code 512MB}, {@code 2GB}). */
+    private static Optional<Long> byteSize(Path file, String key, Object v) {
+        if (v == null) {
+            return Optional.empty();
+        }
+        try {
+            long bytes = v instanceof Number n ? n.longValue()
+                    : org.springframework.util.unit.DataSize.parse(String.valueOf(v).strip()).toBytes();
+            if (bytes <= 0) {
+                throw new IllegalArgumentException("not positive");
+            }
+            return Optional.of(bytes);
+        } catch (IllegalArgumentException e) {
+            throw new InvalidModelConfigException(file + ": '" + key + "' must be a positive size such as 512MB");
+        }
     }
 
     /** File names inside the version directory: no paths, so a config cannot reach outside it. */

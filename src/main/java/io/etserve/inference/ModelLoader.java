@@ -32,6 +32,7 @@ public final class ModelLoader {
     private final Set<String> gpuBackends;
     private final long defaultMaxElements;
     private final DevicePlacement.Policy placement;
+    private final PlannedMemoryLimits plannedLimits;
     private final java.util.concurrent.atomic.AtomicInteger loadedModels = new java.util.concurrent.atomic.AtomicInteger();
 
     /** Modules per model unless its config.yml sets {@code instances}. */
@@ -44,11 +45,23 @@ public final class ModelLoader {
     }
 
     /**
+     * Planned working memory a model file may ask for: each instance allocates its method's
+     * planned buffers, sized by the file, so an untrusted 5 KB program could otherwise ask for
+     * gigabytes per instance.
+     *
+     * @param perInstance default cap for one instance (config.yml {@code max-planned-memory} overrides)
+     * @param perModel cap for all instances of one model version together
+     */
+    public record PlannedMemoryLimits(long perInstance, long perModel) {}
+
+    /**
+     * @param verification the configured check: {@code MINIMAL} only applies to files whose
+     *     declared sha256 matched (see {@link ProgramIntegrity})
      * @param gpuBackends delegates that run on a CUDA device: a program using one of them is a GPU model
      */
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
-            DevicePlacement.Policy placement) {
+            DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits) {
         this.verification = verification;
         this.streamPools = streamPools;
         this.node = node;
@@ -56,12 +69,16 @@ public final class ModelLoader {
         this.gpuBackends = Set.copyOf(gpuBackends);
         this.defaultMaxElements = defaultMaxElements;
         this.placement = placement;
+        this.plannedLimits = plannedLimits;
     }
 
     public ModelVersionState load(String name, String version, Path file, ModelConfig config) {
         Program program;
         try {
-            program = Program.load(file, verification, dataFiles(file, config));
+            ProgramIntegrity.Verdict verdict = ProgramIntegrity.check(file, config, verification);
+            program = Program.load(file, verdict.verification(), dataFiles(file, config));
+        } catch (InvalidModelException e) {
+            return ModelVersionState.failed(name, version, e.getMessage());
         } catch (ExecuTorchException e) {
             return ModelVersionState.failed(name, version, "cannot load " + file.getFileName() + ": " + e.getMessage());
         } catch (java.io.IOException e) {
@@ -87,6 +104,12 @@ public final class ModelLoader {
                 return ModelVersionState.unavailable(model, notRunnable.get());
             }
             Optional<String> gpuDelegate = gpuDelegate(program, methods);
+            long perInstanceCap = config.maxPlannedMemory().orElse(plannedLimits.perInstance());
+            if (signature.plannedBytes() > perInstanceCap) {
+                throw new InvalidModelException("method '" + config.method() + "' plans " + signature.plannedBytes()
+                        + " bytes of working memory per instance, over the limit of " + perInstanceCap
+                        + " (max-planned-memory in config.yml raises it for this model)");
+            }
             ModelConfig.Placement where = config.placement()
                     .orElse(gpuDelegate.isPresent() ? ModelConfig.Placement.GPU : ModelConfig.Placement.CPU);
             if (where == ModelConfig.Placement.CPU && gpuDelegate.isPresent()) {
@@ -99,6 +122,15 @@ public final class ModelLoader {
                             loadedModels.getAndIncrement())
                     : List.of();
             InstancePool pool;
+            int instanceCount = devices.isEmpty() ? config.instances().orElse(defaultInstances.cpu())
+                    : devices.size() * config.instances().orElse(defaultInstances.perGpu());
+            long modelPlanned = signature.plannedBytes() > Long.MAX_VALUE / instanceCount ? Long.MAX_VALUE
+                    : signature.plannedBytes() * instanceCount;
+            if (modelPlanned > plannedLimits.perModel()) {
+                throw new InvalidModelException(instanceCount + " instances x " + signature.plannedBytes()
+                        + " bytes of planned memory = " + modelPlanned + " bytes, over the per-model limit of "
+                        + plannedLimits.perModel() + " (etserve.inference.max-planned-memory-per-model)");
+            }
             if (!devices.isEmpty()) {
                 int perDevice = config.instances().orElse(defaultInstances.perGpu());
                 List<GpuInstancePool> pools = new ArrayList<>();

@@ -57,9 +57,10 @@ public final class ResilientAdmission implements ModelAdmission {
     public Admission admit(LoadedModel model) {
         Guards g = guards(model);
         if (!g.breaker().tryAcquirePermission()) {
+            long waitMillis = g.breaker().getCircuitBreakerConfig().getWaitIntervalFunctionInOpenState().apply(1);
             throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
                     + " is failing; its circuit breaker is " + g.breaker().getState() + " (retrying after "
-                    + g.breaker().getCircuitBreakerConfig().getWaitIntervalFunctionInOpenState().apply(1) + " ms)");
+                    + waitMillis + " ms)", java.time.Duration.ofMillis(waitMillis));
         }
         if (!g.bulkhead().tryAcquirePermission()) {
             g.breaker().releasePermission();

@@ -17,7 +17,10 @@ final class NativeBridge {
 
     static native String[] methodNames(long program);
 
-    /** [numInputs, (tag, dtype, rank, dims...)*, numOutputs, (tag, dtype, rank, dims...)*]. */
+    /**
+     * [numInputs, (tag, dtype, dynamism, rank, dims...)*, numOutputs, (tag, dtype, dynamism, rank,
+     * dims...)*, numPlannedBuffers, bytes...].
+     */
     static native long[] methodSignature(long program, String method);
 
     static native String[] methodBackends(long program, String method);

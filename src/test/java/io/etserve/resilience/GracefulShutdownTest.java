@@ -61,7 +61,9 @@ class GracefulShutdownTest {
                 return Result.OK;
             }
             if (response.startsWith("HTTP/1.1 503")) {
-                return Result.UNAVAILABLE;
+                // Refused while draining: fine, if it tells the client when to retry.
+                return response.toLowerCase(java.util.Locale.ROOT).contains("\r\nretry-after:") ? Result.UNAVAILABLE
+                        : Result.LOST;
             }
             return response.isEmpty() ? Result.REFUSED : Result.LOST;
         } catch (IOException e) {

@@ -150,6 +150,8 @@ class ResilienceApiTest {
         Http.Response open = http.post("/v2/models/failing/infer", probe(0));
         assertThat(open.status()).isEqualTo(503);
         assertThat(open.json().path("error").asString()).contains("circuit breaker");
+        // The breaker's open interval (1 s here) tells clients when to come back.
+        assertThat(open.header("Retry-After")).isEqualTo("1");
         Http.Response ready = http.get("/v2/models/failing/ready");
         assertThat(ready.status()).isEqualTo(503);
         assertThat(ready.json().path("reason").asString()).contains("circuit breaker");

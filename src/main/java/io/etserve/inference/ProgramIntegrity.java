@@ -1,0 +1,101 @@
+package io.etserve.inference;
+
+
+import io.etserve.runtime.Program;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.regex.Pattern;
+
+/**
+ * What a program file is trusted to be. A model may declare the SHA-256 of its {@code model.pte}
+ * ({@code sha256:} in config.yml, or a {@code model.pte.sha256} file beside it in
+ * {@code sha256sum} format); it is checked at load, so a flipped byte is refused instead of
+ * serving different numbers.
+ *
+ * <p>ExecuTorch's {@code minimal} verification skips the structural check of the file, and a
+ * malformed file then crashes the process (seen: a root table offset into the header, a flipped
+ * byte of a delegate entry). So {@code etserve.native.verification=minimal} applies only to
+ * files whose declared digest matched: the operator vouched for those exact bytes. Every other
+ * file is verified fully.
+ */
+public final class ProgramIntegrity {
+
+    public static final String SIDECAR_SUFFIX = ".sha256";
+    private static final Pattern HEX64 = Pattern.compile("[0-9a-fA-F]{64}");
+    private static final int MAX_SIDECAR_BYTES = 4096;
+
+    private ProgramIntegrity() {}
+
+    /** The verification a file gets, and whether its digest was checked. */
+    public record Verdict(Program.Verification verification, Optional<String> sha256) {}
+
+    /**
+     * Checks the declared digest, if any, and picks the verification.
+     *
+     * @throws InvalidModelException when a digest is declared and does not match, or is malformed
+     */
+    public static Verdict check(Path program, ModelConfig config, Program.Verification configured) throws IOException {
+        Optional<String> declared = declared(program, config);
+        if (declared.isEmpty()) {
+            return new Verdict(Program.Verification.INTERNAL_CONSISTENCY, Optional.empty());
+        }
+        String actual = sha256(program);
+        if (!actual.equals(declared.get())) {
+            throw new ModelLoader.InvalidModelException(program.getFileName() + " does not match its declared sha256: expected "
+                    + declared.get() + ", the file has " + actual);
+        }
+        return new Verdict(configured, Optional.of(actual));
+    }
+
+    /** The digest config.yml or the sidecar file declares (lower-case hex); both must agree. */
+    static Optional<String> declared(Path program, ModelConfig config) throws IOException {
+        Optional<String> fromConfig = config.sha256();
+        Path sidecar = program.resolveSibling(program.getFileName() + SIDECAR_SUFFIX);
+        Optional<String> fromFile = Optional.empty();
+        if (Files.isRegularFile(sidecar)) {
+            byte[] bytes;
+            try (InputStream in = Files.newInputStream(sidecar)) {
+                bytes = in.readNBytes(MAX_SIDECAR_BYTES);
+            }
+            String first = new String(bytes, StandardCharsets.US_ASCII).strip().split("\\s+", 2)[0];
+            if (!HEX64.matcher(first).matches()) {
+                throw new ModelLoader.InvalidModelException(sidecar.getFileName()
+                        + " must start with 64 hex digits (the output of sha256sum)");
+            }
+            fromFile = Optional.of(first.toLowerCase(Locale.ROOT));
+        }
+        if (fromConfig.isPresent() && fromFile.isPresent() && !fromConfig.equals(fromFile)) {
+            throw new ModelLoader.InvalidModelException("config.yml and " + sidecar.getFileName() + " declare different sha256 digests");
+        }
+        return fromConfig.isPresent() ? fromConfig : fromFile;
+    }
+
+    /** A digest as config.yml may write it: 64 hex digits, returned in lower case. */
+    static Optional<String> parse(String value) {
+        return HEX64.matcher(value).matches() ? Optional.of(value.toLowerCase(Locale.ROOT)) : Optional.empty();
+    }
+
+    static String sha256(Path file) throws IOException {
+        MessageDigest digest;
+        try {
+            digest = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is part of every Java runtime", e);
+        }
+        byte[] buffer = new byte[1 << 20];
+        try (InputStream in = Files.newInputStream(file)) {
+            for (int n; (n = in.read(buffer)) > 0; ) {
+                digest.update(buffer, 0, n);
+            }
+        }
+        return HexFormat.of().formatHex(digest.digest());
+    }
+}
