@@ -126,6 +126,16 @@ class HelmChartTest {
     }
 
     @Test
+    void managementCanBeBoundToThePodAddressOnly() {
+        assertThat(env(mainContainer(render(Map.of())))).doesNotContainKey("MANAGEMENT_SERVER_ADDRESS");
+        Map<String, Object> podIp = byName(list(mainContainer(render(Map.of("ports.managementAddress", "podIP"))), "env"))
+                .get("MANAGEMENT_SERVER_ADDRESS");
+        assertThat(get(podIp, "valueFrom", "fieldRef", "fieldPath")).isEqualTo("status.podIP");
+        assertThat(env(mainContainer(render(Map.of("ports.managementAddress", "10.1.2.3")))))
+                .containsEntry("MANAGEMENT_SERVER_ADDRESS", "10.1.2.3");
+    }
+
+    @Test
     void configMapCarriesValuesConfigAndTheChartOwnedSettings() throws IOException {
         Path values = write("config.yaml", """
                 config:
