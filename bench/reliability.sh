@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Reliability suite: starts the packaged service on loopback over a repository of demo models,
+# crafted and bit-flipped program files, then runs io.etserve.bench.ReliabilityCheck against it:
+# hostile requests, corrupt files (verification=minimal), slow clients, overload, a soak.
+# Writes target/bench/reliability.txt; exits 1 when a check failed. Takes about 2 min + the soak.
+#   bench/reliability.sh                 (RELIABILITY_SOAK_SECONDS=120, RELIABILITY_PORT=18090)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=$ROOT/target/bench
+PORT=${RELIABILITY_PORT:-18090}
+MGMT_PORT=$((PORT + 1))
+SOAK=${RELIABILITY_SOAK_SECONDS:-120}
+JAR=$ROOT/target/etserve-0.1.0-SNAPSHOT.jar
+log() { printf '[reliability %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+mkdir -p "$OUT"
+
+if [[ ! -f $JAR ]] || [[ -n $(find src/main native pom.xml application.yml -newer "$JAR" -type f -print -quit) ]]; then
+  log "building the service jar (mvn -q -DskipTests package)"
+  mvn -B -q -DskipTests package
+fi
+mvn -B -q -DskipNative=true test-compile
+mvn -B -q dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$OUT/classpath.txt"
+CP="$ROOT/target/test-classes:$ROOT/target/classes:$(cat "$OUT/classpath.txt")"
+
+REPO=$OUT/reliability-models
+rm -rf "$REPO"
+java -cp "$CP" io.etserve.bench.ReliabilityCheck prepare "$REPO"
+cp "$JAR" "$OUT/etserve-reliability.jar"
+log "starting the service on 127.0.0.1:$PORT (log: $OUT/reliability-server.log)"
+java -Xmx1g --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve-reliability.jar" \
+  --server.address=127.0.0.1 --server.port="$PORT" \
+  --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
+  --etserve.model-repository="$REPO" --etserve.native.verification=minimal \
+  --etserve.inference.queue-timeout=50ms --etserve.inference.body-timeout=10s \
+  > "$OUT/reliability-server.log" 2>&1 &
+SERVER_PID=$!
+trap 'kill $SERVER_PID 2>/dev/null; wait $SERVER_PID 2>/dev/null || true' EXIT
+for _ in $(seq 120); do
+  kill -0 "$SERVER_PID" 2>/dev/null || { tail -40 "$OUT/reliability-server.log" >&2; echo "the service exited" >&2; exit 1; }
+  (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+  sleep 1
+done
+for _ in $(seq 120); do
+  code=$(exec 3<>"/dev/tcp/127.0.0.1/$PORT"; printf 'GET /v2/health/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3; head -c 12 <&3 | tail -c 3) || true
+  [[ $code == 200 ]] && break
+  sleep 1
+done
+{
+  echo "reliability suite, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "host: $(nproc) CPUs; service: java -jar, 127.0.0.1:$PORT, verification=minimal, queue-timeout=50ms, body-timeout=10s"
+  status=0
+  java -cp "$CP" -Dreliability.repository="$REPO" io.etserve.bench.ReliabilityCheck run "$PORT" "$SERVER_PID" "$SOAK" || status=$?
+  kill -0 "$SERVER_PID" 2>/dev/null && echo "service process alive at the end: yes" || { echo "service process alive at the end: NO"; status=1; }
+  exit $status
+} 2>&1 | tee "$OUT/reliability.txt"

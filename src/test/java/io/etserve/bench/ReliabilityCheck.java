@@ -1,0 +1,439 @@
+package io.etserve.bench;
+
+import io.etserve.support.RawConnection;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The reliability suite's client (driven by {@code bench/reliability.sh}): tries to break the
+ * running service the way attackers and clumsy clients do, on loopback, and writes a report of
+ * counts. Every step ends by checking the service still serves. Exit status 1 when any check
+ * failed.
+ *
+ * <pre>
+ *   prepare DIR                     write the model repository (demo models, crafted and flipped files)
+ *   run PORT PID SOAK_SECONDS       hostile list, corrupt files, slow clients, overload, soak
+ * </pre>
+ */
+public final class ReliabilityCheck {
+
+    static final String DEMO = "/v2/models/demo-portable/infer";
+    static final String DEMO_BODY = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":["
+            + "0.5,".repeat(15) + "0.5]}]}";
+    static final int FLIPPED_FILES = 40;
+
+    private final int port;
+    private final long pid;
+    private final PrintStream out;
+    private final List<String> failures = new ArrayList<>();
+
+    ReliabilityCheck(int port, long pid, PrintStream out) {
+        this.port = port;
+        this.pid = pid;
+        this.out = out;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length >= 2 && args[0].equals("prepare")) {
+            prepare(Path.of(args[1]), Path.of("."));
+            return;
+        }
+        if (args.length != 4 || !args[0].equals("run")) {
+            System.err.println("usage: prepare DIR | run PORT PID SOAK_SECONDS");
+            System.exit(2);
+        }
+        ReliabilityCheck check = new ReliabilityCheck(Integer.parseInt(args[1]), Long.parseLong(args[2]), System.out);
+        check.hostileRequests();
+        check.corruptFiles();
+        check.slowClients();
+        check.overload();
+        check.soak(Integer.parseInt(args[3]));
+        check.out.println();
+        check.out.println(check.failures.isEmpty() ? "RESULT: all checks held"
+                : "RESULT: " + check.failures.size() + " check(s) failed: " + check.failures);
+        System.exit(check.failures.isEmpty() ? 0 : 1);
+    }
+
+    // ---- the repository ------------------------------------------------------------------------
+
+    /** Demo models, the crafted files, and seeded single-byte flips of demo-xnnpack (no digests). */
+    static void prepare(Path dir, Path repoRoot) throws IOException {
+        for (String m : List.of("demo-portable", "demo-xnnpack")) {
+            copy(repoRoot.resolve("models").resolve(m), dir.resolve(m));
+        }
+        copy(repoRoot.resolve("src/test/resources/models/mobilenet-v3-small"), dir.resolve("mobilenet"));
+        Path crafted = repoRoot.resolve("src/test/resources/corrupt");
+        try (var files = Files.list(crafted)) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".pte")).sorted().toList()) {
+                String name = "crafted-" + f.getFileName().toString().replace(".pte", "");
+                Files.createDirectories(dir.resolve(name).resolve("1"));
+                Files.copy(f, dir.resolve(name).resolve("1/model.pte"));
+            }
+        }
+        byte[] good = Files.readAllBytes(repoRoot.resolve("models/demo-xnnpack/1/model.pte"));
+        Random random = new Random(20261203);
+        for (int i = 0; i < FLIPPED_FILES; i++) {
+            byte[] bad = good.clone();
+            int at = random.nextInt(bad.length);
+            bad[at] ^= (byte) (1 << random.nextInt(8));
+            Path v = Files.createDirectories(dir.resolve(String.format("flipped-%02d-at-%d", i, at)).resolve("1"));
+            Files.write(v.resolve("model.pte"), bad);
+        }
+    }
+
+    private static void copy(Path from, Path to) throws IOException {
+        try (var walk = Files.walk(from)) {
+            for (Path p : walk.toList()) {
+                Path target = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p)) {
+                    Files.createDirectories(target);
+                } else {
+                    Files.copy(p, target);
+                }
+            }
+        }
+    }
+
+    // ---- checks --------------------------------------------------------------------------------
+
+    private void check(boolean ok, String what) {
+        out.println((ok ? "  ok    " : "  FAIL  ") + what);
+        if (!ok) {
+            failures.add(what);
+        }
+    }
+
+    private void section(String title) {
+        out.println();
+        out.println("== " + title);
+    }
+
+    /** The service answers live and serves the demo model, on a fresh connection. */
+    private boolean serving() {
+        try (RawConnection c = RawConnection.open(port, 10_000)) {
+            return c.exchange("GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n").status() == 200
+                    && c.exchange(RawConnection.post(DEMO, DEMO_BODY)).status() == 200;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    static String req(String method, String path, Map<String, String> headers, byte[] body) {
+        StringBuilder b = new StringBuilder(method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+        headers.forEach((k, v) -> b.append(k).append(": ").append(v).append("\r\n"));
+        if (body != null && !headers.containsKey("Transfer-Encoding")) {
+            b.append("Content-Length: ").append(body.length).append("\r\n");
+        }
+        return b.append("\r\n").toString() + (body == null ? "" : new String(body, StandardCharsets.ISO_8859_1));
+    }
+
+    static String json(String path, String body) {
+        return req("POST", path, Map.of("Content-Type", "application/json"), body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** name -> raw request: each must get a 4xx (never 5xx, never a dropped connection). */
+    static Map<String, String> hostileList() {
+        Map<String, String> h = new LinkedHashMap<>();
+        String x16 = "\"shape\":[1,16],\"data\":[" + "0,".repeat(15) + "0]";
+        h.put("malformed json", json(DEMO, "{\"inputs\": [}"));
+        h.put("empty body", json(DEMO, ""));
+        h.put("not an object", json(DEMO, "[1,2,3]"));
+        h.put("deep nesting", json(DEMO, "[".repeat(5000) + "]".repeat(5000)));
+        h.put("huge number", json(DEMO, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":[1e999999"
+                + ",0".repeat(15) + "]}]}"));
+        h.put("huge shape", json(DEMO, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[99999999999,99999999999],\"data\":[]}]}"));
+        h.put("negative shape", json(DEMO, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[-1,16],\"data\":[]}]}"));
+        h.put("wrong dtype", json(DEMO, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\"," + x16 + "}]}"));
+        h.put("unknown dtype", json(DEMO, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP128\"," + x16 + "}]}"));
+        h.put("wrong shape", json(DEMO, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,8],\"data\":["
+                + "0,".repeat(7) + "0]}]}"));
+        h.put("count mismatch", json(DEMO, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":[0]}]}"));
+        h.put("strings as data", json(DEMO, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":["
+                + "\"a\",".repeat(15) + "\"a\"]}]}"));
+        h.put("duplicate input", json(DEMO, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\"," + x16
+                + "},{\"name\":\"x\",\"datatype\":\"FP32\"," + x16 + "}]}"));
+        h.put("unknown input", json(DEMO, "{\"inputs\":[{\"name\":\"nope\",\"datatype\":\"FP32\"," + x16 + "}]}"));
+        h.put("unknown output", json(DEMO, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\"," + x16
+                + "}],\"outputs\":[{\"name\":\"nope\"}]}"));
+        h.put("binary size too big", req("POST", DEMO, Map.of("Content-Type", "application/octet-stream",
+                "Inference-Header-Content-Length", "120"), ("{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],"
+                + "\"parameters\":{\"binary_data_size\":6400}}]}").getBytes(StandardCharsets.UTF_8)));
+        h.put("header length past body", req("POST", DEMO, Map.of("Inference-Header-Content-Length", "99999"),
+                "{}".getBytes(StandardCharsets.UTF_8)));
+        h.put("negative header length", req("POST", DEMO, Map.of("Inference-Header-Content-Length", "-5"),
+                "{}".getBytes(StandardCharsets.UTF_8)));
+        h.put("unknown model", json("/v2/models/nope/infer", DEMO_BODY));
+        h.put("path traversal", json("/v2/models/..%2F..%2Fetc%2Fpasswd/infer", DEMO_BODY));
+        h.put("dot-dot model", json("/v2/models/../infer", DEMO_BODY));
+        h.put("unicode model", json("/v2/models/%E2%98%83/infer", DEMO_BODY));
+        h.put("long model name", json("/v2/models/" + "a".repeat(4000) + "/infer", DEMO_BODY));
+        h.put("bad version", json("/v2/models/demo-portable/versions/-1/infer", DEMO_BODY));
+        h.put("huge version", json("/v2/models/demo-portable/versions/99999999999999999999/infer", DEMO_BODY));
+        h.put("NUL in name", json("/v2/models/a%00b/infer", DEMO_BODY));
+        h.put("wrong method", req("DELETE", DEMO, Map.of(), null));
+        h.put("GET infer", req("GET", DEMO, Map.of(), null));
+        h.put("declared 100 MB", req("POST", DEMO, Map.of("Content-Type", "application/json",
+                "Content-Length", Long.toString(100L * 1024 * 1024)), null) + "{");
+        h.put("bad chunking", req("POST", DEMO, Map.of("Transfer-Encoding", "chunked"), null) + "zz\r\n{}\r\n0\r\n\r\n");
+        h.put("error page", req("GET", "/error", Map.of(), null));
+        h.put("huge header", req("GET", "/v2", Map.of("X-Big", "a".repeat(64 * 1024)), null));
+        h.put("unknown path", req("GET", "/v2/../../etc/passwd", Map.of(), null));
+        h.put("model metadata traversal", req("GET", "/v2/models/%2e%2e/ready", Map.of(), null));
+        return h;
+    }
+
+    void hostileRequests() {
+        section("hostile and malformed requests");
+        Map<Integer, Integer> statuses = new TreeMap<>();
+        int dropped = 0;
+        int serverErrors = 0;
+        for (Map.Entry<String, String> e : hostileList().entrySet()) {
+            try (RawConnection c = RawConnection.open(port, 15_000)) {
+                int status = c.exchange(e.getValue()).status();
+                statuses.merge(status, 1, Integer::sum);
+                if (status >= 500) {
+                    serverErrors++;
+                    out.println("    " + e.getKey() + " -> " + status);
+                }
+            } catch (IOException ex) {
+                dropped++;
+                out.println("    " + e.getKey() + " -> no response (" + ex.getMessage() + ")");
+            }
+        }
+        out.println("  " + hostileList().size() + " requests, statuses " + statuses);
+        check(serverErrors == 0, "no hostile request got a 5xx (" + serverErrors + ")");
+        check(dropped == 0, "every hostile request got an answer (" + dropped + " without)");
+        check(serving(), "still serving after the hostile list");
+    }
+
+    void corruptFiles() throws IOException {
+        section("corrupt program files (loaded at startup with verification=minimal)");
+        int ready = 0;
+        int refused = 0;
+        List<String> crafted = new ArrayList<>();
+        try (RawConnection c = RawConnection.open(port, 10_000)) {
+            for (String model : modelNames()) {
+                RawConnection.Response r = c.exchange(req("GET", "/v2/models/" + model + "/ready", Map.of(), null));
+                if (model.startsWith("crafted-")) {
+                    crafted.add(model + "=" + r.status());
+                }
+                if (r.status() == 200) {
+                    ready++;
+                } else {
+                    refused++;
+                }
+            }
+        }
+        out.println("  " + FLIPPED_FILES + " single-bit flips of demo-xnnpack + crafted files: " + ready
+                + " models ready, " + refused + " refused; crafted: " + crafted);
+        check(crafted.stream().allMatch(s -> s.endsWith("=503")) && crafted.size() == 3,
+                "the three crafted files are refused at load");
+        check(serving(), "the process survived every file and serves");
+    }
+
+    private List<String> modelNames() {
+        String dir = System.getProperty("reliability.repository");
+        try (var list = Files.list(Path.of(dir))) {
+            return list.map(p -> p.getFileName().toString()).sorted().toList();
+        } catch (IOException e) {
+            throw new IllegalStateException("set -Dreliability.repository", e);
+        }
+    }
+
+    void slowClients() throws Exception {
+        section("slow clients: 64 stalled uploads + 64 trickled chunked bodies");
+        List<Socket> slow = new ArrayList<>();
+        AtomicBoolean trickle = new AtomicBoolean(true);
+        ExecutorService trickler = Executors.newSingleThreadExecutor();
+        try {
+            for (int i = 0; i < 128; i++) {
+                Socket s = new Socket(InetAddress.getLoopbackAddress(), port);
+                s.setSoTimeout(120_000);
+                String head = i < 64
+                        ? "POST " + DEMO + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                                + 64L * 1024 * 1024 + "\r\n\r\n{\"inputs\":["
+                        : "POST " + DEMO + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                + "Transfer-Encoding: chunked\r\n\r\n";
+                s.getOutputStream().write(head.getBytes(StandardCharsets.US_ASCII));
+                slow.add(s);
+            }
+            trickler.submit(() -> {
+                // One byte per chunked connection every 500 ms: alive, never done.
+                while (trickle.get()) {
+                    for (Socket s : slow.subList(64, slow.size())) {
+                        try {
+                            OutputStream o = s.getOutputStream();
+                            o.write("1\r\n \r\n".getBytes(StandardCharsets.US_ASCII));
+                            o.flush();
+                        } catch (IOException closed) {
+                            // answered 408 and closed: expected in the end
+                        }
+                    }
+                    Thread.sleep(500);
+                }
+                return null;
+            });
+            Thread.sleep(1000);
+            long[] millis = new long[200];
+            int ok = 0;
+            try (RawConnection c = RawConnection.open(port, 10_000)) {
+                for (int i = 0; i < millis.length; i++) {
+                    long t = System.nanoTime();
+                    if (c.exchange(RawConnection.post(DEMO, DEMO_BODY)).status() == 200) {
+                        ok++;
+                    }
+                    millis[i] = (System.nanoTime() - t) / 1_000_000;
+                }
+                check(c.exchange("GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n").status() == 200,
+                        "/v2/health/live answers 200 while 128 slow clients are connected");
+            }
+            Arrays.sort(millis);
+            out.println("  200 inference calls meanwhile: " + ok + " x 200, p50 " + millis[100] + " ms, max "
+                    + millis[199] + " ms");
+            check(ok == 200, "every inference call succeeded while slow clients held connections");
+            trickle.set(false);
+            // The body deadline answers each slow client.
+            int answered408 = 0;
+            for (Socket s : slow) {
+                byte[] head = s.getInputStream().readNBytes(12);
+                if (new String(head, StandardCharsets.US_ASCII).equals("HTTP/1.1 408")) {
+                    answered408++;
+                }
+            }
+            out.println("  slow clients answered 408 by the body deadline: " + answered408 + " of " + slow.size());
+            check(answered408 == slow.size(), "every slow client got 408 after body-timeout");
+        } finally {
+            trickle.set(false);
+            trickler.shutdownNow();
+            for (Socket s : slow) {
+                s.close();
+            }
+        }
+        check(serving(), "still serving after the slow clients");
+    }
+
+    void overload() throws Exception {
+        section("overload: 64 keep-alive clients on mobilenet (1 instance, queue-timeout 50ms), 10 s");
+        String body = mobilenetBody();
+        Map<Integer, AtomicLong> statuses = new ConcurrentHashMap<>();
+        AtomicLong withoutRetryAfter = new AtomicLong();
+        AtomicLong reconnects = new AtomicLong();
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        ExecutorService clients = Executors.newFixedThreadPool(64);
+        List<Future<?>> fs = new ArrayList<>();
+        for (int t = 0; t < 64; t++) {
+            fs.add(clients.submit(() -> {
+                RawConnection c = null;
+                while (System.nanoTime() < end) {
+                    try {
+                        if (c == null) {
+                            c = RawConnection.open(port, 30_000);
+                            reconnects.incrementAndGet();
+                        }
+                        RawConnection.Response r = c.exchange(json("/v2/models/mobilenet/infer", body));
+                        statuses.computeIfAbsent(r.status(), k -> new AtomicLong()).incrementAndGet();
+                        if (r.status() == 503 && r.header("retry-after") == null) {
+                            withoutRetryAfter.incrementAndGet();
+                        }
+                        if ("close".equalsIgnoreCase(r.header("connection"))) {
+                            c.close();
+                            c = null;
+                        }
+                    } catch (IOException e) {
+                        c = null;
+                    }
+                }
+                if (c != null) {
+                    c.close();
+                }
+                return null;
+            }));
+        }
+        for (Future<?> f : fs) {
+            f.get();
+        }
+        clients.shutdown();
+        out.println("  statuses " + new TreeMap<>(statuses) + ", connections opened " + reconnects.get() + " (64 = none lost)");
+        check(statuses.keySet().stream().allMatch(s -> s == 200 || s == 503), "overload answers only 200 or 503");
+        check(withoutRetryAfter.get() == 0, "every 503 carries Retry-After");
+        check(reconnects.get() == 64, "no client had to reconnect (503 keeps the connection)");
+        check(serving(), "still serving after the overload");
+    }
+
+    private static String mobilenetBody() {
+        StringBuilder b = new StringBuilder("{\"inputs\":[{\"name\":\"image\",\"datatype\":\"FP32\",\"shape\":[1,3,224,224],\"data\":[");
+        for (int i = 0; i < 3 * 224 * 224; i++) {
+            b.append(i == 0 ? "" : ",").append((i % 7) / 7.0);
+        }
+        return b.append("]}]}").toString();
+    }
+
+    void soak(int seconds) throws Exception {
+        section("soak: 4 keep-alive clients on demo-xnnpack and demo-portable, " + seconds + " s");
+        List<Long> rss = new ArrayList<>();
+        AtomicLong ok = new AtomicLong();
+        AtomicLong bad = new AtomicLong();
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        ExecutorService clients = Executors.newFixedThreadPool(4);
+        List<Future<?>> fs = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            String path = t % 2 == 0 ? "/v2/models/demo-xnnpack/infer" : DEMO;
+            fs.add(clients.submit(() -> {
+                try (RawConnection c = RawConnection.open(port, 30_000)) {
+                    while (System.nanoTime() < end) {
+                        if (c.exchange(RawConnection.post(path, DEMO_BODY)).status() == 200) {
+                            ok.incrementAndGet();
+                        } else {
+                            bad.incrementAndGet();
+                        }
+                    }
+                }
+                return null;
+            }));
+        }
+        while (System.nanoTime() < end) {
+            rss.add(rssKb());
+            Thread.sleep(Math.min(5000, Math.max(1, TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime()))));
+        }
+        for (Future<?> f : fs) {
+            f.get();
+        }
+        clients.shutdown();
+        rss.add(rssKb());
+        long half = rss.get(rss.size() / 2);
+        long last = rss.get(rss.size() - 1);
+        out.println("  " + ok.get() + " x 200, " + bad.get() + " other; RSS " + rss.get(0) / 1024 + " MB at start, "
+                + half / 1024 + " MB at half time, " + last / 1024 + " MB at end (drift over the second half "
+                + (last - half) / 1024 + " MB)");
+        check(bad.get() == 0, "every soak request succeeded");
+    }
+
+    private long rssKb() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/" + pid + "/status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", ""));
+            }
+        }
+        return -1;
+    }
+}
