@@ -109,7 +109,7 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
 
 LABEL org.opencontainers.image.title="etserve" \
       org.opencontainers.image.description="ExecuTorch programs served over the Open Inference Protocol (KServe v2)"
-# Everything written at run time goes to /tmp (Jetty, the JavaCPP cache, the CUDA delegate's
+# Everything written at run time goes to /tmp (Tomcat, the JavaCPP cache, the CUDA delegate's
 # compiled .so), so the root file system can be read-only with a tmpfs at /tmp. That tmpfs
 # must allow exec (JavaCPP and the delegate load libraries from it); Docker's --tmpfs
 # default is noexec: `--tmpfs /tmp:rw,exec,nosuid,nodev,mode=1777`.

@@ -31,8 +31,8 @@ WORK="${ETSERVE_GPU_WORK:-/tmp/etserve-gpu}"
 RESULTS="${OUT:-$ROOT/target/gpu-suite}"
 JUNIT_CONSOLE="org.junit.platform:junit-platform-console-standalone:6.0.3"
 ASSERTJ="org.assertj:assertj-core:3.27.7"
-# What the jlinked JRE needs to run Spring Boot on Jetty (java.desktop: java.beans).
-JRE_MODULES="java.base,java.logging,java.management,java.naming,java.xml,java.sql,java.instrument,java.net.http,jdk.unsupported,jdk.crypto.ec,jdk.management,java.desktop"
+# What the jlinked JRE needs to run Spring Boot (java.desktop: java.beans; java.security.jgss: Tomcat).
+JRE_MODULES="java.base,java.logging,java.management,java.naming,java.xml,java.sql,java.instrument,java.net.http,jdk.unsupported,jdk.crypto.ec,jdk.management,java.desktop,java.security.jgss"
 
 log() { printf '[gpu-suite] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }

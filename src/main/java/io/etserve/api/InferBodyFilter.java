@@ -33,7 +33,6 @@ public final class InferBodyFilter implements Filter {
     static final String BODY = InferBodyFilter.class.getName() + ".body";
 
     private static final Logger log = LoggerFactory.getLogger(InferBodyFilter.class);
-    private static final int CHUNK = 64 * 1024;
 
     private final InflightBytes inflight;
     private final long maxBytes;
@@ -92,7 +91,6 @@ public final class InferBodyFilter implements Filter {
         private final AsyncContext async;
         private final RequestBody body;
         private final AtomicBoolean settled = new AtomicBoolean();
-        private final byte[] chunk = new byte[CHUNK];
 
         Reader(HttpServletRequest request, HttpServletResponse response, AsyncContext async, RequestBody body) {
             this.request = request;
@@ -104,17 +102,14 @@ public final class InferBodyFilter implements Filter {
         @Override
         public void onDataAvailable() throws IOException {
             ServletInputStream in = request.getInputStream();
-            while (!settled.get() && in.isReady()) {
-                int n = in.read(chunk);
-                if (n < 0) {
-                    return;
+            try {
+                while (!settled.get() && in.isReady()) {
+                    if (body.readFrom(in) < 0) {
+                        return;
+                    }
                 }
-                try {
-                    body.append(chunk, 0, n);
-                } catch (ApiException e) {
-                    fail(e, true);
-                    return;
-                }
+            } catch (ApiException e) {
+                fail(e, true);
             }
         }
 

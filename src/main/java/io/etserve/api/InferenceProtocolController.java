@@ -129,9 +129,8 @@ public class InferenceProtocolController {
     private RequestBody readBlocking(HttpServletRequest http) throws IOException {
         RequestBody body = new RequestBody(inflight, maxRequestBytes, http.getContentLengthLong());
         try (InputStream in = http.getInputStream()) {
-            byte[] chunk = new byte[64 * 1024];
-            for (int n; (n = in.read(chunk)) >= 0; ) {
-                body.append(chunk, 0, n);
+            while (body.readFrom(in) >= 0) {
+                // until the end of the body
             }
             return body;
         } catch (IOException | RuntimeException e) {

@@ -1,5 +1,7 @@
 package io.etserve.api;
 
+import java.io.IOException;
+import java.io.InputStream;
 import java.util.Arrays;
 import org.springframework.http.HttpStatus;
 
@@ -35,20 +37,48 @@ final class RequestBody implements AutoCloseable {
 
     /** Appends {@code n} bytes; 413 past the limit or the declared length, 503 when the budget is spent. */
     void append(byte[] src, int off, int n) {
-        long needed = (long) length + n;
+        ensureRoom((long) length + n);
+        System.arraycopy(src, off, buffer, length, n);
+        length += n;
+    }
+
+    /**
+     * Reads what {@code in} has straight into the body's array (no intermediate buffer): one
+     * read call, so a non-blocking caller can ask {@code isReady()} between calls.
+     *
+     * @return the bytes read, or -1 at the end of the body
+     */
+    int readFrom(InputStream in) throws IOException {
+        if (length == declared) {
+            // All declared bytes are here: only the end of the body may follow.
+            if (in.read() < 0) {
+                return -1;
+            }
+            throw tooLarge("request body is longer than its Content-Length of " + declared);
+        }
+        if (length == buffer.length) {
+            ensureRoom((long) length + 1);
+        }
+        int n = in.read(buffer, length, buffer.length - length);
+        if (n > 0) {
+            length += n;
+        }
+        return n;
+    }
+
+    private void ensureRoom(long needed) {
         long cap = declared >= 0 ? declared : maxBytes;
         if (needed > cap) {
             throw tooLarge(declared >= 0 ? "request body is longer than its Content-Length of " + declared
                     : "request body exceeds the limit of " + maxBytes + " bytes");
         }
         if (needed > buffer.length) {
-            // Doubling keeps copies amortized O(n); never past what may still legally arrive.
+            // Doubling keeps copies amortized O(n); never past what may still legally arrive, so
+            // an honest Content-Length ends in an array of exactly that size.
             int grown = (int) Math.min(cap, Math.max(needed, Math.max(INITIAL, 2L * buffer.length)));
             reservation.grow(grown - buffer.length);
             buffer = Arrays.copyOf(buffer, grown);
         }
-        System.arraycopy(src, off, buffer, length, n);
-        length += n;
     }
 
     int length() {

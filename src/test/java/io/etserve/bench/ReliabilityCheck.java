@@ -231,8 +231,8 @@ public final class ReliabilityCheck {
         int ready = 0;
         int refused = 0;
         List<String> crafted = new ArrayList<>();
-        try (RawConnection c = RawConnection.open(port, 10_000)) {
-            for (String model : modelNames()) {
+        for (String model : modelNames()) {
+            try (RawConnection c = RawConnection.open(port, 10_000)) {
                 RawConnection.Response r = c.exchange(req("GET", "/v2/models/" + model + "/ready", Map.of(), null));
                 if (model.startsWith("crafted-")) {
                     crafted.add(model + "=" + r.status());
@@ -373,10 +373,12 @@ public final class ReliabilityCheck {
             f.get();
         }
         clients.shutdown();
-        out.println("  statuses " + new TreeMap<>(statuses) + ", connections opened " + reconnects.get() + " (64 = none lost)");
+        // Tomcat closes the connection after every 503 (hard-coded), so clients reconnect: counted, not checked.
+        out.println("  statuses " + new TreeMap<>(statuses) + ", connections opened " + reconnects.get()
+                + " (64 would mean none was closed)");
         check(statuses.keySet().stream().allMatch(s -> s == 200 || s == 503), "overload answers only 200 or 503");
         check(withoutRetryAfter.get() == 0, "every 503 carries Retry-After");
-        check(reconnects.get() == 64, "no client had to reconnect (503 keeps the connection)");
+        check(statuses.getOrDefault(200, new AtomicLong()).get() > 0, "admitted calls succeed under overload");
         check(serving(), "still serving after the overload");
     }
 
