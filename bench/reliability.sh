@@ -23,6 +23,12 @@ mvn -B -q -DskipNative=true test-compile
 mvn -B -q dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$OUT/classpath.txt"
 CP="$ROOT/target/test-classes:$ROOT/target/classes:$(cat "$OUT/classpath.txt")"
 
+for p in "$PORT" "$MGMT_PORT"; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    echo "127.0.0.1:$p is already in use (an earlier run still up?); set RELIABILITY_PORT" >&2
+    exit 1
+  fi
+done
 REPO=$OUT/reliability-models
 rm -rf "$REPO"
 java -cp "$CP" io.etserve.bench.ReliabilityCheck prepare "$REPO"

@@ -63,11 +63,17 @@ public final class ReliabilityCheck {
             System.exit(2);
         }
         ReliabilityCheck check = new ReliabilityCheck(Integer.parseInt(args[1]), Long.parseLong(args[2]), System.out);
-        check.hostileRequests();
-        check.corruptFiles();
-        check.slowClients();
-        check.overload();
-        check.soak(Integer.parseInt(args[3]));
+        try {
+            check.hostileRequests();
+            check.corruptFiles();
+            check.slowClients();
+            check.overload();
+            check.soak(Integer.parseInt(args[3]));
+        } catch (Exception | AssertionError e) {
+            // A step that could not run is a failed check; exit even if client threads linger.
+            e.printStackTrace(check.out);
+            check.failures.add("a step aborted: " + e);
+        }
         check.out.println();
         check.out.println(check.failures.isEmpty() ? "RESULT: all checks held"
                 : "RESULT: " + check.failures.size() + " check(s) failed: " + check.failures);
@@ -401,15 +407,17 @@ public final class ReliabilityCheck {
         for (int t = 0; t < 4; t++) {
             String path = t % 2 == 0 ? "/v2/models/demo-xnnpack/infer" : DEMO;
             fs.add(clients.submit(() -> {
-                try (RawConnection c = RawConnection.open(port, 30_000)) {
-                    while (System.nanoTime() < end) {
-                        if (c.exchange(RawConnection.post(path, DEMO_BODY)).status() == 200) {
-                            ok.incrementAndGet();
-                        } else {
-                            bad.incrementAndGet();
-                        }
+                RawConnection c = RawConnection.open(port, 30_000);
+                while (System.nanoTime() < end) {
+                    RawConnection.Response r = c.exchange(RawConnection.post(path, DEMO_BODY));
+                    (r.status() == 200 ? ok : bad).incrementAndGet();
+                    if ("close".equalsIgnoreCase(r.header("connection"))) {
+                        // Tomcat's max-keep-alive-requests: a new connection, as any client would.
+                        c.close();
+                        c = RawConnection.open(port, 30_000);
                     }
                 }
+                c.close();
                 return null;
             }));
         }
