@@ -134,6 +134,38 @@ check_single_definer() {
   fi
 }
 
+# The delegates the package loads after the bridge (delegates.list: the CUDA wheel's CudaBackend
+# and its AOTI shims): each present, resolving the runtime from the package's libexecutorch.so
+# (a static copy registers into a second registry) and the caller stream from the package's
+# one library.
+check_delegates() {
+  local dir="$1" list="$1/delegates.list" name needed bridge_cs cs
+  [[ -f "$list" ]] || return 0
+  bridge_cs="$(basename "${RESOLVED_CALLER_STREAM:-none}")"
+  while IFS= read -r name; do
+    [[ -n "$name" ]] || continue
+    if [[ ! -f "$dir/$name" ]]; then
+      fail delegate-present "delegates.list names $name, which is not in the package"
+      continue
+    fi
+    needed="$("$READELF" -W --dynamic "$dir/$name" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')"
+    if [[ "$name" == *backend* ]] && ! grep -qx 'libexecutorch.so' <<<"$needed"; then
+      fail delegate-shared-runtime "$name does not NEED libexecutorch.so: its runtime would be a second registry"
+    fi
+    cs="$(grep -E "$CALLER_STREAM_SONAME_RE" <<<"$needed" || true)"
+    if [[ -n "$cs" && "$cs" != "$bridge_cs" ]]; then
+      fail delegate-caller-stream "$name NEEDs $cs, the bridge loads $bridge_cs: two stream selections"
+    elif [[ -n "$cs" ]]; then
+      pass delegate-caller-stream "$name NEEDs the package's $cs"
+    fi
+    if grep -Eq "$API_SYMBOL_RE" <<<"$(dynamic_symbols --defined-only "$dir/$name")"; then
+      fail delegate-defines-no-caller-stream-symbol "$name defines its own copy of the caller-stream API"
+    else
+      pass delegate-defines-no-caller-stream-symbol "$name defines none of the caller-stream API"
+    fi
+  done < "$list"
+}
+
 check_dir() {
   local dir="$1"
   if [[ ! -f "$dir/$BRIDGE_NAME" ]]; then
@@ -142,6 +174,7 @@ check_dir() {
   fi
   check_bridge "$dir/$BRIDGE_NAME" "$dir"
   check_single_definer "$dir"
+  check_delegates "$dir"
 }
 
 (($# == 2)) || usage

@@ -21,6 +21,8 @@ endif()
 execute_process(COMMAND ${command} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 message("---- ${command} (exit ${rc})\n${out}${err}----")
 set(output "${out}${err}")
+# CMake wraps long messages at arbitrary spaces: match against single-spaced text.
+string(REGEX REPLACE "[ \t\r\n]+" " " output "${output}")
 
 if(EXPECT_EXIT STREQUAL "zero" AND NOT rc EQUAL 0)
   message(FATAL_ERROR "expected exit status 0, got ${rc}")

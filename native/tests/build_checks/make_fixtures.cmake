@@ -108,4 +108,37 @@ foreach(tree package package_second_copy)
     message(FATAL_ERROR "cannot zip ${FIXTURES}/${tree}.jar")
   endif()
 endforeach()
+# --- Layouts that mimic the CUDA wheel's lib/, with the stand-in delegate and shims ----------
+# The stand-in is copied under the wheel's file name only inside these fixture directories.
+function(make_cuda_wheel root)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "WITHOUT_SHIMS" "" "PATCH")
+  set(lib "${root}/executorch/lib")
+  get_filename_component(shims_name "${STANDIN_AOTI_SHIMS}" NAME)
+  if(NOT arg_WITHOUT_SHIMS)
+    copy_to("${STANDIN_AOTI_SHIMS}" "${lib}/${shims_name}")
+  endif()
+  copy_to("${STANDIN_CUDA_BACKEND}" "${lib}/libexecutorch_backend_cuda.so")
+  if(arg_PATCH)
+    run("${PATCHELF}" ${arg_PATCH} "${lib}/libexecutorch_backend_cuda.so")
+  endif()
+endfunction()
+make_cuda_wheel("${FIXTURES}/cuda_wheel")
+make_cuda_wheel("${FIXTURES}/cuda_wheel_second_caller_stream"
+                PATCH --replace-needed "${CALLER_STREAM_SONAME}" libexecutorch_extension_cuda.so)
+make_cuda_wheel("${FIXTURES}/cuda_wheel_static_runtime" PATCH --remove-needed libexecutorch.so)
+make_cuda_wheel("${FIXTURES}/cuda_wheel_without_shims" WITHOUT_SHIMS)
+
+# The real package plus a delegate and its delegates.list, as a CUDA-wheel build stages them.
+function(make_package_with_delegate tree wheel)
+  file(COPY "${FIXTURES}/package/META-INF" DESTINATION "${FIXTURES}/${tree}")
+  set(dir "${FIXTURES}/${tree}/${native_dir}")
+  get_filename_component(shims_name "${STANDIN_AOTI_SHIMS}" NAME)
+  copy_to("${FIXTURES}/${wheel}/executorch/lib/${shims_name}" "${dir}/${shims_name}")
+  copy_to("${FIXTURES}/${wheel}/executorch/lib/libexecutorch_backend_cuda.so"
+          "${dir}/libexecutorch_backend_cuda.so")
+  file(WRITE "${dir}/delegates.list" "${shims_name}\nlibexecutorch_backend_cuda.so\n")
+endfunction()
+make_package_with_delegate(package_with_cuda_delegate cuda_wheel)
+make_package_with_delegate(package_with_second_stream_delegate cuda_wheel_second_caller_stream)
+
 message(STATUS "build-check fixtures ready in ${FIXTURES}")

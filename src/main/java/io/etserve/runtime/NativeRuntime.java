@@ -31,6 +31,13 @@ public final class NativeRuntime {
 
     static final String RESOURCE_DIR = "META-INF/etserve/native/linux-x86_64";
     private static final String MANIFEST = "libraries.txt";
+    /**
+     * Delegates found in the ExecuTorch install at build time (the CUDA wheel's CudaBackend and
+     * its AOTI shims), in load order. Loaded after the bridge; one that cannot load on this host
+     * (no CUDA driver) is skipped with a warning, and the programs that need it are refused at
+     * model load as "delegate not registered".
+     */
+    static final String DELEGATES = "delegates.list";
     private static final String CUDART = "libcudart.so.13";
     static final String BRIDGE = "libetserve_jni.so";
 
@@ -86,9 +93,40 @@ public final class NativeRuntime {
             loadOne(name, file, dir);
             loaded.put(name, file);
         }
+        loadDelegates(dir, loaded);
         loadExtras(options.extraLibraries(), loaded);
         info = new Info(dir, loaded, List.of());
         return info();
+    }
+
+    private static List<String> lines(byte[] text) {
+        return new String(text, StandardCharsets.UTF_8).lines().map(String::strip).filter(s -> !s.isEmpty()).toList();
+    }
+
+    /** The build's delegates ({@value #DELEGATES}); a host that cannot load one goes on without it. */
+    private static void loadDelegates(Path dir, Map<String, Path> loaded) {
+        Path list = dir.resolve(DELEGATES);
+        if (!Files.isRegularFile(list)) {
+            return;
+        }
+        List<String> names;
+        try {
+            names = lines(Files.readAllBytes(list));
+        } catch (IOException e) {
+            throw new NativeLibraryException("Cannot read " + list + ": " + e.getMessage(), e);
+        }
+        for (String name : names) {
+            Path file = dir.resolve(name);
+            try {
+                System.load(file.toAbsolutePath().toString());
+                loaded.put(name, file);
+            } catch (UnsatisfiedLinkError e) {
+                org.slf4j.LoggerFactory.getLogger(NativeRuntime.class).warn(
+                        "delegate library {} is not loadable on this host ({}); programs that need it will be "
+                                + "refused at load", name, e.getMessage());
+                return; // later entries depend on earlier ones
+            }
+        }
     }
 
     public static synchronized Info info() {
@@ -167,12 +205,22 @@ public final class NativeRuntime {
                     + " is missing from the classpath); build with `mvn package` or set etserve.native.library-dir.",
                     null);
         }
-        List<String> names = new String(manifest, StandardCharsets.UTF_8).lines().map(String::strip)
-                .filter(s -> !s.isEmpty()).toList();
+        byte[] delegates = resource(cl, DELEGATES);
+        List<String> names = new java.util.ArrayList<>(lines(manifest));
+        if (delegates != null) {
+            names.addAll(lines(delegates));
+        }
         Map<String, byte[]> files = new LinkedHashMap<>();
         MessageDigest digest = sha256();
         digest.update(manifest);
+        if (delegates != null) {
+            digest.update(delegates);
+            files.put(DELEGATES, delegates);
+        }
         for (String name : names) {
+            if (files.containsKey(name)) {
+                continue;
+            }
             byte[] bytes = resource(cl, name);
             if (bytes == null) {
                 throw new NativeLibraryException("Native library " + name + " listed in " + MANIFEST
