@@ -17,7 +17,8 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  *
  * <pre>
  * method: forward            # the method to serve
- * inputs: [ { name: x } ]    # tensor names, in the method's input order
+ * inputs: [ { name: x } ]    # tensor names, in the method's input order; a dynamic input may
+ *                            # say which dimensions vary: { name: x, dims: [-1, 16] }
  * outputs: [ { name: y } ]
  * instances: 2               # Modules per device it is placed on (or on the CPU)
  * max-elements-per-tensor: 1048576
@@ -33,7 +34,7 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
 public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
         Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices,
         Optional<Placement> placement, Warmup warmup, Optional<List<String>> dataFiles, Optional<String> sha256,
-        Optional<Long> maxPlannedMemory) {
+        Optional<Long> maxPlannedMemory, Map<String, List<Long>> inputDims) {
 
     /** Where a model runs when its config.yml says so; otherwise its delegates decide. */
     public enum Placement {
@@ -46,7 +47,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
     public ModelConfig(String method, List<String> inputNames, List<String> outputNames, Optional<Integer> instances,
             Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
         this(method, inputNames, outputNames, instances, maxElementsPerTensor, devices, Optional.empty(), Warmup.NONE,
-                Optional.empty(), Optional.empty(), Optional.empty());
+                Optional.empty(), Optional.empty(), Optional.empty(), Map.of());
     }
 
     public static final String FILE_NAME = "config.yml";
@@ -57,6 +58,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
     public ModelConfig {
         inputNames = List.copyOf(inputNames);
         outputNames = List.copyOf(outputNames);
+        inputDims = Map.copyOf(inputDims);
     }
 
     public static ModelConfig defaults() {
@@ -110,7 +112,40 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
                 names(file, "outputs", map.get("outputs")), instances, maxElements, devices(file, map.get("devices")),
                 placement(file, map.get("placement")), warmup(file, map.get("warmup")),
                 dataFiles(file, map.get("data-files")), sha256(file, map.get("sha256")),
-                byteSize(file, "max-planned-memory", map.get("max-planned-memory")));
+                byteSize(file, "max-planned-memory", map.get("max-planned-memory")),
+                dims(file, map.get("inputs")));
+    }
+
+    /**
+     * {@code inputs: [{name: x, dims: [-1, 16]}]}: which dimensions of a dynamic input may vary
+     * (-1) and which are fixed, where the program only says the whole tensor is dynamic.
+     */
+    private static Map<String, List<Long>> dims(Path file, Object inputs) {
+        Map<String, List<Long>> out = new java.util.LinkedHashMap<>();
+        if (!(inputs instanceof List<?> list)) {
+            return out;
+        }
+        for (Object item : list) {
+            if (!(item instanceof Map<?, ?> m) || !m.containsKey("dims")) {
+                continue;
+            }
+            String name = string(file, "inputs[].name", m.get("name"));
+            if (!(m.get("dims") instanceof List<?> dims) || dims.isEmpty() || dims.size() > 16) {
+                throw new InvalidModelConfigException(file + ": 'dims' of input '" + name
+                        + "' must be a list of sizes, -1 for a dimension that varies");
+            }
+            List<Long> sizes = new ArrayList<>();
+            for (Object d : dims) {
+                if (!(d instanceof Integer || d instanceof Long) || ((Number) d).longValue() < -1
+                        || ((Number) d).longValue() == 0) {
+                    throw new InvalidModelConfigException(file + ": 'dims' of input '" + name + "' holds '" + d
+                            + "'; each entry is -1 or a positive size");
+                }
+                sizes.add(((Number) d).longValue());
+            }
+            out.put(name, List.copyOf(sizes));
+        }
+        return out;
     }
 
     private static Optional<String> sha256(Path file, Object v) {

@@ -155,7 +155,8 @@ public final class ModelLoader {
             if (!created.isEmpty()) {
                 // Only a loaded method knows which tensors may change shape.
                 signature = created.get(0).signature();
-                inputs = describe("input", signature.inputs(), config.inputNames());
+                inputs = withConfiguredDims(describe("input", signature.inputs(), config.inputNames()),
+                        signature.inputs(), config.inputDims());
                 outputs = describe("output", signature.outputs(), config.outputNames());
             }
             config.warmup().run(pool, inputs, signature.inputs().stream().map(TensorSpec::sizes).toArray(long[][]::new));
@@ -206,6 +207,49 @@ public final class ModelLoader {
         try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(dir)) {
             return files.filter(f -> f.getFileName().toString().endsWith(".ptd")).sorted().toList();
         }
+    }
+
+    /**
+     * Applies config.yml's {@code dims}: ExecuTorch tells only that a whole tensor is dynamic;
+     * the config may fix some of its dimensions. Checked against the loaded method: a static
+     * tensor cannot be made to vary, and no size may pass the planned upper bound.
+     */
+    static List<TensorMetadata> withConfiguredDims(List<TensorMetadata> inputs, List<TensorSpec> specs,
+            java.util.Map<String, List<Long>> dims) {
+        for (String name : dims.keySet()) {
+            if (inputs.stream().noneMatch(t -> t.name().equals(name))) {
+                throw new InvalidModelException("config.yml gives dims for '" + name + "', which is not an input");
+            }
+        }
+        List<TensorMetadata> out = new ArrayList<>(inputs.size());
+        for (int i = 0; i < inputs.size(); i++) {
+            TensorMetadata t = inputs.get(i);
+            List<Long> configured = dims.get(t.name());
+            if (configured == null) {
+                out.add(t);
+                continue;
+            }
+            long[] bounds = specs.get(i).sizes();
+            if (configured.size() != bounds.length) {
+                throw new InvalidModelException("config.yml dims " + configured + " of input '" + t.name() + "' have "
+                        + configured.size() + " dimensions; the method's input has " + bounds.length);
+            }
+            long[] shape = new long[bounds.length];
+            for (int d = 0; d < bounds.length; d++) {
+                long size = configured.get(d);
+                if (!specs.get(i).dynamic() && size != bounds[d]) {
+                    throw new InvalidModelException("input '" + t.name() + "' is static in the program, shape "
+                            + java.util.Arrays.toString(bounds) + "; config.yml dims " + configured + " cannot change it");
+                }
+                if (size > bounds[d]) {
+                    throw new InvalidModelException("config.yml dims " + configured + " of input '" + t.name()
+                            + "': dimension " + d + " is " + size + ", over the program's bound " + bounds[d]);
+                }
+                shape[d] = size;
+            }
+            out.add(new TensorMetadata(t.name(), t.dataType(), shape));
+        }
+        return out;
     }
 
     private static List<TensorMetadata> describe(String kind, List<TensorSpec> specs, List<String> names) {

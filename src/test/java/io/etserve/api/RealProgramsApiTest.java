@@ -30,6 +30,14 @@ class RealProgramsApiTest {
             .copy(TestPaths.testModels(), "mobilenet-v3-small")
             .copy(TestPaths.demoModels(), "demo-portable")
             .withProgramBytes("weights-missing", program("external-weights-portable"))
+            .copy(TestPaths.testModels(), "dynamic-batch", "batch-dims")
+            .withFile("batch-dims/config.yml", "inputs: [ { name: x, dims: [-1, 16] } ]\noutputs: [ { name: y } ]\n")
+            .copy(TestPaths.testModels(), "dynamic-batch", "dims-rank")
+            .withFile("dims-rank/config.yml", "inputs: [ { name: x, dims: [-1] } ]\n")
+            .copy(TestPaths.testModels(), "dynamic-batch", "dims-over-bound")
+            .withFile("dims-over-bound/config.yml", "inputs: [ { name: x, dims: [-1, 17] } ]\n")
+            .copy(TestPaths.demoModels(), "demo-portable", "dims-on-static")
+            .withFile("dims-on-static/config.yml", "inputs: [ { name: x, dims: [-1, 16] } ]\n")
             .copy(TestPaths.testModels(), "dynamic-batch", "warmed-up")
             .withFile("warmed-up/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\ninstances: 2\nwarmup: { samples: 2, data: random }\n")
             .copy(TestPaths.demoModels(), "demo-xnnpack", "warmed-up-static")
@@ -163,5 +171,26 @@ class RealProgramsApiTest {
         assertThat(staticWrong.status()).isEqualTo(400);
         assertThat(staticWrong.json().path("error").asString()).contains("'x'").contains("must be 16");
         assertThat(http.get("/v2/health/ready").status()).isEqualTo(200);
+    }
+
+    @Test
+    void configDimsSayWhichDimensionsOfADynamicInputVary() {
+        JsonNode m = http.get("/v2/models/batch-dims").json();
+        assertThat(m.path("inputs").get(0).path("shape").toString()).isEqualTo("[-1,16]");
+        Http.Response three = http.postJson("/v2/models/batch-dims/infer", Map.of("inputs", List.of(
+                Map.of("name", "x", "datatype", "FP32", "shape", List.of(3, 16), "data", new float[3 * 16]))));
+        assertThat(three.status()).as(three.text()).isEqualTo(200);
+        // The feature dimension is fixed now: a narrower one is refused before execution.
+        Http.Response narrow = http.postJson("/v2/models/batch-dims/infer", Map.of("inputs", List.of(
+                Map.of("name", "x", "datatype", "FP32", "shape", List.of(3, 8), "data", new float[3 * 8]))));
+        assertThat(narrow.status()).isEqualTo(400);
+        assertThat(narrow.json().path("error").asString()).contains("dimension 1 must be 16");
+
+        assertThat(http.get("/v2/models/dims-rank/ready").json().path("reason").asString())
+                .contains("have 1 dimensions; the method's input has 2");
+        assertThat(http.get("/v2/models/dims-over-bound/ready").json().path("reason").asString())
+                .contains("over the program's bound 16");
+        assertThat(http.get("/v2/models/dims-on-static/ready").json().path("reason").asString())
+                .contains("is static in the program");
     }
 }
