@@ -26,7 +26,8 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  * placement: gpu             # cpu | gpu; default: gpu only when a method uses a GPU delegate
  * data-files: [weights.ptd]  # named-data files in the version directory (default: every *.ptd there)
  * warmup: 2                  # calls per instance before ready: a count (zeros), or
- *                            # { samples: 2, data: random }
+ *                            # { samples: 2, data: random }, or { samples: 2, file: warmup.json }
+ *                            # (a protocol JSON request in the version directory)
  * sha256: 9f86d08...         # model.pte's digest, checked at load (or a model.pte.sha256 file)
  * max-planned-memory: 2GB    # planned working memory per instance (default etserve.inference.max-planned-memory)
  * </pre>
@@ -217,15 +218,25 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
         if (v instanceof Integer) {
             return new Warmup(boundedCount(file, v), Warmup.Data.ZEROS);
         }
-        if (v instanceof Map<?, ?> m && m.keySet().stream().allMatch(k -> k.equals("samples") || k.equals("data"))) {
-            Object data = m.containsKey("data") ? m.get("data") : "zeros";
+        if (v instanceof Map<?, ?> m && m.keySet().stream().allMatch(k -> k.equals("samples") || k.equals("data")
+                || k.equals("file"))) {
+            Object data = m.containsKey("data") ? m.get("data") : m.containsKey("file") ? "file" : "zeros";
+            if ("file".equals(data)) {
+                String name = string(file, "warmup.file", m.get("file"));
+                if (name.contains("/") || name.contains("\\") || name.equals("..") || name.equals(".")) {
+                    throw new InvalidModelConfigException(file + ": warm-up file '" + ModelRegistry.abbreviate(name)
+                            + "' must be a plain file name in the version directory");
+                }
+                return new Warmup(boundedCount(file, m.containsKey("samples") ? m.get("samples") : 1),
+                        Warmup.Data.FILE, name);
+            }
             if ("zeros".equals(data) || "random".equals(data)) {
                 return new Warmup(boundedCount(file, m.containsKey("samples") ? m.get("samples") : 1),
                         "zeros".equals(data) ? Warmup.Data.ZEROS : Warmup.Data.RANDOM);
             }
         }
-        throw new InvalidModelConfigException(file + ": 'warmup' must be a sample count or "
-                + "{ samples: N, data: zeros|random }");
+        throw new InvalidModelConfigException(file + ": 'warmup' must be a sample count, "
+                + "{ samples: N, data: zeros|random } or { samples: N, file: warmup.json }");
     }
 
     private static int boundedCount(Path file, Object v) {

@@ -159,7 +159,8 @@ public final class ModelLoader {
                         signature.inputs(), config.inputDims());
                 outputs = describe("output", signature.outputs(), config.outputNames());
             }
-            config.warmup().run(pool, inputs, signature.inputs().stream().map(TensorSpec::sizes).toArray(long[][]::new));
+            config.warmup().run(pool, inputs, signature.inputs().stream().map(TensorSpec::sizes).toArray(long[][]::new),
+                    file.toAbsolutePath().getParent());
             return ModelVersionState.ready(new LoadedModel(name, version, program, signature, inputs, outputs, pool,
                     maxElements));
         } catch (RuntimeException e) {

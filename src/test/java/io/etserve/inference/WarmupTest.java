@@ -58,4 +58,32 @@ class WarmupTest {
         Files.writeString(dir.resolve("config.yml"), "warmup: { samples: 2, data: noise }\n");
         assertThatThrownBy(() -> ModelConfig.read(dir)).hasMessageContaining("'warmup'");
     }
+
+    @Test
+    void aFileGivesRepresentativeInputsCheckedAgainstTheMethod(@TempDir Path dir) throws Exception {
+        String three = "[" + "0.5,".repeat(47) + "0.5]";
+        Files.writeString(dir.resolve("warmup.json"),
+                "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[3,16],\"data\":" + three + "}]}");
+        Files.writeString(dir.resolve("too-big.json"),
+                "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[33,16],\"data\":[]}]}");
+        Files.writeString(dir.resolve("short.json"),
+                "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[3,16],\"data\":[1,2]}]}");
+        var values = Warmup.fromFile(dir.resolve("warmup.json"), INPUTS, BOUNDS);
+        assertThat(values.get(0).shape()).containsExactly(3, 16);
+        assertThat(values.get(0).data().order(java.nio.ByteOrder.LITTLE_ENDIAN).getFloat(47 * 4)).isEqualTo(0.5f);
+        try (Program p = Program.load(DYNAMIC, Program.Verification.MINIMAL);
+                CpuInstancePool pool = new CpuInstancePool(List.of(p.newInstance("forward")))) {
+            new Warmup(2, Warmup.Data.FILE, "warmup.json").run(pool, INPUTS, BOUNDS, dir);
+            assertThatThrownBy(() -> new Warmup(1, Warmup.Data.FILE, "too-big.json").run(pool, INPUTS, BOUNDS, dir))
+                    .hasMessageContaining("too-big.json").hasMessageContaining("bound 32");
+            assertThatThrownBy(() -> new Warmup(1, Warmup.Data.FILE, "short.json").run(pool, INPUTS, BOUNDS, dir))
+                    .hasMessageContaining("must hold 48 numbers");
+            assertThatThrownBy(() -> new Warmup(1, Warmup.Data.FILE, "absent.json").run(pool, INPUTS, BOUNDS, dir))
+                    .hasMessageContaining("cannot read the warm-up file absent.json");
+        }
+        Files.writeString(dir.resolve("config.yml"), "warmup: { samples: 2, file: warmup.json }\n");
+        assertThat(ModelConfig.read(dir).warmup()).isEqualTo(new Warmup(2, Warmup.Data.FILE, "warmup.json"));
+        Files.writeString(dir.resolve("config.yml"), "warmup: { file: ../secrets.json }\n");
+        assertThatThrownBy(() -> ModelConfig.read(dir)).hasMessageContaining("plain file name");
+    }
 }
