@@ -21,6 +21,8 @@ import org.springframework.web.method.annotation.MethodArgumentTypeMismatchExcep
  * Scoped to the protocol controllers; everything else keeps Spring's problem details.
  */
 @RestControllerAdvice(assignableTypes = InferenceProtocolController.class)
+// Before Spring Boot's problem-details advice, which would answer binding errors in its shape.
+@org.springframework.core.annotation.Order(org.springframework.core.Ordered.HIGHEST_PRECEDENCE + 1)
 class ApiExceptionHandler {
 
     private static final Logger log = LoggerFactory.getLogger(ApiExceptionHandler.class);
@@ -43,7 +45,8 @@ class ApiExceptionHandler {
     }
 
     @ExceptionHandler({InvalidRequestException.class, InvalidInputException.class,
-            MethodArgumentTypeMismatchException.class})
+            MethodArgumentTypeMismatchException.class, org.springframework.beans.TypeMismatchException.class,
+            org.springframework.web.bind.ServletRequestBindingException.class})
     ResponseEntity<ProtocolDtos.ErrorBody> badRequest(Exception e) {
         return error(HttpStatus.BAD_REQUEST, e.getMessage());
     }

@@ -2,9 +2,14 @@ package io.etserve.config;
 
 import io.etserve.api.DirectErrorPathFilter;
 import io.etserve.api.InferBodyFilter;
+import io.etserve.api.JsonErrorReportValve;
+import io.etserve.api.ProtocolErrorPageFilter;
 import io.etserve.api.InflightBytes;
 import io.etserve.api.PublicMessages;
 import jakarta.servlet.DispatcherType;
+import org.apache.catalina.core.StandardHost;
+import org.springframework.boot.tomcat.servlet.TomcatServletWebServerFactory;
+import org.springframework.boot.web.server.WebServerFactoryCustomizer;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
@@ -32,6 +37,23 @@ public class HttpConfiguration {
         registration.setDispatcherTypes(DispatcherType.REQUEST, DispatcherType.ASYNC);
         registration.setAsyncSupported(true);
         return registration;
+    }
+
+    /** Error pages of {@code /v2} requests in the protocol's shape. */
+    @Bean
+    FilterRegistrationBean<ProtocolErrorPageFilter> protocolErrorPageFilter(
+            @Value("${server.error.path:/error}") String errorPath) {
+        var registration = new FilterRegistrationBean<>(new ProtocolErrorPageFilter());
+        registration.addUrlPatterns(errorPath);
+        registration.setDispatcherTypes(DispatcherType.ERROR);
+        return registration;
+    }
+
+    /** Tomcat's own error answers (unparseable requests) as JSON, not its HTML page. */
+    @Bean
+    WebServerFactoryCustomizer<TomcatServletWebServerFactory> jsonErrorReports() {
+        return factory -> factory.addContextCustomizers(context ->
+                ((StandardHost) context.getParent()).setErrorReportValveClass(JsonErrorReportValve.class.getName()));
     }
 
     @Bean

@@ -452,4 +452,28 @@ class ProtocolApiTest {
         assertThat(mgmt.get("/actuator/env").status()).isEqualTo(404);
         assertThat(http.get("/actuator/health").status()).isEqualTo(404);
     }
+
+    @Test
+    void everyAnswerUnderV2CarriesTheProtocolErrorBody() throws Exception {
+        String[] requests = {
+            // Tomcat refuses these before any servlet runs.
+            "POST /v2/models/%zz/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+            "GET /v2 HTTP/1.1\r\nHost: x\r\nX-Big: " + "a".repeat(70_000) + "\r\n\r\n",
+            // The servlet refuses TRACE (error dispatch).
+            "TRACE /v2 HTTP/1.1\r\nHost: x\r\n\r\n",
+            // A header the controller cannot bind.
+            "POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: x\r\nInference-Header-Content-Length: abc\r\n"
+                    + "Content-Length: 2\r\n\r\n{}"};
+        for (String raw : requests) {
+            try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
+                io.etserve.support.RawConnection.Response r = c.exchange(raw);
+                String what = raw.substring(0, Math.min(60, raw.indexOf('\r')));
+                assertThat(r.status()).as(what).isBetween(400, 499);
+                assertThat(r.header("content-type")).as(what).startsWith("application/json");
+                JsonNode body = Http.JSON.readTree(r.body());
+                assertThat(body.path("error").isString()).as(what + ": " + r.text()).isTrue();
+                assertThat(body.has("timestamp") || body.has("detail")).as(what).isFalse();
+            }
+        }
+    }
 }
