@@ -125,6 +125,8 @@ class ProtocolApiTest {
         Http.Response infer = http.post("/v2/models/nope/infer", "{\"inputs\":[]}");
         assertThat(infer.status()).isEqualTo(404);
         assertThat(infer.json().path("error").asString()).contains("unknown model");
+        // A name in any script reads back as sent (not as "?").
+        assertThat(http.get("/v2/models/%E2%98%83/ready").json().path("error").asString()).contains("☃");
     }
 
     @Test
