@@ -304,6 +304,24 @@ int InstanceHandle::wait_for(void* stream, CompletionWait how) {
 
 std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& inputs,
                                                   const StreamSelection& stream) {
+  struct Collect : OutputSink {
+    std::vector<OutputTensor> result;
+    void begin(size_t count) override { result.reserve(count); }
+    void accept(size_t, int dtype, const std::vector<int64_t>& sizes, const uint8_t* data,
+                size_t nbytes) override {
+      OutputTensor out;
+      out.dtype = dtype;
+      out.sizes = sizes;
+      out.bytes.assign(data, data + nbytes);
+      result.push_back(std::move(out));
+    }
+  } collect;
+  execute(inputs, stream, collect);
+  return std::move(collect.result);
+}
+
+void InstanceHandle::execute(const std::vector<InputView>& inputs, const StreamSelection& stream,
+                             OutputSink& sink) {
   if (inputs.size() != signature_.inputs.size()) {
     fail(Error::InvalidArgument, "method '" + method_ + "' takes " +
                                      std::to_string(signature_.inputs.size()) + " inputs, got " +
@@ -355,33 +373,32 @@ std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& 
     values.emplace_back(*tensors.back());
   }
 
-  auto copy_outputs = [&](const std::vector<EValue>& outs) {
-    std::vector<OutputTensor> result;
-    result.reserve(outs.size());
+  // Outputs are views of Module memory: the sink takes its one copy before the next call.
+  auto deliver = [&](const std::vector<EValue>& outs) {
     for (size_t i = 0; i < outs.size(); ++i) {
-      const EValue& v = outs[i];
-      if (!v.isTensor()) {
+      if (!outs[i].isTensor()) {
         fail(Error::NotSupported, "output " + std::to_string(i) + " of '" + method_ +
                                       "' is not a tensor");
       }
-      const auto& t = v.toTensor();
-      OutputTensor out;
-      out.dtype = static_cast<int>(t.scalar_type());
-      for (auto d : t.sizes()) out.sizes.push_back(d);
+    }
+    sink.begin(outs.size());
+    std::vector<int64_t> sizes;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const auto& t = outs[i].toTensor();
+      sizes.assign(t.sizes().begin(), t.sizes().end());
       const auto* p = static_cast<const uint8_t*>(t.const_data_ptr());
       if (t.nbytes() > 0 && p == nullptr) {
         fail(Error::Internal, "output " + std::to_string(i) + " has no data");
       }
-      out.bytes.assign(p, p + t.nbytes());
-      result.push_back(std::move(out));
+      sink.accept(i, static_cast<int>(t.scalar_type()), sizes, p, t.nbytes());
     }
-    return result;
   };
 
   if (stream.mode == StreamMode::kNone) {
     auto outs = run(values);
     if (!outs.ok()) fail(outs.error(), "execution of '" + method_ + "' failed");
-    return copy_outputs(*outs);
+    deliver(*outs);
+    return;
   }
 
   if (stream.mode == StreamMode::kCuda) {
@@ -407,7 +424,7 @@ std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& 
     }
   }
   if (!outs.ok()) fail(outs.error(), "execution of '" + method_ + "' failed");
-  return copy_outputs(*outs);
+  deliver(*outs);
 }
 
 namespace {

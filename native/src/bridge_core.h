@@ -116,6 +116,16 @@ class ProgramHandle {
   const executorch::runtime::NamedDataMap* data_map_ = nullptr;
 };
 
+// Receives the outputs of one call while they are still in the Module's memory, which the next
+// call reuses: the sink copies each one out, once, into memory its caller owns.
+class OutputSink {
+ public:
+  virtual ~OutputSink() = default;
+  virtual void begin(size_t count) = 0;
+  virtual void accept(size_t index, int dtype, const std::vector<int64_t>& sizes,
+                      const uint8_t* data, size_t nbytes) = 0;
+};
+
 class InstanceHandle {
  public:
   // Loads `method` up front, so planned memory is allocated at model load, not first call.
@@ -124,6 +134,10 @@ class InstanceHandle {
   InstanceHandle(const InstanceHandle&) = delete;
   InstanceHandle& operator=(const InstanceHandle&) = delete;
 
+  // Runs the method; each output goes to `sink` before this returns (one copy out of the Module).
+  void execute(const std::vector<InputView>& inputs, const StreamSelection& stream,
+               OutputSink& sink);
+  // The same, collecting owned copies (tests and tools).
   std::vector<OutputTensor> execute(const std::vector<InputView>& inputs,
                                     const StreamSelection& stream);
 

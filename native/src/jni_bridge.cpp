@@ -260,37 +260,50 @@ JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_execute(
     selection.handle = static_cast<uintptr_t>(stream);
     selection.device = device;
 
-    const auto outputs = instance.execute(inputs, selection);
-
-    const jsize m = static_cast<jsize>(outputs.size());
-    if (out_dtypes == nullptr || out_shapes == nullptr || env->GetArrayLength(out_dtypes) < m ||
-        env->GetArrayLength(out_shapes) < m) {
-      throw BridgeError("InvalidArgument", 0x12,
-                        "output arrays too short for " + std::to_string(m) + " outputs");
-    }
-    jclass bytes_class = env->FindClass("[B");
-    check(env);
-    jobjectArray result = env->NewObjectArray(m, bytes_class, nullptr);
-    check(env);
-    for (jsize i = 0; i < m; ++i) {
-      const auto& out = outputs[i];
-      if (out.bytes.size() > static_cast<size_t>(std::numeric_limits<jsize>::max())) {
-        throw BridgeError("NotSupported", 0x10,
-                          "output " + std::to_string(i) + " has " + std::to_string(out.bytes.size()) +
-                              " bytes; a Java array holds at most 2 GiB");
+    // One copy out: each output goes from the Module's memory straight into its Java array.
+    struct JavaArrays : etserve::OutputSink {
+      JNIEnv* env;
+      jintArray out_dtypes;
+      jobjectArray out_shapes;
+      jobjectArray result = nullptr;
+      void begin(size_t count) override {
+        const auto m = static_cast<jsize>(count);
+        if (out_dtypes == nullptr || out_shapes == nullptr || env->GetArrayLength(out_dtypes) < m ||
+            env->GetArrayLength(out_shapes) < m) {
+          throw BridgeError("InvalidArgument", 0x12,
+                            "output arrays too short for " + std::to_string(m) + " outputs");
+        }
+        jclass bytes_class = env->FindClass("[B");
+        check(env);
+        result = env->NewObjectArray(m, bytes_class, nullptr);
+        check(env);
       }
-      jbyteArray data = env->NewByteArray(static_cast<jsize>(out.bytes.size()));
-      check(env);  // OutOfMemoryError is pending
-      env->SetByteArrayRegion(data, 0, static_cast<jsize>(out.bytes.size()),
-                              reinterpret_cast<const jbyte*>(out.bytes.data()));
-      env->SetObjectArrayElement(result, i, data);
-      env->DeleteLocalRef(data);
-      jint dt = out.dtype;
-      env->SetIntArrayRegion(out_dtypes, i, 1, &dt);
-      jlongArray shape = to_java(env, out.sizes);
-      env->SetObjectArrayElement(out_shapes, i, shape);
-      env->DeleteLocalRef(shape);
-    }
+      void accept(size_t index, int dtype, const std::vector<int64_t>& sizes, const uint8_t* data,
+                  size_t nbytes) override {
+        const auto i = static_cast<jsize>(index);
+        if (nbytes > static_cast<size_t>(std::numeric_limits<jsize>::max())) {
+          throw BridgeError("NotSupported", 0x10,
+                            "output " + std::to_string(index) + " has " + std::to_string(nbytes) +
+                                " bytes; a Java array holds at most 2 GiB");
+        }
+        jbyteArray bytes = env->NewByteArray(static_cast<jsize>(nbytes));
+        check(env);  // OutOfMemoryError is pending
+        env->SetByteArrayRegion(bytes, 0, static_cast<jsize>(nbytes),
+                                reinterpret_cast<const jbyte*>(data));
+        env->SetObjectArrayElement(result, i, bytes);
+        env->DeleteLocalRef(bytes);
+        jint dt = dtype;
+        env->SetIntArrayRegion(out_dtypes, i, 1, &dt);
+        jlongArray shape = to_java(env, sizes);
+        env->SetObjectArrayElement(out_shapes, i, shape);
+        env->DeleteLocalRef(shape);
+      }
+    } arrays;
+    arrays.env = env;
+    arrays.out_dtypes = out_dtypes;
+    arrays.out_shapes = out_shapes;
+    instance.execute(inputs, selection, arrays);
+    jobjectArray result = arrays.result;
     return result;
   });
 }
