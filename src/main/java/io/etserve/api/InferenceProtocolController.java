@@ -14,12 +14,11 @@ import io.etserve.inference.ModelRegistry;
 import io.etserve.inference.ModelVersionState;
 import io.etserve.inference.TensorMetadata;
 import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.List;
-import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
-import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
@@ -101,9 +100,9 @@ public class InferenceProtocolController {
     }
 
     @PostMapping({"/models/{model}/infer", "/models/{model}/versions/{version}/infer"})
-    ResponseEntity<byte[]> infer(@PathVariable String model, @PathVariable(required = false) String version,
-            @RequestHeader(value = HEADER_LENGTH, required = false) Integer headerLength, HttpServletRequest http)
-            throws IOException {
+    void infer(@PathVariable String model, @PathVariable(required = false) String version,
+            @RequestHeader(value = HEADER_LENGTH, required = false) Integer headerLength, HttpServletRequest http,
+            HttpServletResponse reply) throws IOException {
         var refused = readiness.whyNotAccepting();
         if (refused.isPresent()) {
             // Shutting down or not yet started: another replica (or this one, soon) can take it.
@@ -117,9 +116,13 @@ public class InferenceProtocolController {
             InferenceResponse response = inference.infer(model, version, request);
             encoded = encoder.encode(response);
         }
-        ResponseEntity.BodyBuilder b = ResponseEntity.ok().contentType(MediaType.parseMediaType(encoded.contentType()));
-        encoded.inferenceHeaderContentLength().ifPresent(n -> b.header(HEADER_LENGTH, Integer.toString(n)));
-        return b.header(HttpHeaders.CONTENT_LENGTH, Integer.toString(encoded.body().length)).body(encoded.body());
+        // Written here rather than returned: the JSON part and each binary output go to the
+        // connection from their own arrays (copies out: Module -> output array -> socket).
+        reply.setStatus(HttpServletResponse.SC_OK);
+        reply.setContentType(encoded.contentType());
+        encoded.inferenceHeaderContentLength().ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
+        reply.setContentLengthLong(encoded.contentLength());
+        encoded.writeTo(reply.getOutputStream());
     }
 
     /**

@@ -1,18 +1,69 @@
 package io.etserve.api.protocol;
 
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.OptionalInt;
 
 /**
- * An encoded {@code /infer} response body.
+ * An encoded {@code /infer} response body: the JSON part, then the binary output sections, kept
+ * apart so they go to the connection as they are (no body array assembling both).
  *
- * @param body the bytes to send: the JSON, followed by binary output data when there is any
+ * @param json the JSON part's bytes; only the first {@code jsonLength} are valid
+ * @param jsonLength length of the JSON part
+ * @param binary binary output data, in order, after the JSON part
  * @param inferenceHeaderContentLength length of the JSON part, for the
  *     {@code Inference-Header-Content-Length} header; present only when binary data follows it
  * @param contentType {@code application/json}, or {@code application/octet-stream} when the
  *     body carries binary data
  */
-public record EncodedResponse(byte[] body, OptionalInt inferenceHeaderContentLength, String contentType) {
+public record EncodedResponse(byte[] json, int jsonLength, List<ByteBuffer> binary,
+        OptionalInt inferenceHeaderContentLength, String contentType) {
 
     public static final String JSON = "application/json";
     public static final String OCTET_STREAM = "application/octet-stream";
+
+    public EncodedResponse {
+        binary = List.copyOf(binary);
+    }
+
+    /** The body's length in bytes, for Content-Length. */
+    public long contentLength() {
+        long total = jsonLength;
+        for (ByteBuffer b : binary) {
+            total += b.remaining();
+        }
+        return total;
+    }
+
+    /** Writes the body: the JSON part, then each binary section straight from its output array. */
+    public void writeTo(OutputStream out) throws IOException {
+        out.write(json, 0, jsonLength);
+        for (ByteBuffer b : binary) {
+            ByteBuffer section = b.duplicate();
+            if (section.hasArray()) {
+                out.write(section.array(), section.arrayOffset() + section.position(), section.remaining());
+            } else {
+                byte[] chunk = new byte[Math.min(64 * 1024, section.remaining())];
+                while (section.hasRemaining()) {
+                    int n = Math.min(chunk.length, section.remaining());
+                    section.get(chunk, 0, n);
+                    out.write(chunk, 0, n);
+                }
+            }
+        }
+    }
+
+    /** The whole body in one array (a copy; tests and tools). */
+    public byte[] body() {
+        java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream((int) Math.min(Integer.MAX_VALUE - 8,
+                contentLength()));
+        try {
+            writeTo(all);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return all.toByteArray();
+    }
 }

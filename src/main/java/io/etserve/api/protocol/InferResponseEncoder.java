@@ -65,7 +65,6 @@ public final class InferResponseEncoder {
         }
 
         ExposedByteArrayOutputStream json = new ExposedByteArrayOutputStream((int) Math.min(estimate, MAX_INITIAL_BUFFER));
-        long binaryBytes = 0;
         try (JsonGenerator g = ProtocolJson.FACTORY.createGenerator(ObjectWriteContext.empty(), json)) {
             g.writeStartObject();
             g.writeStringProperty("model_name", response.modelName());
@@ -87,7 +86,6 @@ public final class InferResponseEncoder {
                 g.writeArray(shape, 0, shape.length);
                 if (binary[i]) {
                     int size = t.data().remaining();
-                    binaryBytes += size;
                     g.writeName("parameters");
                     g.writeStartObject();
                     g.writeNumberProperty("binary_data_size", size);
@@ -112,24 +110,18 @@ public final class InferResponseEncoder {
 
         int jsonLength = json.size();
         if (!anyTrue(binary)) {
-            return new EncodedResponse(json.toByteArrayShared(), OptionalInt.empty(), EncodedResponse.JSON);
+            return new EncodedResponse(json.buffer(), jsonLength, List.of(), OptionalInt.empty(), EncodedResponse.JSON);
         }
-        long total = jsonLength + binaryBytes;
-        if (total > Integer.MAX_VALUE - 8) {
-            throw new IllegalStateException("response of " + total + " bytes is too large for one body");
-        }
-        byte[] body = new byte[(int) total];
-        System.arraycopy(json.buffer(), 0, body, 0, jsonLength);
-        int offset = jsonLength;
+        // The binary sections stay in the output arrays the bridge filled: written to the
+        // connection from there (EncodedResponse.writeTo), never copied into one body array.
+        List<ByteBuffer> sections = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             if (binary[i]) {
-                ByteBuffer data = outputs.get(i).data();
-                int size = data.remaining();
-                data.get(body, offset, size);
-                offset += size;
+                sections.add(outputs.get(i).data().duplicate());
             }
         }
-        return new EncodedResponse(body, OptionalInt.of(jsonLength), EncodedResponse.OCTET_STREAM);
+        return new EncodedResponse(json.buffer(), jsonLength, sections, OptionalInt.of(jsonLength),
+                EncodedResponse.OCTET_STREAM);
     }
 
     private static void writeFixed(JsonGenerator g, DataType type, ByteBuffer d, long count) {
@@ -231,7 +223,7 @@ public final class InferResponseEncoder {
         return false;
     }
 
-    /** Lets the encoder hand out the buffer without a final copy when it is already full-size. */
+    /** Lets the encoder hand out its buffer (and the valid length) without a final copy. */
     private static final class ExposedByteArrayOutputStream extends ByteArrayOutputStream {
         ExposedByteArrayOutputStream(int size) {
             super(size);
@@ -239,10 +231,6 @@ public final class InferResponseEncoder {
 
         byte[] buffer() {
             return buf;
-        }
-
-        byte[] toByteArrayShared() {
-            return count == buf.length ? buf : toByteArray();
         }
     }
 }
