@@ -99,7 +99,7 @@ RUN unresolved=""; \
 # Startup: the extracted jar (plain jars on the class path, no nested-jar loading) and a CDS
 # archive of the classes a start loads, from one training run that exits after the context
 # refresh (demo models, CPU: there is no GPU at build time; the classes are the same). Measured
-# on an H200 host: java -jar 3.5 s to ready, extracted 2.9 s, extracted + CDS 2.1 s. A JRE
+# on an H200 host: java -jar 3.5-4.9 s to ready, extracted 2.9-3.9 s, extracted + CDS 2.1-2.8 s. A JRE
 # without its base CDS archive cannot make one: the service then starts without it.
 RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /opt/etserve/app >/dev/null; \
     test -f /opt/etserve/app/app.jar; \
