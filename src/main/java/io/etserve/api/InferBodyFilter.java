@@ -21,11 +21,12 @@ import org.slf4j.LoggerFactory;
 import org.springframework.http.HttpStatus;
 
 /**
- * Reads an inference request's body without holding a request thread, then hands it to the
- * controller. A slow client (a trickled or stalled upload) costs one connection and the bytes it
- * sent, never a thread: the body is read with non-blocking I/O on the server's selector threads
- * and the request is dispatched to a request thread only once the whole body is here. A body
- * that has not arrived within {@code etserve.inference.body-timeout} is answered 408.
+ * Reads an inference request's body without holding a request thread while it waits, then
+ * hands it to the controller. A slow client (a trickled or stalled upload) costs one connection
+ * and the bytes it sent, never a parked thread: the body is read with the servlet's non-blocking
+ * I/O (a container thread runs only when bytes have arrived, to copy them) and the request is
+ * dispatched to the controller once the whole body is here. A body that has not arrived within
+ * {@code etserve.inference.body-timeout} is answered 408.
  */
 public final class InferBodyFilter implements Filter {
 
