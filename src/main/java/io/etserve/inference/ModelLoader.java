@@ -76,7 +76,11 @@ public final class ModelLoader {
         Program program;
         try {
             ProgramIntegrity.Verdict verdict = ProgramIntegrity.check(file, config, verification);
-            program = Program.load(file, verdict.verification(), dataFiles(file, config));
+            List<Path> data = dataFiles(file, config);
+            for (Path d : data) {
+                ProgramIntegrity.checkDataFile(d);
+            }
+            program = Program.load(file, verdict.verification(), data);
         } catch (InvalidModelException e) {
             return ModelVersionState.failed(name, version, e.getMessage());
         } catch (ExecuTorchException e) {

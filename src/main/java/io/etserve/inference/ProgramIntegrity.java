@@ -24,7 +24,7 @@ import java.util.regex.Pattern;
  * malformed file then crashes the process (seen: a root table offset into the header, a flipped
  * byte of a delegate entry). So {@code etserve.native.verification=minimal} applies only to
  * files whose declared digest matched: the operator vouched for those exact bytes. Every other
- * file is verified fully.
+ * file is verified fully. A {@code .ptd} data file may carry a {@code <file>.sha256} sidecar too.
  */
 public final class ProgramIntegrity {
 
@@ -55,22 +55,45 @@ public final class ProgramIntegrity {
         return new Verdict(configured, Optional.of(actual));
     }
 
+    /**
+     * Checks a named-data file ({@code .ptd}) against its {@code <file>.sha256} sidecar when it
+     * has one: weights are data, and ExecuTorch's verification never looks at them.
+     *
+     * @throws InvalidModelException on a malformed sidecar or a mismatch
+     */
+    public static void checkDataFile(Path data) throws IOException {
+        Path sidecar = data.resolveSibling(data.getFileName() + SIDECAR_SUFFIX);
+        if (!Files.isRegularFile(sidecar)) {
+            return;
+        }
+        String declared = readSidecar(sidecar);
+        String actual = sha256(data);
+        if (!actual.equals(declared)) {
+            throw new ModelLoader.InvalidModelException(data.getFileName() + " does not match its declared sha256: expected "
+                    + declared + ", the file has " + actual);
+        }
+    }
+
+    private static String readSidecar(Path sidecar) throws IOException {
+        byte[] bytes;
+        try (InputStream in = Files.newInputStream(sidecar)) {
+            bytes = in.readNBytes(MAX_SIDECAR_BYTES);
+        }
+        String first = new String(bytes, StandardCharsets.US_ASCII).strip().split("\\s+", 2)[0];
+        if (!HEX64.matcher(first).matches()) {
+            throw new ModelLoader.InvalidModelException(sidecar.getFileName()
+                    + " must start with 64 hex digits (the output of sha256sum)");
+        }
+        return first.toLowerCase(Locale.ROOT);
+    }
+
     /** The digest config.yml or the sidecar file declares (lower-case hex); both must agree. */
     static Optional<String> declared(Path program, ModelConfig config) throws IOException {
         Optional<String> fromConfig = config.sha256();
         Path sidecar = program.resolveSibling(program.getFileName() + SIDECAR_SUFFIX);
         Optional<String> fromFile = Optional.empty();
         if (Files.isRegularFile(sidecar)) {
-            byte[] bytes;
-            try (InputStream in = Files.newInputStream(sidecar)) {
-                bytes = in.readNBytes(MAX_SIDECAR_BYTES);
-            }
-            String first = new String(bytes, StandardCharsets.US_ASCII).strip().split("\\s+", 2)[0];
-            if (!HEX64.matcher(first).matches()) {
-                throw new ModelLoader.InvalidModelException(sidecar.getFileName()
-                        + " must start with 64 hex digits (the output of sha256sum)");
-            }
-            fromFile = Optional.of(first.toLowerCase(Locale.ROOT));
+            fromFile = Optional.of(readSidecar(sidecar));
         }
         if (fromConfig.isPresent() && fromFile.isPresent() && !fromConfig.equals(fromFile)) {
             throw new ModelLoader.InvalidModelException("config.yml and " + sidecar.getFileName() + " declare different sha256 digests");

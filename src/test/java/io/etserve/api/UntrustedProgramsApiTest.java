@@ -45,6 +45,17 @@ class UntrustedProgramsApiTest {
             REPO.withProgramBytes("tampered", tampered)
                     .withFile("tampered/config.yml", "sha256: " + sha256(DEMO).toUpperCase() + "\n");
             REPO.withProgramBytes("unvouched-tampered", tampered);
+            // External weights with a digest beside the .ptd: intact, and with one weight flipped.
+            Path ptd = TestPaths.testModels().resolve("external-weights-portable/1/_default_external_constant.ptd");
+            String ptdDigest = sha256(ptd) + "  _default_external_constant.ptd\n";
+            REPO.copy(TestPaths.testModels(), "external-weights-portable", "weights-vouched")
+                    .withFile("weights-vouched/1/_default_external_constant.ptd.sha256", ptdDigest);
+            REPO.copy(TestPaths.testModels(), "external-weights-portable", "weights-tampered")
+                    .withFile("weights-tampered/1/_default_external_constant.ptd.sha256", ptdDigest);
+            Path tamperedPtd = REPO.root().resolve("weights-tampered/1/_default_external_constant.ptd");
+            byte[] weights = Files.readAllBytes(tamperedPtd);
+            weights[weights.length - 3] ^= 0x10;
+            Files.write(tamperedPtd, weights);
             REPO.copy(TestPaths.demoModels(), "demo-portable", "wrong-sidecar")
                     .withFile("wrong-sidecar/1/model.pte.sha256", "not-a-digest\n");
         } catch (Exception e) {
@@ -89,6 +100,10 @@ class UntrustedProgramsApiTest {
         // The same bytes without a digest load and serve other numbers: what the digest is for.
         assertThat(http.get("/v2/models/unvouched-tampered/ready").status()).isEqualTo(200);
         assertThat(reason(http, "wrong-sidecar")).contains("64 hex digits");
+        // Weights in a .ptd are data ExecuTorch never verifies: a digest beside the file covers them.
+        assertThat(reason(http, "weights-tampered")).contains("_default_external_constant.ptd")
+                .contains("does not match its declared sha256");
+        assertThat(http.get("/v2/models/weights-vouched/ready").status()).isEqualTo(200);
     }
 
     @Test
