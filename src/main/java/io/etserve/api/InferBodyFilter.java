@@ -73,6 +73,24 @@ public final class InferBodyFilter implements Filter {
             ErrorResponses.write(response, e, true);
             return;
         }
+        long declared = request.getContentLengthLong();
+        if (declared >= 0 && request.getInputStream().available() >= declared) {
+            // The whole body came with the headers (the usual small request): reading it cannot
+            // block, so it is read here and the request goes on without an async dispatch.
+            try (body) {
+                try {
+                    while (body.readFrom(request.getInputStream()) >= 0) {
+                        // until the end of the body
+                    }
+                } catch (ApiException e) {
+                    ErrorResponses.write(response, e, true);
+                    return;
+                }
+                request.setAttribute(BODY, body);
+                chain.doFilter(req, res);
+            }
+            return;
+        }
         AsyncContext async = request.startAsync();
         async.setTimeout(bodyTimeout.toMillis());
         Reader reader = new Reader(request, response, async, body);
