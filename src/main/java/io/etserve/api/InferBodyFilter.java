@@ -66,22 +66,20 @@ public final class InferBodyFilter implements Filter {
             chain.doFilter(req, res);
             return;
         }
+        long declared = request.getContentLengthLong();
         RequestBody body;
         try {
-            body = new RequestBody(inflight, maxBytes, request.getContentLengthLong());
+            body = new RequestBody(inflight, maxBytes, declared);
         } catch (ApiException e) {
             ErrorResponses.write(response, e, true);
             return;
         }
-        long declared = request.getContentLengthLong();
         if (declared >= 0 && request.getInputStream().available() >= declared) {
             // The whole body came with the headers (the usual small request): reading it cannot
             // block, so it is read here and the request goes on without an async dispatch.
             try (body) {
                 try {
-                    while (body.readFrom(request.getInputStream()) >= 0) {
-                        // until the end of the body
-                    }
+                    body.readAll(request.getInputStream());
                 } catch (ApiException e) {
                     ErrorResponses.write(response, e, true);
                     return;
@@ -128,7 +126,7 @@ public final class InferBodyFilter implements Filter {
                     }
                 }
             } catch (ApiException e) {
-                fail(e, true);
+                fail(e);
             }
         }
 
@@ -143,18 +141,18 @@ public final class InferBodyFilter implements Filter {
         @Override
         public void onError(Throwable t) {
             log.debug("request body could not be read: {}", t.toString());
-            fail(new ApiException(HttpStatus.BAD_REQUEST, "cannot read the request body: " + t.getMessage()), true);
+            fail(new ApiException(HttpStatus.BAD_REQUEST, "cannot read the request body: " + t.getMessage()));
         }
 
         @Override
         public void onTimeout(AsyncEvent event) {
             fail(new ApiException(HttpStatus.REQUEST_TIMEOUT, "the request body did not arrive within "
-                    + bodyTimeout.toMillis() + " ms (" + body.length() + " bytes received)"), true);
+                    + bodyTimeout.toMillis() + " ms (" + body.length() + " bytes received)"));
         }
 
         @Override
         public void onError(AsyncEvent event) {
-            fail(new ApiException(HttpStatus.BAD_REQUEST, "connection failed while reading the request body"), true);
+            fail(new ApiException(HttpStatus.BAD_REQUEST, "connection failed while reading the request body"));
         }
 
         @Override
@@ -165,14 +163,15 @@ public final class InferBodyFilter implements Filter {
         @Override
         public void onStartAsync(AsyncEvent event) {}
 
-        private void fail(ApiException e, boolean closeConnection) {
+        /** Answers {@code e} and closes the connection: the rest of the body was never read. */
+        private void fail(ApiException e) {
             if (!settled.compareAndSet(false, true)) {
                 return;
             }
             body.close();
             try {
                 if (!response.isCommitted()) {
-                    ErrorResponses.write(response, e, closeConnection);
+                    ErrorResponses.write(response, e, true);
                 }
             } catch (IOException | RuntimeException ignored) {
                 // The client is gone; nothing to tell it.

@@ -132,9 +132,7 @@ public class InferenceProtocolController {
     private RequestBody readBlocking(HttpServletRequest http) throws IOException {
         RequestBody body = new RequestBody(inflight, maxRequestBytes, http.getContentLengthLong());
         try (InputStream in = http.getInputStream()) {
-            while (body.readFrom(in) >= 0) {
-                // until the end of the body
-            }
+            body.readAll(in);
             return body;
         } catch (IOException | RuntimeException e) {
             body.close();

@@ -35,11 +35,14 @@ final class RequestBody implements AutoCloseable {
         this.reservation = inflight.open();
     }
 
-    /** Appends {@code n} bytes; 413 past the limit or the declared length, 503 when the budget is spent. */
-    void append(byte[] src, int off, int n) {
-        ensureRoom((long) length + n);
-        System.arraycopy(src, off, buffer, length, n);
-        length += n;
+    /**
+     * Reads {@code in} to its end (blocking reads, or a body already complete); 413 past the
+     * limit or the declared length, 503 when the budget is spent.
+     */
+    void readAll(InputStream in) throws IOException {
+        while (readFrom(in) >= 0) {
+            // until the end of the body
+        }
     }
 
     /**
@@ -49,15 +52,16 @@ final class RequestBody implements AutoCloseable {
      * @return the bytes read, or -1 at the end of the body
      */
     int readFrom(InputStream in) throws IOException {
-        if (length == declared) {
-            // All declared bytes are here: only the end of the body may follow.
+        if (length == cap()) {
+            // All the bytes that may come are here (the declared length, or the limit of a
+            // chunked body): only the end of the body may follow.
             if (in.read() < 0) {
                 return -1;
             }
-            throw tooLarge("request body is longer than its Content-Length of " + declared);
+            throw overCap();
         }
         if (length == buffer.length) {
-            ensureRoom((long) length + 1);
+            grow();
         }
         int n = in.read(buffer, length, buffer.length - length);
         if (n > 0) {
@@ -66,26 +70,30 @@ final class RequestBody implements AutoCloseable {
         return n;
     }
 
-    private void ensureRoom(long needed) {
-        long cap = declared >= 0 ? declared : maxBytes;
-        if (needed > cap) {
-            throw tooLarge(declared >= 0 ? "request body is longer than its Content-Length of " + declared
-                    : "request body exceeds the limit of " + maxBytes + " bytes");
-        }
-        if (needed > buffer.length) {
-            // Doubling keeps copies amortized O(n); never past what may still legally arrive, so
-            // an honest Content-Length ends in an array of exactly that size.
-            int grown = (int) Math.min(cap, Math.max(needed, Math.max(INITIAL, 2L * buffer.length)));
-            reservation.grow(grown - buffer.length);
-            buffer = Arrays.copyOf(buffer, grown);
-        }
+    /** The most bytes this body may have: its declared length, else the limit. */
+    private long cap() {
+        return declared >= 0 ? declared : maxBytes;
+    }
+
+    private ApiException overCap() {
+        return tooLarge(declared >= 0 ? "request body is longer than its Content-Length of " + declared
+                : "request body exceeds the limit of " + maxBytes + " bytes");
+    }
+
+    /** Room for more (the array is full and below the cap): 503 when the budget is spent. */
+    private void grow() {
+        // Doubling keeps copies amortized O(n); never past what may still legally arrive, so an
+        // honest Content-Length ends in an array of exactly that size.
+        int grown = (int) Math.min(cap(), Math.max(INITIAL, 2L * buffer.length));
+        reservation.grow(grown - buffer.length);
+        buffer = Arrays.copyOf(buffer, grown);
     }
 
     int length() {
         return length;
     }
 
-    /** The whole body; copies only when the client sent less than it declared (an error anyway). */
+    /** The whole body; copies only when the array grew past it (a chunked body). */
     byte[] bytes() {
         return length == buffer.length ? buffer : Arrays.copyOf(buffer, length);
     }
