@@ -15,20 +15,10 @@ JAR=$ROOT/target/etserve-0.1.0-SNAPSHOT.jar
 log() { printf '[reliability %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 mkdir -p "$OUT"
 
-if [[ ! -f $JAR ]] || [[ -n $(find src/main native pom.xml application.yml -newer "$JAR" -type f -print -quit) ]]; then
-  log "building the service jar (mvn -q -DskipTests package)"
-  mvn -B -q -DskipTests package
-fi
-mvn -B -q -DskipNative=true test-compile
-mvn -B -q dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$OUT/classpath.txt"
-CP="$ROOT/target/test-classes:$ROOT/target/classes:$(cat "$OUT/classpath.txt")"
-
-for p in "$PORT" "$MGMT_PORT"; do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-    echo "127.0.0.1:$p is already in use (an earlier run still up?); set RELIABILITY_PORT" >&2
-    exit 1
-  fi
-done
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_build
+bench_require_free_ports "set RELIABILITY_PORT" "$PORT" "$MGMT_PORT"
 REPO=$OUT/reliability-models
 rm -rf "$REPO"
 java -cp "$CP" io.etserve.bench.ReliabilityCheck prepare "$REPO"

@@ -28,19 +28,14 @@ log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 mkdir -p "$OUT"
 
 # --- build -----------------------------------------------------------------------------------
-if [[ ! -f $JAR ]] || [[ -n $(find src/main native pom.xml application.yml -newer "$JAR" -type f -print -quit) ]]; then
-  log "building the service jar (mvn -q -DskipTests package)"
-  mvn -B -q -DskipTests package
-fi
-log "compiling the benchmark classes (mvn -q -DskipNative=true test-compile)"
-mvn -B -q -DskipNative=true test-compile
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_build
 if [[ ! -f target/test-classes/META-INF/BenchmarkList ]] \
    || ! grep -q BridgeExecuteBenchmark target/test-classes/META-INF/BenchmarkList; then
   echo "target/test-classes/META-INF/BenchmarkList is missing: JMH's annotation processor did not run" >&2
   exit 1
 fi
-mvn -B -q dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$OUT/classpath.txt"
-CP="$ROOT/target/test-classes:$ROOT/target/classes:$(cat "$OUT/classpath.txt")"
 
 {
   echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')," \
@@ -61,12 +56,7 @@ fi
 
 # --- REST ------------------------------------------------------------------------------------
 if [[ ${BENCH_SKIP_REST:-0} != 1 ]]; then
-  for p in "$PORT" "$MGMT_PORT"; do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "127.0.0.1:$p is already in use; set BENCH_PORT / BENCH_MGMT_PORT" >&2
-      exit 1
-    fi
-  done
+  bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT" "$PORT" "$MGMT_PORT"
   # A private copy: a concurrent `mvn package` must not replace the jar under the running JVM.
   cp "$JAR" "$OUT/etserve.jar"
   log "starting the service on 127.0.0.1:$PORT (log: $OUT/server.log)"

@@ -22,7 +22,7 @@
 # caller-stream API itself. The bridge never links it: loaded after the bridge, a delegate that
 # cannot load on a host without CUDA costs that host only its CUDA programs.
 include_guard(GLOBAL)
-include("${CMAKE_CURRENT_LIST_DIR}/CallerStream.cmake")  # _etserve_find_binutil
+include("${CMAKE_CURRENT_LIST_DIR}/CallerStream.cmake")  # _etserve_find_binutil, the API's symbols
 
 set(ETSERVE_CUDA_BACKEND_LIBRARY "" CACHE FILEPATH
     "Prebuilt ExecuTorch CUDA delegate (libexecutorch_backend_cuda.so); empty: from the wheel")
@@ -71,7 +71,9 @@ function(etserve_cuda_backend_files out delegate runtime_soname caller_stream_so
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${what}: nm cannot read its dynamic symbols.")
   endif()
-  if(exports MATCHES "[TW] _ZN10executorch9extension4cuda15getCallerStreamEv")
+  _etserve_caller_stream_constants()
+  list(GET _ETSERVE_CALLER_STREAM_SYMBOLS 0 get_caller_stream)
+  if(exports MATCHES "[TW] ${get_caller_stream}")
     message(FATAL_ERROR "${what} defines the caller-stream API itself: a second copy of the "
                         "stream selection.")
   endif()

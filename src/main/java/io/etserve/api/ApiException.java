@@ -27,4 +27,12 @@ public class ApiException extends RuntimeException {
     public Duration retryAfter() {
         return retryAfter;
     }
+
+    /**
+     * The {@code Retry-After} value: whole seconds, rounded up and at least 1 (a client told "0"
+     * would retry at once), or null when there is none.
+     */
+    public String retryAfterHeader() {
+        return retryAfter == null ? null : Long.toString(Math.max(1, (retryAfter.toMillis() + 999) / 1000));
+    }
 }

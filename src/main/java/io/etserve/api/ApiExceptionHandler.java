@@ -37,9 +37,7 @@ class ApiExceptionHandler {
     ResponseEntity<ProtocolDtos.ErrorBody> api(ApiException e) {
         ResponseEntity.BodyBuilder b = ResponseEntity.status(e.status()).contentType(MediaType.APPLICATION_JSON);
         if (e.retryAfter() != null) {
-            // Whole seconds, rounded up: a client told "0" would retry at once.
-            long seconds = (e.retryAfter().toMillis() + 999) / 1000;
-            b.header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, seconds)));
+            b.header(HttpHeaders.RETRY_AFTER, e.retryAfterHeader());
         }
         return b.body(new ProtocolDtos.ErrorBody(messages.redact(e.getMessage())));
     }

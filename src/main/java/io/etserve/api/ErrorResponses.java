@@ -13,16 +13,21 @@ final class ErrorResponses {
 
     private ErrorResponses() {}
 
+    /** {@code {"error": message}} as UTF-8 bytes. */
+    static byte[] json(String message) {
+        return JSON.writeValueAsBytes(new ProtocolDtos.ErrorBody(message));
+    }
+
     /**
      * @param closeConnection add {@code Connection: close}: the rest of the body was not read,
      *     so the connection cannot carry another request
      */
     static void write(HttpServletResponse response, ApiException e, boolean closeConnection) throws IOException {
-        byte[] json = JSON.writeValueAsBytes(new ProtocolDtos.ErrorBody(e.getMessage()));
+        byte[] json = json(e.getMessage());
         response.setStatus(e.status().value());
         response.setContentType(MediaType.APPLICATION_JSON_VALUE);
         if (e.retryAfter() != null) {
-            response.setHeader(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, e.retryAfter().toSeconds())));
+            response.setHeader(HttpHeaders.RETRY_AFTER, e.retryAfterHeader());
         }
         if (closeConnection) {
             response.setHeader(HttpHeaders.CONNECTION, "close");

@@ -6,7 +6,6 @@ import org.apache.catalina.connector.Request;
 import org.apache.catalina.connector.Response;
 import org.apache.catalina.valves.ErrorReportValve;
 import org.springframework.http.HttpStatus;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Tomcat's own error answers (a request it could not parse: bad URL encoding, oversized or too
@@ -14,8 +13,6 @@ import tools.jackson.databind.json.JsonMapper;
  * parse JSON, and the page named the server's version.
  */
 public final class JsonErrorReportValve extends ErrorReportValve {
-
-    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     @Override
     protected void report(Request request, Response response, Throwable throwable) {
@@ -30,7 +27,7 @@ public final class JsonErrorReportValve extends ErrorReportValve {
             response.setCharacterEncoding("UTF-8");
             Writer writer = response.getReporter();
             if (writer != null) {
-                writer.write(JSON.writeValueAsString(new ProtocolDtos.ErrorBody(message)));
+                writer.write(new String(ErrorResponses.json(message), java.nio.charset.StandardCharsets.UTF_8));
                 response.finishResponse();
             }
         } catch (IOException | IllegalStateException e) {

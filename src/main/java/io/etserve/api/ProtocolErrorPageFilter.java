@@ -36,7 +36,6 @@ public final class ProtocolErrorPageFilter implements Filter {
         }
         Object message = request.getAttribute(RequestDispatcher.ERROR_MESSAGE);
         String text = message instanceof String s && !s.isBlank() ? s : status.getReasonPhrase();
-        ErrorResponses.write(http, new ApiException(status, text + " (" + request.getAttribute(
-                RequestDispatcher.ERROR_REQUEST_URI) + ")"), false);
+        ErrorResponses.write(http, new ApiException(status, text + " (" + path + ")"), false);
     }
 }

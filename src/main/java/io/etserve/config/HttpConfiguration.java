@@ -43,10 +43,7 @@ public class HttpConfiguration {
     @Bean
     FilterRegistrationBean<ProtocolErrorPageFilter> protocolErrorPageFilter(
             @Value("${server.error.path:/error}") String errorPath) {
-        var registration = new FilterRegistrationBean<>(new ProtocolErrorPageFilter());
-        registration.addUrlPatterns(errorPath);
-        registration.setDispatcherTypes(DispatcherType.ERROR);
-        return registration;
+        return onErrorPath(new ProtocolErrorPageFilter(), errorPath, DispatcherType.ERROR);
     }
 
     /** Tomcat's own error answers (unparseable requests) as JSON, not its HTML page. */
@@ -56,12 +53,18 @@ public class HttpConfiguration {
                 ((StandardHost) context.getParent()).setErrorReportValveClass(JsonErrorReportValve.class.getName()));
     }
 
+    /** The error path asked for directly is not an endpoint. */
     @Bean
     FilterRegistrationBean<DirectErrorPathFilter> directErrorPathFilter(
             @Value("${server.error.path:/error}") String errorPath) {
-        var registration = new FilterRegistrationBean<>(new DirectErrorPathFilter());
+        return onErrorPath(new DirectErrorPathFilter(), errorPath, DispatcherType.REQUEST);
+    }
+
+    private static <F extends jakarta.servlet.Filter> FilterRegistrationBean<F> onErrorPath(F filter, String errorPath,
+            DispatcherType dispatch) {
+        var registration = new FilterRegistrationBean<>(filter);
         registration.addUrlPatterns(errorPath);
-        registration.setDispatcherTypes(DispatcherType.REQUEST);
+        registration.setDispatcherTypes(dispatch);
         return registration;
     }
 }

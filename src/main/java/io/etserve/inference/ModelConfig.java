@@ -185,17 +185,23 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
         }
         List<String> names = new ArrayList<>();
         for (Object item : list) {
-            String n = string(file, "data-files[]", item);
-            if (n.contains("/") || n.contains("\\") || n.equals(".") || n.equals("..") || n.chars().anyMatch(c -> c < 0x20)) {
-                throw new InvalidModelConfigException(file + ": data file '" + ModelRegistry.abbreviate(n)
-                        + "' must be a plain file name in the version directory");
-            }
+            String n = plainFileName(file, "data-files[]", "data file", item);
             if (names.contains(n)) {
                 throw new InvalidModelConfigException(file + ": data file '" + n + "' is listed twice");
             }
             names.add(n);
         }
         return Optional.of(List.copyOf(names));
+    }
+
+    /** A file name inside the version directory: no path, so a config cannot reach outside it. */
+    private static String plainFileName(Path file, String key, String what, Object v) {
+        String n = string(file, key, v);
+        if (n.contains("/") || n.contains("\\") || n.equals(".") || n.equals("..") || n.chars().anyMatch(c -> c < 0x20)) {
+            throw new InvalidModelConfigException(file + ": " + what + " '" + ModelRegistry.abbreviate(n)
+                    + "' must be a plain file name in the version directory");
+        }
+        return n;
     }
 
     private static Optional<Placement> placement(Path file, Object v) {
@@ -222,11 +228,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
                 || k.equals("file"))) {
             Object data = m.containsKey("data") ? m.get("data") : m.containsKey("file") ? "file" : "zeros";
             if ("file".equals(data)) {
-                String name = string(file, "warmup.file", m.get("file"));
-                if (name.contains("/") || name.contains("\\") || name.equals("..") || name.equals(".")) {
-                    throw new InvalidModelConfigException(file + ": warm-up file '" + ModelRegistry.abbreviate(name)
-                            + "' must be a plain file name in the version directory");
-                }
+                String name = plainFileName(file, "warmup.file", "warm-up file", m.get("file"));
                 return new Warmup(boundedCount(file, m.containsKey("samples") ? m.get("samples") : 1),
                         Warmup.Data.FILE, name);
             }

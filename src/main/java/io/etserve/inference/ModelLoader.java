@@ -126,8 +126,10 @@ public final class ModelLoader {
                             loadedModels.getAndIncrement())
                     : List.of();
             InstancePool pool;
-            int instanceCount = devices.isEmpty() ? config.instances().orElse(defaultInstances.cpu())
-                    : devices.size() * config.instances().orElse(defaultInstances.perGpu());
+            // Per device for a GPU placement, in all for the CPU.
+            int perPlacement = config.instances().orElse(devices.isEmpty() ? defaultInstances.cpu()
+                    : defaultInstances.perGpu());
+            int instanceCount = perPlacement * Math.max(1, devices.size());
             long modelPlanned = signature.plannedBytes() > Long.MAX_VALUE / instanceCount ? Long.MAX_VALUE
                     : signature.plannedBytes() * instanceCount;
             if (modelPlanned > plannedLimits.perModel()) {
@@ -136,11 +138,10 @@ public final class ModelLoader {
                         + plannedLimits.perModel() + " (etserve.inference.max-planned-memory-per-model)");
             }
             if (!devices.isEmpty()) {
-                int perDevice = config.instances().orElse(defaultInstances.perGpu());
                 List<GpuInstancePool> pools = new ArrayList<>();
                 for (int device : devices) {
                     List<ProgramInstance> onDevice = new ArrayList<>();
-                    for (int i = 0; i < perDevice; i++) {
+                    for (int i = 0; i < perPlacement; i++) {
                         onDevice.add(program.newInstance(config.method()));
                     }
                     created.addAll(onDevice);
@@ -150,8 +151,7 @@ public final class ModelLoader {
             } else {
                 // CPU programs, and GPU-placed ones on a node without CUDA devices (whyNotRunnable
                 // already refused those whose delegates need one).
-                int n = config.instances().orElse(defaultInstances.cpu());
-                for (int i = 0; i < n; i++) {
+                for (int i = 0; i < perPlacement; i++) {
                     created.add(program.newInstance(config.method()));
                 }
                 pool = new CpuInstancePool(created);
