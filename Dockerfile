@@ -8,8 +8,8 @@
 # CPU image from the jar the host build already made (`mvn package`), on bases that need no
 # registry (.ci/base-images.sh makes them):
 #   docker build --network host --build-arg APP_JAR_SOURCE=prebuilt \
-#     --build-arg BUILD_BASE=etserve-base/tools-cpu:bookworm \
-#     --build-arg RUNTIME_BASE=etserve-base/runtime-cpu:bookworm -t etserve:cpu .
+#     --build-arg BUILD_BASE=etserve-base/tools-cpu:trixie \
+#     --build-arg RUNTIME_BASE=etserve-base/runtime-cpu:trixie -t etserve:cpu .
 #
 # Both paths leave the same layout: /opt/etserve/app.jar, /opt/etserve/native (the jar's JNI
 # bridge and ExecuTorch libraries, linkage-checked), /models (the demo models).
@@ -21,8 +21,9 @@
 # apt (it installs a JDK 17, Maven, Python 3 with venv, a C++ compiler, unzip and binutils);
 # with APP_JAR_SOURCE=prebuilt the base must already have unzip, binutils and ldd.
 ARG BUILD_BASE=nvidia/cuda:13.0.1-devel-ubuntu24.04
-# Needs glibc >= 2.28 and libstdc++ (the ExecuTorch wheel is manylinux_2_28); a JRE 17+ is
-# installed with apt when the base has no `java`.
+# Needs glibc >= 2.28 and libstdc++ (the ExecuTorch wheel is manylinux_2_28); a JRE 25 is
+# installed with apt when the base has no `java` (JRE_PACKAGE; 17 works, with CDS in place of
+# the AOT cache).
 ARG RUNTIME_BASE=nvidia/cuda:13.0.1-runtime-ubuntu24.04
 
 FROM ${BUILD_BASE} AS app
@@ -76,7 +77,7 @@ RUN jars=(target/etserve-*.jar); \
 
 FROM ${RUNTIME_BASE} AS runtime
 SHELL ["/bin/bash", "-euo", "pipefail", "-c"]
-ARG JRE_PACKAGE=openjdk-17-jre-headless
+ARG JRE_PACKAGE=openjdk-25-jre-headless
 RUN if ! command -v java >/dev/null; then \
       apt-get update -qq; \
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$JRE_PACKAGE" >/dev/null; \
@@ -96,24 +97,35 @@ RUN unresolved=""; \
     done; \
     if [[ -n "$unresolved" ]]; then echo "unresolved in the runtime image:"; echo "$unresolved"; exit 1; fi
 
-# Startup: the extracted jar (plain jars on the class path, no nested-jar loading) and a CDS
-# archive of the classes a start loads, from one training run that exits after the context
-# refresh (demo models, CPU: there is no GPU at build time; the classes are the same). Measured
-# on an H200 host: java -jar 3.5-4.9 s to ready, extracted 2.9-3.9 s, extracted + CDS 2.1-2.8 s. A JRE
-# without its base CDS archive cannot make one: the service then starts without it.
+# Startup: the extracted jar (plain jars on the class path, no nested-jar loading) and an
+# ahead-of-time cache of the classes a start loads and links (Java 25: -XX:AOTCacheOutput; a CDS
+# archive on older JREs), from one training run that exits after the context refresh (demo
+# models, CPU: there is no GPU at build time; the classes are the same). The JVM options the
+# entrypoint needs for either go to an argument file. Should the training fail, or the cache not
+# fit the JVM at run time (another GC, for one), the service starts without it.
 RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /opt/etserve/app >/dev/null; \
     test -f /opt/etserve/app/app.jar; \
-    ETSERVE_MODEL_REPOSITORY=/models ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native TMPDIR=/tmp/cds-training \
-      java --enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.cachedir=/tmp/cds-training/javacpp \
-      -XX:ArchiveClassesAtExit=/opt/etserve/app.jsa -Dspring.context.exit=onRefresh \
-      -jar /opt/etserve/app/app.jar --server.port=0 --management.server.port=0 >/tmp/cds-training.log 2>&1 \
-      || { echo "CDS training run failed; the image starts without an archive:"; tail -5 /tmp/cds-training.log; rm -f /opt/etserve/app.jsa; }; \
-    rm -rf /tmp/cds-training /tmp/cds-training.log; \
+    feature="$(java -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2; exit}')"; \
+    if (( feature >= 25 )); then \
+      train=(-XX:AOTCacheOutput=/opt/etserve/app.aot -Xlog:aot=off -Xlog:cds=off); \
+      run=(-XX:AOTCache=/opt/etserve/app.aot -Xlog:aot=off -Xlog:cds=off); cache=/opt/etserve/app.aot; \
+    else \
+      train=(-XX:ArchiveClassesAtExit=/opt/etserve/app.jsa); \
+      run=(-XX:SharedArchiveFile=/opt/etserve/app.jsa -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off); cache=/opt/etserve/app.jsa; \
+    fi; \
+    ETSERVE_MODEL_REPOSITORY=/models ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native TMPDIR=/tmp/aot-training \
+      java --enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp \
+      "${train[@]}" -Dspring.context.exit=onRefresh \
+      -jar /opt/etserve/app/app.jar --server.port=0 --management.server.port=0 >/tmp/aot-training.log 2>&1 \
+      && [[ -s "$cache" ]] \
+      || { echo "AOT/CDS training run failed; the image starts without a cache:"; tail -5 /tmp/aot-training.log; rm -f "$cache"; run=(); }; \
+    printf '%s\n' --enable-native-access=ALL-UNNAMED "${run[@]}" > /opt/etserve/jvm.args; \
+    rm -rf /tmp/aot-training /tmp/aot-training.log; \
     chmod -R a+rX /opt/etserve
 
 LABEL org.opencontainers.image.title="etserve" \
       org.opencontainers.image.description="ExecuTorch programs served over the Open Inference Protocol (KServe v2)"
-# Everything written at run time goes to /tmp (Tomcat, the JavaCPP cache, the CUDA delegate's
+# Everything written at run time goes to /tmp (Jetty, the JavaCPP cache, the CUDA delegate's
 # compiled .so), so the root file system can be read-only with a tmpfs at /tmp. That tmpfs
 # must allow exec (JavaCPP and the delegate load libraries from it); Docker's --tmpfs
 # default is noexec: `--tmpfs /tmp:rw,exec,nosuid,nodev,mode=1777`.
@@ -126,4 +138,4 @@ WORKDIR /opt/etserve
 EXPOSE 8080 8081
 HEALTHCHECK --interval=15s --timeout=5s --start-period=120s --retries=3 \
   CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${MANAGEMENT_SERVER_PORT:-8081} && printf 'GET /actuator/health/liveness HTTP/1.0\\r\\n\\r\\n' >&3 && read -r status <&3 && [[ $status == *' 200 '* ]]"]
-ENTRYPOINT ["java", "--enable-native-access=ALL-UNNAMED", "-XX:SharedArchiveFile=/opt/etserve/app.jsa", "-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off", "-jar", "/opt/etserve/app/app.jar"]
+ENTRYPOINT ["java", "@/opt/etserve/jvm.args", "-jar", "/opt/etserve/app/app.jar"]

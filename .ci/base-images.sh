@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Local base images for the CPU flavour of the Dockerfile, made from Debian's packages, for
 # engines that cannot pull (CI, offline machines):
-#   etserve-base/runtime-cpu:bookworm  Debian 12 minbase + a headless JRE 17 (RUNTIME_BASE)
-#   etserve-base/tools-cpu:bookworm    the same + binutils and unzip (BUILD_BASE with
+#   etserve-base/runtime-cpu:trixie  Debian 13 minbase + a headless JRE 25 (RUNTIME_BASE)
+#   etserve-base/tools-cpu:trixie    the same + binutils and unzip (BUILD_BASE with
 #                                      APP_JAR_SOURCE=prebuilt: unpacks the jar's native
 #                                      libraries and runs the linkage check)
 # Usage: .ci/base-images.sh [--force]
@@ -13,10 +13,10 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${ETSERVE_BASE_IMAGE_CACHE:-$ROOT/.cache/base-images}"
-SUITE="bookworm"
+SUITE="trixie"
 RUNTIME_IMAGE="etserve-base/runtime-cpu:$SUITE"
 TOOLS_IMAGE="etserve-base/tools-cpu:$SUITE"
-RUNTIME_PACKAGES=(openjdk-17-jre-headless)
+RUNTIME_PACKAGES=(openjdk-25-jre-headless)
 TOOLS_PACKAGES=(binutils unzip)
 FORCE=false
 [[ "${1:-}" == "--force" ]] && FORCE=true
@@ -36,10 +36,11 @@ image_current() {
   [[ "$label" == "$RECIPE" ]]
 }
 
-# The mirror this machine's apt already uses for the suite (no host name is kept in this repo).
+# The Debian mirror this machine's apt already uses (no host name is kept in this repo); the
+# images' suite may differ from the host's, the archive is the same. $1: "debian" or "security".
 debian_mirror() {
-  apt-get indextargets --format '$(REPO_URI) $(CODENAME) $(SUITE) $(TARGET_OF)' 2>/dev/null \
-    | awk -v s="$SUITE" '$2 == s && $3 !~ /-(updates|security)$/ && $4 == "deb" { print $1; exit }'
+  apt-get indextargets --format '$(REPO_URI) $(SUITE) $(TARGET_OF)' 2>/dev/null \
+    | awk -v want="$1" '$3 == "deb" && (want == "security") == ($2 ~ /-security$/) && $2 !~ /-updates$/ { print $1; exit }'
 }
 
 timed() {
@@ -81,8 +82,8 @@ run_debootstrap() {
 
 make_rootfs() {
   local rootfs="$CACHE/rootfs-$SUITE"
-  local mirror; mirror="$(debian_mirror)"
-  [[ -n "$mirror" ]] || { log "no apt source for $SUITE on this machine"; exit 1; }
+  local mirror security; mirror="$(debian_mirror debian)"; security="$(debian_mirror security)"
+  [[ -n "$mirror" ]] || { log "no Debian apt source on this machine"; exit 1; }
   if ! command -v debootstrap >/dev/null 2>&1; then
     log "installing debootstrap"
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -93,9 +94,14 @@ make_rootfs() {
   rm -rf "$rootfs"
   mkdir -p "$CACHE"
   timed "debootstrap --variant=minbase $SUITE" run_debootstrap "$rootfs" "$mirror"
-  # The host's own Debian sources (suite, updates, security) for current package versions.
-  cp /etc/apt/sources.list.d/debian.sources "$rootfs/etc/apt/sources.list.d/" 2>/dev/null \
-    && rm -f "$rootfs/etc/apt/sources.list"
+  # The suite, its updates and its security updates, from the host's mirrors.
+  {
+    printf 'Types: deb\nURIs: %s\nSuites: %s %s-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$mirror" "$SUITE" "$SUITE"
+    [[ -z "$security" ]] || printf '\nTypes: deb\nURIs: %s\nSuites: %s-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$security" "$SUITE"
+  } > "$rootfs/etc/apt/sources.list.d/debian.sources"
+  rm -f "$rootfs/etc/apt/sources.list"
   mount -t proc proc "$rootfs/proc"
   trap 'umount "$rootfs/proc" 2>/dev/null || true' EXIT
   : >"$CACHE/apt.log"

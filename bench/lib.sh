@@ -14,6 +14,10 @@ bench_build() {
   CP="$ROOT/target/test-classes:$ROOT/target/classes:$(cat "$OUT/classpath.txt")"
 }
 
+# The service runs on the JRE the image ships (25) when this machine has one.
+SERVER_JAVA="$(bash "$ROOT/scripts/java-home.sh")"
+SERVER_JAVA="${SERVER_JAVA:+$SERVER_JAVA/bin/}java"
+
 # Exits unless every loopback port given after the hint is free (an earlier run may still be up).
 bench_require_free_ports() {
   local hint="$1" p

@@ -40,7 +40,7 @@ fi
 {
   echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')," \
        "$(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load before run: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "java: $(java -version 2>&1 | head -1)"
+  echo "java (service): $("$SERVER_JAVA" -version 2>&1 | head -1)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+ uncommitted changes)')"
 } > "$OUT/machine.txt"
 cat "$OUT/machine.txt" >&2
@@ -60,7 +60,7 @@ if [[ ${BENCH_SKIP_REST:-0} != 1 ]]; then
   # A private copy: a concurrent `mvn package` must not replace the jar under the running JVM.
   cp "$JAR" "$OUT/etserve.jar"
   log "starting the service on 127.0.0.1:$PORT (log: $OUT/server.log)"
-  java --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
+  "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
     --server.address=127.0.0.1 --server.port="$PORT" \
     --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
     --etserve.model-repository="$ROOT/models" > "$OUT/server.log" 2>&1 &

@@ -31,8 +31,8 @@ WORK="${ETSERVE_GPU_WORK:-/tmp/etserve-gpu}"
 RESULTS="${OUT:-$ROOT/target/gpu-suite}"
 JUNIT_CONSOLE="org.junit.platform:junit-platform-console-standalone:6.0.3"
 ASSERTJ="org.assertj:assertj-core:3.27.7"
-# What the jlinked JRE needs to run Spring Boot (java.desktop: java.beans; java.security.jgss: Tomcat).
-JRE_MODULES="java.base,java.logging,java.management,java.naming,java.xml,java.sql,java.instrument,java.net.http,jdk.unsupported,jdk.crypto.ec,jdk.management,java.desktop,java.security.jgss"
+# What the jlinked JRE needs to run Spring Boot on Jetty (java.desktop: java.beans).
+JRE_MODULES="java.base,java.logging,java.management,java.naming,java.xml,java.sql,java.instrument,java.net.http,jdk.unsupported,jdk.crypto.ec,jdk.management,java.desktop"
 
 log() { printf '[gpu-suite] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -50,7 +50,9 @@ bundle() {
   local jar; jar="$(ls target/etserve-*.jar 2>/dev/null | grep -v -- '-plain' | head -1 || true)"
   [[ -n "$jar" && -d target/test-classes ]] || die "run mvn verify first (no target/etserve-*.jar or target/test-classes)"
   rm -rf "$BUNDLE" && mkdir -p "$BUNDLE/stage1" "$BUNDLE/stage2"
-  local jdk; jdk="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"
+  # The JRE is the one the image ships (25: AOT cache); the JDK that built the jar otherwise.
+  local jdk; jdk="$(bash "$ROOT/scripts/java-home.sh")"
+  [[ -n "$jdk" ]] || { jdk="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"; log "no JDK 25 here: the bundle's JRE is $jdk"; }
 
   log "stage1: ExecuTorch SDK, the caller-stream library and the JNI headers"
   local sp; sp="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
@@ -210,8 +212,9 @@ check() { "$JAVA" -cp "$CHECK_CP" io.etserve.bench.GpuServiceCheck "$@"; }
 
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 
-# Three starts each: the fat jar, then the extracted jar with a CDS archive (JDK 17+:
-# -XX:ArchiveClassesAtExit on a training run that exits after the context refresh).
+# Three starts each: the fat jar, the extracted jar, and the extracted jar with the
+# ahead-of-time cache the image uses (Java 25: -XX:AOTCacheOutput, else a CDS archive), made by
+# a training run that exits after the context refresh.
 startup_bench() {
   local repo="$1" ms=() cpu=() jar_saved="$JAR"
   for _ in 1 2 3; do
@@ -219,7 +222,7 @@ startup_bench() {
     ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
   done
   echo
-  echo "Time to ready (3 starts each, median; GPU models: probe and probe-fault, CPU: demo-xnnpack, demo-portable):"
+  echo "Time to ready (3 starts each, median; $("$JAVA" -version 2>&1 | head -1); GPU models: probe and probe-fault, CPU: demo-xnnpack, demo-portable):"
   echo
   echo "| launch | ms to ready | startup CPU s |"
   echo "|---|---|---|"
@@ -234,16 +237,31 @@ startup_bench() {
     ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
   done
   echo "| extracted jar (java -Djarmode=tools -jar etserve.jar extract) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
-  (cd "$extracted" && "$JAVA" --enable-native-access=ALL-UNNAMED -XX:ArchiveClassesAtExit=app.jsa -Xlog:cds=off \
+  local feature train use what
+  feature="$("$JAVA" -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2; exit}')"
+  if (( feature >= 25 )); then
+    train="-XX:AOTCacheOutput=app.aot -Xlog:aot=off -Xlog:cds=off"; use="-XX:AOTCache=$extracted/app.aot -Xlog:aot=off -Xlog:cds=off"; what="AOT cache"
+  else
+    train="-XX:ArchiveClassesAtExit=app.jsa -Xlog:cds=off"; use="-XX:SharedArchiveFile=$extracted/app.jsa -Xlog:cds=off"; what="CDS archive"
+  fi
+  # shellcheck disable=SC2086
+  (cd "$extracted" && "$JAVA" --enable-native-access=ALL-UNNAMED $train \
     -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 \
     --etserve.model-repository="$repo" --etserve.native.library-dir="$STAGE" \
-    --etserve.native.extra-libraries="$PROBE" >"$RESULTS/cds-training.log" 2>&1) || true
+    --etserve.native.extra-libraries="$PROBE" >"$RESULTS/aot-training.log" 2>&1) || true
   ms=() cpu=()
   for _ in 1 2 3; do
-    JAVA_EXTRA="-XX:SharedArchiveFile=$extracted/app.jsa -Xlog:cds=off" start_service "$repo" --etserve.cuda.streams-per-device=4
+    JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4
     ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
   done
-  echo "| extracted jar + CDS archive | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+  echo "| extracted jar + $what (as in the image) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+  # The same without starting CUDA beside the context (etserve.cuda.early-start): what it saves.
+  ms=() cpu=()
+  for _ in 1 2 3; do
+    JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.early-start=false
+    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+  done
+  echo "| extracted jar + $what, CUDA started inside the context (early-start=false) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
   JAR="$jar_saved"
 }
 

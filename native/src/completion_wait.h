@@ -56,6 +56,7 @@ class AdaptiveWaitPolicy {
   int64_t lateness_ns() const { return late_ns_; }
 
  private:
+  void step_down(int64_t margin);
   void learn_exact(int64_t observed_ns);
   void learn_upper_bound(int64_t observed_ns, int64_t last_step_ns);
   void learn_lateness(int64_t late_ns);
@@ -71,8 +72,12 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
   int r = query();
   if (r < 0) return r;
   if (r > 0) {
-    // Done before any wait: the delegate synchronized itself, or the work was tiny.
-    estimate_ns_ /= 2;
+    // Done before any wait: the delegate synchronized itself, the work was tiny, or this
+    // thread was descheduled after queueing it. Step down as when a sleep overshot: a
+    // delegate that always synchronizes drives the expectation to zero within a few calls,
+    // and one descheduled call costs the next ones little (halving here made them wake far
+    // too early and finish in the back-off: tails of a millisecond on the H200 host).
+    step_down(margin_for(estimate_ns_));
     return 0;
   }
   const int64_t margin = margin_for(estimate_ns_);
@@ -88,8 +93,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
       // Complete by the time we woke: the expectation (or the lateness) is too long. Step
       // down by the margin, doubling while it stays too long (the work got shorter); the
       // next call's spin then sees the completion exactly again.
-      down_step_ns_ = down_step_ns_ == 0 ? margin : std::min(down_step_ns_ * 2, estimate_ns_ / 4);
-      estimate_ns_ = std::max<int64_t>(0, estimate_ns_ - down_step_ns_);
+      step_down(margin);
       return 0;
     }
   }
@@ -106,7 +110,11 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     }
     if (now >= spin_until) break;
   }
-  // A long tail (or nothing learned yet): sleep in growing steps, poll after each.
+  // A long tail (or nothing learned yet): sleep in growing steps, poll after each. The steps
+  // stay small against the expected time (a sixteenth of it), so a call that woke early
+  // overshoots its completion by little; unknown work backs off up to kMaxBackoffNs.
+  const int64_t max_step =
+      estimate_ns_ == 0 ? kMaxBackoffNs : std::clamp<int64_t>(estimate_ns_ / 16, kFirstBackoffNs, kMaxBackoffNs);
   int64_t step = kFirstBackoffNs;
   while (true) {
     clock.sleep_ns(step);
@@ -116,8 +124,15 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
       learn_upper_bound(clock.now_ns() - start, step);
       return 0;
     }
-    step = std::min(step * 2, kMaxBackoffNs);
+    step = std::min(step * 2, max_step);
   }
+}
+
+inline void AdaptiveWaitPolicy::step_down(int64_t margin) {
+  // The first step is the margin; it doubles while the expectation stays too long (the work
+  // got shorter), up to an eighth of the expectation per call.
+  down_step_ns_ = down_step_ns_ == 0 ? margin : std::min(down_step_ns_ * 2, estimate_ns_ / 8);
+  estimate_ns_ = std::max<int64_t>(0, estimate_ns_ - down_step_ns_);
 }
 
 inline void AdaptiveWaitPolicy::learn_exact(int64_t observed_ns) {

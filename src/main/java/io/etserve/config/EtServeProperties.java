@@ -48,6 +48,8 @@ public record EtServeProperties(
      *     runs on the CPU (no stream, no guard) unless its config.yml says {@code placement: gpu}
      * @param completionWait how a GPU call waits for its stream: {@code adaptive} (sleep for the
      *     learned GPU time, then poll an event), {@code spin} or {@code blocking}
+     * @param earlyStart start CUDA (driver, primary contexts) on its own thread while the
+     *     context is built (read by {@link io.etserve.cuda.CudaEarlyStart} before binding)
      */
     public record Cuda(
             @DefaultValue("auto") String enabled,
@@ -58,7 +60,8 @@ public record EtServeProperties(
             @DefaultValue("spread") String placement,
             @DefaultValue("1") int defaultInstances,
             @DefaultValue({"TensorRTBackend", "CudaBackend"}) List<String> gpuBackends,
-            @DefaultValue("adaptive") StreamSelection.CompletionWait completionWait) {}
+            @DefaultValue("adaptive") StreamSelection.CompletionWait completionWait,
+            @DefaultValue("true") boolean earlyStart) {}
 
     /**
      * @param defaultInstances Modules per CPU model when its config.yml sets none

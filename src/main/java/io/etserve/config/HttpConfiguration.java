@@ -2,13 +2,11 @@ package io.etserve.config;
 
 import io.etserve.api.DirectErrorPathFilter;
 import io.etserve.api.InferBodyFilter;
-import io.etserve.api.JsonErrorReportValve;
 import io.etserve.api.ProtocolErrorPageFilter;
 import io.etserve.api.InflightBytes;
 import io.etserve.api.PublicMessages;
 import jakarta.servlet.DispatcherType;
-import org.apache.catalina.core.StandardHost;
-import org.springframework.boot.tomcat.servlet.TomcatServletWebServerFactory;
+import org.springframework.boot.jetty.servlet.JettyServletWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
@@ -46,11 +44,10 @@ public class HttpConfiguration {
         return onErrorPath(new ProtocolErrorPageFilter(), errorPath, DispatcherType.ERROR);
     }
 
-    /** Tomcat's own error answers (unparseable requests) as JSON, not its HTML page. */
+    /** The public port's Jetty: see {@link JettyServerSettings} (the management port gets the same). */
     @Bean
-    WebServerFactoryCustomizer<TomcatServletWebServerFactory> jsonErrorReports() {
-        return factory -> factory.addContextCustomizers(context ->
-                ((StandardHost) context.getParent()).setErrorReportValveClass(JsonErrorReportValve.class.getName()));
+    WebServerFactoryCustomizer<JettyServletWebServerFactory> jettyServer() {
+        return factory -> factory.addServerCustomizers(new JettyServerSettings());
     }
 
     /** The error path asked for directly is not an endpoint. */

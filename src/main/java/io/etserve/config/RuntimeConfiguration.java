@@ -67,7 +67,7 @@ public class RuntimeConfiguration {
         if ("false".equalsIgnoreCase(mode)) {
             return CudaRuntime.unavailable("CUDA disabled by configuration (etserve.cuda.enabled=false)");
         }
-        CudaRuntime cuda = CudaRuntime.probe();
+        CudaRuntime cuda = CudaRuntime.started();
         if (!cuda.available()) {
             if ("true".equalsIgnoreCase(mode)) {
                 throw new IllegalStateException("etserve.cuda.enabled=true but " + cuda.unavailableReason().orElse("?"));

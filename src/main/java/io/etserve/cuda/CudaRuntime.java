@@ -33,6 +33,14 @@ public final class CudaRuntime {
         this.devices = List.copyOf(devices);
     }
 
+    /**
+     * The runtime the service uses: what {@link CudaEarlyStart} started while the context was
+     * being built, or a probe now.
+     */
+    public static CudaRuntime started() {
+        return CudaEarlyStart.takeOrProbe();
+    }
+
     /** Loads JavaCPP's CUDA bindings and lists devices; never throws. */
     public static CudaRuntime probe() {
         try {

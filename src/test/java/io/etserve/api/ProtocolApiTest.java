@@ -458,10 +458,10 @@ class ProtocolApiTest {
     @Test
     void everyAnswerUnderV2CarriesTheProtocolErrorBody() throws Exception {
         String[] requests = {
-            // Tomcat refuses these before any servlet runs.
+            // Jetty refuses these before any servlet runs.
             "POST /v2/models/%zz/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
             "GET /v2 HTTP/1.1\r\nHost: x\r\nX-Big: " + "a".repeat(70_000) + "\r\n\r\n",
-            // The servlet refuses TRACE (error dispatch).
+            // TRACE is refused (error dispatch).
             "TRACE /v2 HTTP/1.1\r\nHost: x\r\n\r\n",
             // A header the controller cannot bind.
             "POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: x\r\nInference-Header-Content-Length: abc\r\n"
@@ -475,6 +475,20 @@ class ProtocolApiTest {
                 JsonNode body = Http.JSON.readTree(r.body());
                 assertThat(body.path("error").isString()).as(what + ": " + r.text()).isTrue();
                 assertThat(body.has("timestamp") || body.has("detail")).as(what).isFalse();
+            }
+        }
+    }
+
+    @Test
+    void traceIsRefusedOnBothPortsInsteadOfEchoed() throws Exception {
+        for (int p : new int[] {port, managementPort}) {
+            for (String path : new String[] {"/v2/health/live", "/actuator/health", "/"}) {
+                try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(p, 10_000)) {
+                    io.etserve.support.RawConnection.Response r = c.exchange(
+                            "TRACE " + path + " HTTP/1.1\r\nHost: x\r\nX-Secret: s3cret\r\n\r\n");
+                    assertThat(r.status()).as(p + path).isEqualTo(405);
+                    assertThat(r.text()).as(p + path).doesNotContain("s3cret").startsWith("{\"error\":");
+                }
             }
         }
     }

@@ -162,8 +162,8 @@ public final class GpuServiceCheck {
         long pid = Long.parseLong(a.get("pid"));
         float spin = Float.parseFloat(a.get("spin"));
         byte[] request = probeRequest(a.get("model"), spin);
-        // warm-up: one second, not measured
-        long warmEnd = System.nanoTime() + 1_000_000_000L;
+        // Warm-up, not measured: long enough for the JIT to settle, so CPU per call is the steady cost.
+        long warmEnd = System.nanoTime() + (long) (Double.parseDouble(a.getOrDefault("warmup", "3")) * 1e9);
         runClients(clients, c -> {
             try (LoopbackHttpConnection conn = new LoopbackHttpConnection(port, 30_000)) {
                 while (System.nanoTime() < warmEnd) {

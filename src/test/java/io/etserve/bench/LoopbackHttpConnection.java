@@ -21,8 +21,8 @@ import java.util.OptionalInt;
  * one {@code write} and parses the response in the calling thread, with no selector thread,
  * no executor hand-offs and no per-request header objects.
  *
- * <p>It reconnects when the server closes the connection (Tomcat does after
- * {@code max-keep-alive-requests} and after every 400/503) and counts those reconnects.
+ * <p>It reconnects when the server closes the connection (after a 408 or 413) and counts
+ * those reconnects.
  */
 final class LoopbackHttpConnection implements Closeable {
 

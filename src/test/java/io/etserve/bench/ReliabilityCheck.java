@@ -379,9 +379,9 @@ public final class ReliabilityCheck {
             f.get();
         }
         clients.shutdown();
-        // Tomcat closes the connection after every 503 (hard-coded), so clients reconnect: counted, not checked.
         out.println("  statuses " + new TreeMap<>(statuses) + ", connections opened " + reconnects.get()
                 + " (64 would mean none was closed)");
+        check(reconnects.get() == 64, "refusals keep the keep-alive connection");
         check(statuses.keySet().stream().allMatch(s -> s == 200 || s == 503), "overload answers only 200 or 503");
         check(withoutRetryAfter.get() == 0, "every 503 carries Retry-After");
         check(statuses.getOrDefault(200, new AtomicLong()).get() > 0, "admitted calls succeed under overload");
@@ -412,7 +412,7 @@ public final class ReliabilityCheck {
                     RawConnection.Response r = c.exchange(RawConnection.post(path, DEMO_BODY));
                     (r.status() == 200 ? ok : bad).incrementAndGet();
                     if ("close".equalsIgnoreCase(r.header("connection"))) {
-                        // Tomcat's max-keep-alive-requests: a new connection, as any client would.
+                        // The server closed it: a new connection, as any client would.
                         c.close();
                         c = RawConnection.open(port, 30_000);
                     }

@@ -54,9 +54,9 @@ import tools.jackson.databind.node.ObjectNode;
 class ServiceImageIT {
 
     private static final String BUILD_BASE =
-            System.getProperty("etserve.test.image.build-base", "etserve-base/tools-cpu:bookworm");
+            System.getProperty("etserve.test.image.build-base", "etserve-base/tools-cpu:trixie");
     private static final String RUNTIME_BASE =
-            System.getProperty("etserve.test.image.runtime-base", "etserve-base/runtime-cpu:bookworm");
+            System.getProperty("etserve.test.image.runtime-base", "etserve-base/runtime-cpu:trixie");
     private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(
             Long.getLong("etserve.test.image.startup-timeout-s", 180));
     private static final String MODEL = "demo-portable";

@@ -59,14 +59,19 @@ public final class GpuStreamBenchmark {
     static void completionWaits(Program program, CudaRuntime cuda, double seconds) throws Exception {
         var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
                 .getOperatingSystemMXBean();
-        System.out.println("Completion wait, one caller on one stream (overhead = wall time per call - kernel time):");
-        System.out.println("| wait | kernel us | calls | overhead p50 us | overhead p99 us | CPU per call us | CPU % of kernel |");
-        System.out.println("|---|---|---|---|---|---|---|");
+        System.out.println("Completion wait, one caller on one stream (overhead = wall time per call - kernel time;");
+        System.out.println("over spin = the same percentile minus spin's: what the wait adds to the fastest possible one):");
+        System.out.println("| wait | kernel us | calls | overhead p50 us | overhead p99 us | over spin p50 us | over spin p99 us "
+                + "| CPU per call us | CPU % of kernel |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|");
         for (float kernel : new float[] {2000f, 10000f}) {
-            for (StreamSelection.CompletionWait wait : StreamSelection.CompletionWait.values()) {
+            // Spin first: it is the baseline the others are compared with.
+            double[] spinOverhead = null;
+            for (StreamSelection.CompletionWait wait : List.of(StreamSelection.CompletionWait.SPIN,
+                    StreamSelection.CompletionWait.ADAPTIVE, StreamSelection.CompletionWait.BLOCKING)) {
                 StreamPool pool = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda, wait), x -> {});
                 try (ProgramInstance probe = program.newInstance("forward")) {
-                    int calls = (int) Math.max(100, 1.5e6 / kernel);
+                    int calls = (int) Math.max(300, 3e6 / kernel);
                     long[] wall = new long[calls];
                     for (int warm = 0; warm < 50; warm++) {
                         try (StreamLease lease = pool.lease(Duration.ofSeconds(5))) {
@@ -82,8 +87,13 @@ public final class GpuStreamBenchmark {
                         wall[i] = System.nanoTime() - t0 - (long) (kernel * 1000);
                     }
                     double cpuPerCall = (os.getProcessCpuTime() - cpu0) / 1000.0 / calls;
-                    System.out.printf("| %s | %.0f | %d | %.1f | %.1f | %.0f | %.1f |%n", wait, kernel, calls,
-                            percentile(wall, 50) / 1000.0, percentile(wall, 99) / 1000.0, cpuPerCall,
+                    double p50 = percentile(wall, 50) / 1000.0;
+                    double p99 = percentile(wall, 99) / 1000.0;
+                    if (spinOverhead == null) {
+                        spinOverhead = new double[] {p50, p99};
+                    }
+                    System.out.printf("| %s | %.0f | %d | %.1f | %.1f | %+.1f | %+.1f | %.0f | %.1f |%n", wait, kernel,
+                            calls, p50, p99, p50 - spinOverhead[0], p99 - spinOverhead[1], cpuPerCall,
                             100 * cpuPerCall / kernel);
                 }
                 pool.close(Duration.ofSeconds(10));
