@@ -2,6 +2,7 @@
 // Java values, calls bridge_core, and turns every C++ failure into an ExecuTorchException.
 #include <jni.h>
 
+#include <cstring>
 #include <limits>
 #include <new>
 #include <string>
@@ -212,7 +213,8 @@ JNIEXPORT void JNICALL Java_io_etserve_runtime_NativeBridge_closeInstance(JNIEnv
 
 JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_execute(
     JNIEnv* env, jclass, jlong handle, jobjectArray buffers, jintArray dtypes, jobjectArray shapes,
-    jint stream_mode, jlong stream, jint device, jintArray out_dtypes, jobjectArray out_shapes) {
+    jint stream_mode, jlong stream, jint device, jintArray out_dtypes, jobjectArray out_shapes,
+    jobject out_buffers) {
   return guarded<jobjectArray>(env, nullptr, [&]() -> jobjectArray {
     InstanceHandle& instance = instance_from(handle);
     if (buffers == nullptr || dtypes == nullptr || shapes == nullptr) {
@@ -260,38 +262,53 @@ JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_execute(
     selection.handle = static_cast<uintptr_t>(stream);
     selection.device = device;
 
-    // One copy out: each output goes from the Module's memory straight into its Java array.
-    struct JavaArrays : etserve::OutputSink {
+    // One copy out: each output goes from the Module's memory straight into a direct buffer
+    // that Java hands out (OutputBuffers.allocate, usually a pooled one) and writes to the
+    // response from; Java-owned, so it never aliases the Module once the call returns.
+    struct JavaBuffers : etserve::OutputSink {
       JNIEnv* env;
       jintArray out_dtypes;
       jobjectArray out_shapes;
+      jobject allocator;
+      jmethodID allocate = nullptr;
       jobjectArray result = nullptr;
       void begin(size_t count) override {
         const auto m = static_cast<jsize>(count);
-        if (out_dtypes == nullptr || out_shapes == nullptr || env->GetArrayLength(out_dtypes) < m ||
-            env->GetArrayLength(out_shapes) < m) {
+        if (out_dtypes == nullptr || out_shapes == nullptr || allocator == nullptr ||
+            env->GetArrayLength(out_dtypes) < m || env->GetArrayLength(out_shapes) < m) {
           throw BridgeError("InvalidArgument", 0x12,
-                            "output arrays too short for " + std::to_string(m) + " outputs");
+                            "output arrays too short (or no allocator) for " + std::to_string(m) + " outputs");
         }
-        jclass bytes_class = env->FindClass("[B");
+        jclass allocator_class = env->GetObjectClass(allocator);
+        allocate = env->GetMethodID(allocator_class, "allocate", "(IJ)Ljava/nio/ByteBuffer;");
+        env->DeleteLocalRef(allocator_class);
         check(env);
-        result = env->NewObjectArray(m, bytes_class, nullptr);
+        jclass buffer_class = env->FindClass("java/nio/ByteBuffer");
+        check(env);
+        result = env->NewObjectArray(m, buffer_class, nullptr);
+        env->DeleteLocalRef(buffer_class);
         check(env);
       }
       void accept(size_t index, int dtype, const std::vector<int64_t>& sizes, const uint8_t* data,
                   size_t nbytes) override {
         const auto i = static_cast<jsize>(index);
-        if (nbytes > static_cast<size_t>(std::numeric_limits<jsize>::max())) {
-          throw BridgeError("NotSupported", 0x10,
-                            "output " + std::to_string(index) + " has " + std::to_string(nbytes) +
-                                " bytes; a Java array holds at most 2 GiB");
+        jobject buffer = env->CallObjectMethod(allocator, allocate, static_cast<jint>(i),
+                                               static_cast<jlong>(nbytes));
+        check(env);  // the allocator threw (OutOfMemoryError, for one)
+        void* address = buffer == nullptr ? nullptr : env->GetDirectBufferAddress(buffer);
+        const jlong capacity = buffer == nullptr ? -1 : env->GetDirectBufferCapacity(buffer);
+        if (address == nullptr && nbytes > 0) {
+          throw BridgeError("InvalidArgument", 0x12,
+                            "the allocator gave output " + std::to_string(index) + " no direct buffer");
         }
-        jbyteArray bytes = env->NewByteArray(static_cast<jsize>(nbytes));
-        check(env);  // OutOfMemoryError is pending
-        env->SetByteArrayRegion(bytes, 0, static_cast<jsize>(nbytes),
-                                reinterpret_cast<const jbyte*>(data));
-        env->SetObjectArrayElement(result, i, bytes);
-        env->DeleteLocalRef(bytes);
+        if (capacity < static_cast<jlong>(nbytes)) {
+          throw BridgeError("InvalidArgument", 0x12,
+                            "the allocator gave output " + std::to_string(index) + " " +
+                                std::to_string(capacity) + " bytes for " + std::to_string(nbytes));
+        }
+        if (nbytes > 0) std::memcpy(address, data, nbytes);
+        env->SetObjectArrayElement(result, i, buffer);
+        env->DeleteLocalRef(buffer);
         jint dt = dtype;
         env->SetIntArrayRegion(out_dtypes, i, 1, &dt);
         jlongArray shape = to_java(env, sizes);
@@ -302,6 +319,7 @@ JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_execute(
     arrays.env = env;
     arrays.out_dtypes = out_dtypes;
     arrays.out_shapes = out_shapes;
+    arrays.allocator = out_buffers;
     instance.execute(inputs, selection, arrays);
     jobjectArray result = arrays.result;
     return result;

@@ -150,6 +150,8 @@ class ModelSpec:
     # Constants moved into a .ptd beside the .pte (ExecutorchBackendConfig(external_constants)).
     external_constants: bool = False
     max_bytes: int = MAX_PTE_BYTES
+    # config.yml's placement (cpu|gpu); None: decided by the program's delegates.
+    placement: str | None = None
 
 
 def lower_portable(exported: torch.export.ExportedProgram) -> bytes:
@@ -299,6 +301,8 @@ def caller_stream_probe_spec() -> ModelSpec:
         lower_caller_stream_probe,
         {PROBE_BACKEND_ID},
         write_reference=False,
+        # The probe's delegate is not a CUDA one by name: the stream tests place it on the GPU.
+        placement="gpu",
     )
 
 
@@ -407,6 +411,7 @@ def config_yaml(spec: ModelSpec) -> str:
         f"inputs: [ {inputs} ]\n"
         f"outputs: [ {outputs} ]\n"
         f"instances: {spec.instances}\n"
+        + (f"placement: {spec.placement}\n" if spec.placement else "")
     )
 
 
@@ -553,19 +558,46 @@ def weights_heavy_spec(name: str, lower, backends: set[str], external: bool = Fa
     )
 
 
+class Affine(nn.Module):
+    """y = 2x + 1, elementwise: a data-path benchmark (tensor bytes in and out, no weights)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2.0 + 1.0
+
+
+def affine_spec(name: str, shape: Sequence[int], directory: Path = BENCH_MODELS, reference: bool = True) -> ModelSpec:
+    return ModelSpec(
+        directory / name,
+        Affine().eval(),
+        ["x"],
+        ["y"],
+        2,
+        seeded_inputs(70, tuple(shape)),
+        lower_xnnpack,
+        {"XnnpackBackend"},
+        write_reference=reference,
+    )
+
+
 def main() -> int:
     torch.use_deterministic_algorithms(True)
     runtime = Runtime.get()
     if sys.argv[1:] == ["--only", "mobilenet"]:
         print(json.dumps(export_one(mobilenet_spec(), runtime)))
         return 0
-    if sys.argv[1:] == ["--bench"]:
+    if sys.argv[1:2] == ["--bench"]:
+        # --bench [name ...]: every benchmark program, or the ones named.
+        wanted = set(sys.argv[2:])
         for spec in [
             weights_heavy_spec("heavy-portable", lower_portable, set()),
             weights_heavy_spec("heavy-xnnpack", lower_xnnpack, {"XnnpackBackend"}),
             weights_heavy_spec("heavy-xnnpack-ptd", lower_external([XnnpackPartitioner()]), {"XnnpackBackend"}, True),
+            # The data-path benchmark: an image (1x3x224x224 FP32, 588 KiB) and 4 MiB, in and out.
+            affine_spec("affine-image", (1, 3, 224, 224)),
+            affine_spec("affine-4mib", (1, 1024 * 1024)),
         ]:
-            print(json.dumps(export_one(spec, runtime)))
+            if not wanted or spec.directory.name in wanted:
+                print(json.dumps(export_one(spec, runtime)))
         return 0
     specs = [
         demo_mlp_spec(SERVED_MODELS / "demo-portable", lower_portable, set()),
@@ -579,6 +611,10 @@ def main() -> int:
         external_weights_spec("external-weights-xnnpack", [XnnpackPartitioner()], {"XnnpackBackend"}),
         dynamic_batch_spec(),
         mobilenet_spec(),
+        # The data-path test's 4 MiB tensors: y = 2x + 1 is checked in the test itself (a
+        # reference would be megabytes of JSON; --bench affine-4mib checks the same program
+        # against eager).
+        affine_spec("affine-4mib", (1, 1024 * 1024), TEST_MODELS, reference=False),
     ]
     for spec in specs:
         print(json.dumps(export_one(spec, runtime)))

@@ -14,6 +14,7 @@ import jakarta.servlet.ServletResponse;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
+import io.etserve.runtime.DirectBufferPool;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
@@ -36,11 +37,13 @@ public final class InferBodyFilter implements Filter {
     private static final Logger log = LoggerFactory.getLogger(InferBodyFilter.class);
 
     private final InflightBytes inflight;
+    private final DirectBufferPool pool;
     private final long maxBytes;
     private final Duration bodyTimeout;
 
-    public InferBodyFilter(InflightBytes inflight, long maxBytes, Duration bodyTimeout) {
+    public InferBodyFilter(InflightBytes inflight, DirectBufferPool pool, long maxBytes, Duration bodyTimeout) {
         this.inflight = inflight;
+        this.pool = pool;
         this.maxBytes = maxBytes;
         this.bodyTimeout = bodyTimeout;
     }
@@ -69,7 +72,7 @@ public final class InferBodyFilter implements Filter {
         long declared = request.getContentLengthLong();
         RequestBody body;
         try {
-            body = new RequestBody(inflight, maxBytes, declared);
+            body = new RequestBody(inflight, pool, maxBytes, declared, RequestBody.headerLength(request));
         } catch (ApiException e) {
             ErrorResponses.write(response, e, true);
             return;

@@ -2,6 +2,7 @@ package io.etserve.api;
 
 import io.etserve.api.protocol.DecodeLimits;
 import io.etserve.api.protocol.EncodedResponse;
+import io.etserve.runtime.DirectBufferPool;
 import io.etserve.api.protocol.InferRequestDecoder;
 import io.etserve.api.protocol.InferResponseEncoder;
 import io.etserve.health.ProbeHealth;
@@ -45,11 +46,12 @@ public class InferenceProtocolController {
     private final long maxRequestBytes;
     private final String version;
     private final InflightBytes inflight;
+    private final DirectBufferPool pool;
     private final PublicMessages messages;
 
     public InferenceProtocolController(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             ProbeHealth probes, InferRequestDecoder decoder, InferResponseEncoder encoder, DecodeLimits limits, long maxRequestBytes,
-            String version, InflightBytes inflight, PublicMessages messages) {
+            String version, InflightBytes inflight, DirectBufferPool pool, PublicMessages messages) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
@@ -60,6 +62,7 @@ public class InferenceProtocolController {
         this.maxRequestBytes = maxRequestBytes;
         this.version = version;
         this.inflight = inflight;
+        this.pool = pool;
         this.messages = messages;
     }
 
@@ -109,20 +112,35 @@ public class InferenceProtocolController {
             throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get(),
                     java.time.Duration.ofSeconds(1));
         }
-        EncodedResponse encoded;
         Object read = http.getAttribute(InferBodyFilter.BODY);
+        // The body owns every tensor buffer of this exchange (inputs in place, outputs written
+        // from where the bridge put them) until the response is written. Copies of tensor data:
+        // in, network buffer -> body (binary) or text -> input buffer (JSON); out, Module ->
+        // output buffer, then the connection's write.
         try (RequestBody body = read instanceof RequestBody b ? b : readBlocking(http)) {
-            InferenceRequest request = decoder.decode(body.bytes(), headerLength, limits);
-            InferenceResponse response = inference.infer(model, version, request);
-            encoded = encoder.encode(response);
+            InferenceRequest request = decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(),
+                    limits, body::tensorBuffer);
+            InferenceResponse response = inference.infer(model, version, request, body);
+            EncodedResponse encoded = encoder.encode(response);
+            reply.setStatus(HttpServletResponse.SC_OK);
+            reply.setContentType(encoded.contentType());
+            encoded.inferenceHeaderContentLength().ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
+            reply.setContentLengthLong(encoded.contentLength());
+            encoded.writeTo(containerStream(reply));
         }
-        // Written here rather than returned: the JSON part and each binary output go to the
-        // connection from their own arrays (copies out: Module -> output array -> socket).
-        reply.setStatus(HttpServletResponse.SC_OK);
-        reply.setContentType(encoded.contentType());
-        encoded.inferenceHeaderContentLength().ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
-        reply.setContentLengthLong(encoded.contentLength());
-        encoded.writeTo(reply.getOutputStream());
+    }
+
+    /**
+     * The container's own output stream, under any wrappers: Spring MVC wraps the response of
+     * every async-capable request, and its stream writes a ByteBuffer through a new array of the
+     * buffer's size (the Servlet API's default), where Jetty's writes the direct buffer as is.
+     */
+    private static jakarta.servlet.ServletOutputStream containerStream(HttpServletResponse reply) throws IOException {
+        jakarta.servlet.ServletResponse r = reply;
+        while (r instanceof jakarta.servlet.ServletResponseWrapper wrapper) {
+            r = wrapper.getResponse();
+        }
+        return r.getOutputStream();
     }
 
     /**
@@ -130,7 +148,8 @@ public class InferenceProtocolController {
      * (a container without async support); same limits and budget.
      */
     private RequestBody readBlocking(HttpServletRequest http) throws IOException {
-        RequestBody body = new RequestBody(inflight, maxRequestBytes, http.getContentLengthLong());
+        RequestBody body = new RequestBody(inflight, pool, maxRequestBytes, http.getContentLengthLong(),
+                RequestBody.headerLength(http));
         try (InputStream in = http.getInputStream()) {
             body.readAll(in);
             return body;

@@ -78,6 +78,8 @@ public record EtServeProperties(
      * @param maxPlannedMemoryPerModel planned working memory of all instances of one model version
      * @param bodyTimeout longest time a request body may take to arrive (408 after it); bodies
      *     are read without holding a request thread, so this bounds connections, not threads
+     * @param tensorBufferPool direct memory kept for reuse by tensor data between requests
+     *     (binary request sections, JSON-decoded inputs, outputs); more is allocated when needed
      */
     public record Inference(
             @DefaultValue("2") int defaultInstances,
@@ -89,7 +91,8 @@ public record EtServeProperties(
             @DefaultValue("512MB") DataSize maxInflightRequestBytes,
             @DefaultValue("60s") Duration bodyTimeout,
             @DefaultValue("2GB") DataSize maxPlannedMemory,
-            @DefaultValue("8GB") DataSize maxPlannedMemoryPerModel) {}
+            @DefaultValue("8GB") DataSize maxPlannedMemoryPerModel,
+            @DefaultValue("256MB") DataSize tensorBufferPool) {}
 
     /** @param failFastCallerStream refuse to start unless exactly one caller-stream library is loaded */
     public record Health(@DefaultValue("true") boolean failFastCallerStream) {}

@@ -5,6 +5,7 @@ import io.etserve.api.InferBodyFilter;
 import io.etserve.api.ProtocolErrorPageFilter;
 import io.etserve.api.InflightBytes;
 import io.etserve.api.PublicMessages;
+import io.etserve.runtime.DirectBufferPool;
 import jakarta.servlet.DispatcherType;
 import org.springframework.boot.jetty.servlet.JettyServletWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
@@ -22,14 +23,21 @@ public class HttpConfiguration {
         return new InflightBytes(props.inference().maxInflightRequestBytes().toBytes());
     }
 
+    /** Tensor buffers reused across requests (request sections, JSON-decoded inputs, outputs). */
+    @Bean
+    DirectBufferPool tensorBuffers(EtServeProperties props) {
+        return new DirectBufferPool(props.inference().tensorBufferPool().toBytes());
+    }
+
     @Bean
     PublicMessages publicMessages(EtServeProperties props) {
         return new PublicMessages(props.modelRepository());
     }
 
     @Bean
-    FilterRegistrationBean<InferBodyFilter> inferBodyFilter(InflightBytes inflight, EtServeProperties props) {
-        var registration = new FilterRegistrationBean<>(new InferBodyFilter(inflight,
+    FilterRegistrationBean<InferBodyFilter> inferBodyFilter(InflightBytes inflight, DirectBufferPool tensorBuffers,
+            EtServeProperties props) {
+        var registration = new FilterRegistrationBean<>(new InferBodyFilter(inflight, tensorBuffers,
                 props.inference().maxRequestSize().toBytes(), props.inference().bodyTimeout()));
         registration.addUrlPatterns("/v2/models/*");
         registration.setDispatcherTypes(DispatcherType.REQUEST, DispatcherType.ASYNC);

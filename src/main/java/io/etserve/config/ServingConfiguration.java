@@ -104,13 +104,13 @@ public class ServingConfiguration {
     @Bean
     InferenceProtocolController inferenceProtocolController(ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, EtServeProperties props, InflightBytes inflight,
-            io.etserve.api.PublicMessages messages) {
+            io.etserve.runtime.DirectBufferPool tensorBuffers, io.etserve.api.PublicMessages messages) {
         String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         return new InferenceProtocolController(registry, inference, readiness, probes, new InferRequestDecoder(),
                 new InferResponseEncoder(),
                 new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
                 props.inference().maxRequestSize().toBytes(), version == null ? "dev" : version,
-                inflight, messages);
+                inflight, tensorBuffers, messages);
     }
 
     @Bean

@@ -3,6 +3,7 @@ package io.etserve.inference;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
+import io.etserve.runtime.OutputBuffers;
 import io.etserve.runtime.ProgramInstance;
 import io.etserve.runtime.StreamSelection;
 import java.nio.ByteBuffer;
@@ -49,7 +50,16 @@ public final class InferenceService {
         return state.model().instances().unavailableReason().or(() -> admission.whyNotAdmitting(state.model()));
     }
 
+    /** As {@link #infer(String, String, InferenceRequest, OutputBuffers)}, outputs in fresh buffers. */
     public InferenceResponse infer(String modelName, String version, InferenceRequest request) {
+        return infer(modelName, version, request, OutputBuffers.ALLOCATE);
+    }
+
+    /**
+     * Runs {@code request}; its outputs are copied once, out of the Module, into buffers from
+     * {@code outputs} (the caller's to give back once the response is written).
+     */
+    public InferenceResponse infer(String modelName, String version, InferenceRequest request, OutputBuffers outputs) {
         long start = System.nanoTime();
         ModelVersionState state;
         try {
@@ -67,88 +77,108 @@ public final class InferenceService {
         LoadedModel model = state.model();
         observer.pending(model.name(), model.version(), 1);
         try {
-            return run(model, request, start);
+            return run(model, request, outputs, start);
         } finally {
             observer.pending(model.name(), model.version(), -1);
         }
     }
 
-    private InferenceResponse run(LoadedModel model, InferenceRequest request, long start) {
-        List<ExecutionInput> inputs;
-        Selection selected;
+    private InferenceResponse run(LoadedModel model, InferenceRequest request, OutputBuffers outputs, long start) {
+        ModelAdmission.Admission admitted = null;
+        OptionalInt device = OptionalInt.empty();
+        long executing = 0;
         try {
-            inputs = bindInputs(model, request);
-            selected = selectOutputs(model, request);
-        } catch (InvalidInputException e) {
-            failed(model, InferenceObserver.FailureReason.OTHER, start);
-            throw e;
-        }
-        long queued = System.nanoTime();
-        try (ModelAdmission.Admission admitted = admit(model, start)) {
-            long executing = System.nanoTime();
-            OptionalInt device = OptionalInt.empty();
+            List<ExecutionInput> inputs = TensorContract.bindInputs(model, request);
+            TensorContract.OutputSelection selected = TensorContract.selectOutputs(model, request);
+            long queued = System.nanoTime();
+            admitted = admission.admit(model);
+            executing = System.nanoTime();
             try (ExecutionSlot slot = acquire(model)) {
                 executing = System.nanoTime();
                 if (slot.selection().mode() != StreamSelection.Mode.NONE) {
                     device = OptionalInt.of(slot.selection().device());
                 }
-                List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection());
+                List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection(), outputs);
                 long executed = System.nanoTime();
                 admitted.succeeded(executed - executing);
                 InferenceResponse response = new InferenceResponse(model.name(), model.version(), request.id(),
-                        nameOutputs(model, outs, selected.names()), selected.binary());
+                        TensorContract.nameOutputs(model, outs, selected.names()), selected.binary());
                 observer.success(model.name(), model.version(), executing - queued, queued - start,
                         executed - executing, System.nanoTime() - executed);
                 return response;
-            } catch (ExecuTorchException e) {
-                if (!e.isInvalidInput()) {
-                    throw backendFailure(model, admitted, device, executing, start, e);
-                }
-                admitted.ignored();
-                failed(model, InferenceObserver.FailureReason.OTHER, start);
-                throw new InvalidInputException("model '" + model.name() + "' rejected the input: " + e.getMessage());
-            } catch (OverloadedException e) {
-                admitted.ignored();
-                failed(model, InferenceObserver.FailureReason.REJECTED, start);
-                throw e;
-            } catch (ProgramInstance.InstanceClosedException e) {
-                admitted.ignored();
-                failed(model, InferenceObserver.FailureReason.OTHER, start);
-                throw new ModelUnavailableException("model '" + model.name() + "' is unloading", java.time.Duration.ofSeconds(1));
-            } catch (RuntimeException e) {
-                // Includes a stream that could not be synchronized on release (a CUDA fault).
-                throw backendFailure(model, admitted, device, executing, start, e);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            failed(model, InferenceObserver.FailureReason.REJECTED, start);
-            throw new ModelUnavailableException("interrupted while waiting for an instance");
+            throw settle(model, admitted, device, executing, start, e);
+        } catch (RuntimeException e) {
+            throw settle(model, admitted, device, executing, start, e);
+        } finally {
+            if (admitted != null) {
+                admitted.close();
+            }
         }
     }
 
-    /** A failure of the runtime or the device: it counts against the breaker and may be a CUDA fault. */
-    private RuntimeException backendFailure(LoadedModel model, ModelAdmission.Admission admitted, OptionalInt device,
-            long executing, long start, RuntimeException e) {
-        admitted.failed(System.nanoTime() - executing, e);
-        faults.onRuntimeFailure(device, e);
-        failed(model, InferenceObserver.FailureReason.BACKEND, start);
-        return e;
-    }
+    /**
+     * What a failed call was, decided once: it drives the metrics, the breaker, the fault
+     * listener and the exception the caller (and so the HTTP status) sees.
+     */
+    enum Outcome {
+        /** The request does not fit the method: 400, says nothing about the model's health. */
+        BAD_INPUT(InferenceObserver.FailureReason.OTHER),
+        /** No capacity within the wait (bulkhead or instances): 503, retry. */
+        REJECTED(InferenceObserver.FailureReason.REJECTED),
+        /** The model cannot take calls (breaker open, unloading): 503. */
+        UNAVAILABLE(InferenceObserver.FailureReason.OTHER),
+        /** The runtime or the device failed: 500, counts against the breaker, may be a CUDA fault. */
+        BACKEND_FAILURE(InferenceObserver.FailureReason.BACKEND);
 
-    private void failed(LoadedModel model, InferenceObserver.FailureReason reason, long start) {
-        observer.failure(model.name(), model.version(), reason, System.nanoTime() - start);
-    }
+        final InferenceObserver.FailureReason reason;
 
-    private ModelAdmission.Admission admit(LoadedModel model, long start) throws InterruptedException {
-        try {
-            return admission.admit(model);
-        } catch (OverloadedException e) {
-            failed(model, InferenceObserver.FailureReason.REJECTED, start);
-            throw e;
-        } catch (ModelUnavailableException e) {
-            failed(model, InferenceObserver.FailureReason.OTHER, start);
-            throw e;
+        Outcome(InferenceObserver.FailureReason reason) {
+            this.reason = reason;
         }
+
+        static Outcome of(Throwable t) {
+            if (t instanceof InvalidInputException || (t instanceof ExecuTorchException e && e.isInvalidInput())) {
+                return BAD_INPUT;
+            }
+            if (t instanceof OverloadedException || t instanceof InterruptedException) {
+                return REJECTED;
+            }
+            if (t instanceof ModelUnavailableException || t instanceof ProgramInstance.InstanceClosedException) {
+                return UNAVAILABLE;
+            }
+            return BACKEND_FAILURE;
+        }
+    }
+
+    /** Records a failed call's one outcome and returns what to throw. */
+    private RuntimeException settle(LoadedModel model, ModelAdmission.Admission admitted, OptionalInt device,
+            long executing, long start, Exception e) {
+        Outcome outcome = Outcome.of(e);
+        if (admitted != null) {
+            if (outcome == Outcome.BACKEND_FAILURE) {
+                admitted.failed(System.nanoTime() - executing, e);
+            } else {
+                admitted.ignored();
+            }
+        }
+        if (outcome == Outcome.BACKEND_FAILURE) {
+            // Includes a stream that could not be synchronized on release (a CUDA fault).
+            faults.onRuntimeFailure(device, e);
+        }
+        observer.failure(model.name(), model.version(), outcome.reason, System.nanoTime() - start);
+        if (outcome == Outcome.BAD_INPUT && e instanceof ExecuTorchException x) {
+            return new InvalidInputException("model '" + model.name() + "' rejected the input: " + x.getMessage());
+        }
+        if (e instanceof ProgramInstance.InstanceClosedException) {
+            return new ModelUnavailableException("model '" + model.name() + "' is unloading", java.time.Duration.ofSeconds(1));
+        }
+        if (e instanceof InterruptedException) {
+            return new ModelUnavailableException("interrupted while waiting for an instance");
+        }
+        return e instanceof RuntimeException r ? r : new IllegalStateException(e);
     }
 
     private ExecutionSlot acquire(LoadedModel model) throws InterruptedException {
@@ -158,125 +188,5 @@ public final class InferenceService {
             throw new OverloadedException("model '" + model.name() + "' is at capacity: " + e.getMessage(),
                     e.retryAfter());
         }
-    }
-
-    /** Orders the request's tensors as the method expects them, checking each one. */
-    /**
-     * A request's shape against the metadata: a static dimension must match exactly, a dynamic one
-     * (-1 in the metadata) may take 1 up to the program's bound.
-     */
-    static void checkShape(TensorMetadata meta, long[] shape, long[] bounds) {
-        long[] declared = meta.shape();
-        if (shape.length != declared.length) {
-            throw new InvalidInputException("input '" + meta.name() + "' must have shape " + Arrays.toString(declared)
-                    + ", got " + Arrays.toString(shape));
-        }
-        for (int d = 0; d < shape.length; d++) {
-            if (declared[d] < 0) {
-                if (shape[d] < 1 || shape[d] > bounds[d]) {
-                    throw new InvalidInputException("input '" + meta.name() + "' dimension " + d + " is " + shape[d]
-                            + "; it may vary from 1 to its bound " + bounds[d]);
-                }
-            } else if (shape[d] != declared[d]) {
-                throw new InvalidInputException("input '" + meta.name() + "' dimension " + d + " must be "
-                        + declared[d] + " (static), got " + shape[d] + " in " + Arrays.toString(shape));
-            }
-        }
-    }
-
-    static List<ExecutionInput> bindInputs(LoadedModel model, InferenceRequest request) {
-        List<TensorMetadata> expected = model.inputs();
-        Map<String, Tensor> byName = new HashMap<>();
-        for (Tensor t : request.inputs()) {
-            if (byName.put(t.name(), t) != null) {
-                throw new InvalidInputException("input '" + t.name() + "' appears twice");
-            }
-        }
-        for (String name : byName.keySet()) {
-            if (expected.stream().noneMatch(m -> m.name().equals(name))) {
-                throw new InvalidInputException("model '" + model.name() + "' has no input '" + ModelRegistry.abbreviate(name)
-                        + "'; its inputs are " + expected.stream().map(TensorMetadata::name).toList());
-            }
-        }
-        List<ExecutionInput> bound = new ArrayList<>(expected.size());
-        for (TensorMetadata meta : expected) {
-            Tensor t = byName.get(meta.name());
-            if (t == null) {
-                throw new InvalidInputException("missing input '" + meta.name() + "' (" + meta.dataType().protocolName()
-                        + " " + Arrays.toString(meta.shape()) + ")");
-            }
-            if (t.dataType() != meta.dataType()) {
-                throw new InvalidInputException("input '" + meta.name() + "' must be " + meta.dataType().protocolName()
-                        + ", got " + t.dataType().protocolName());
-            }
-            long[] shape = t.shape();
-            checkShape(meta, shape, model.signature().inputs().get(expected.indexOf(meta)).sizes());
-            long elements = t.elementCount();
-            if (elements > model.maxElementsPerTensor()) {
-                throw new InvalidInputException("input '" + meta.name() + "' has " + elements
-                        + " elements; the limit is " + model.maxElementsPerTensor());
-            }
-            ByteBuffer data = t.data();
-            long bytes = elements * meta.dataType().byteSize();
-            if (data.remaining() != bytes) {
-                throw new InvalidInputException("input '" + meta.name() + "' carries " + data.remaining()
-                        + " bytes; its shape needs " + bytes);
-            }
-            if (!data.isDirect()) {
-                ByteBuffer direct = ByteBuffer.allocateDirect(data.remaining());
-                direct.put(data).flip();
-                data = direct;
-            }
-            bound.add(new ExecutionInput(data, meta.dataType().executorchCode(), shape));
-        }
-        return bound;
-    }
-
-    private record Selection(List<String> names, Set<String> binary) {}
-
-    private static Selection selectOutputs(LoadedModel model, InferenceRequest request) {
-        List<String> all = model.outputs().stream().map(TensorMetadata::name).toList();
-        Set<String> binary = new HashSet<>();
-        if (request.outputs().isEmpty()) {
-            if (request.binaryOutputByDefault()) {
-                binary.addAll(all);
-            }
-            return new Selection(all, binary);
-        }
-        List<String> names = new ArrayList<>();
-        for (InferenceRequest.RequestedOutput o : request.outputs()) {
-            if (!all.contains(o.name())) {
-                throw new InvalidInputException("model '" + model.name() + "' has no output '"
-                        + ModelRegistry.abbreviate(o.name()) + "'; its outputs are " + all);
-            }
-            if (names.contains(o.name())) {
-                throw new InvalidInputException("output '" + o.name() + "' requested twice");
-            }
-            names.add(o.name());
-            if (o.binary() != null ? o.binary() : request.binaryOutputByDefault()) {
-                binary.add(o.name());
-            }
-        }
-        return new Selection(names, binary);
-    }
-
-    private static List<Tensor> nameOutputs(LoadedModel model, List<ExecutionOutput> outs, List<String> wanted) {
-        List<TensorMetadata> meta = model.outputs();
-        if (outs.size() != meta.size()) {
-            throw new IllegalStateException("method returned " + outs.size() + " outputs, its signature declares "
-                    + meta.size());
-        }
-        List<Tensor> result = new ArrayList<>(wanted.size());
-        for (String name : wanted) {
-            int i = 0;
-            while (!meta.get(i).name().equals(name)) {
-                i++;
-            }
-            ExecutionOutput out = outs.get(i);
-            DataType type = DataType.fromExecutorch(out.scalarType()).orElseThrow(
-                    () -> new IllegalStateException("output '" + name + "' has unsupported dtype " + out.scalarType()));
-            result.add(new Tensor(name, type, out.shape(), ByteBuffer.wrap(out.data())));
-        }
-        return result;
     }
 }

@@ -130,7 +130,7 @@ public record Warmup(int samples, Data data, String file) {
                 shape[d] = entry.path("shape").get(d).asLong();
             }
             try {
-                InferenceService.checkShape(meta, shape, bounds[i]);
+                TensorContract.checkShape(meta, shape, bounds[i]);
             } catch (InvalidInputException e) {
                 throw new IllegalStateException(where + ": " + e.getMessage());
             }

@@ -33,11 +33,12 @@ final class NativeBridge {
     static native long[] instanceSignature(long instance);
 
     /**
-     * Runs the instance's method. Inputs are direct buffers read in place; outputs come back as
-     * Java-owned copies, their dtypes and shapes written into the two out-arrays.
+     * Runs the instance's method. Inputs are direct buffers read in place (each from its address:
+     * pass slices, not buffers with a position); each output is copied once into the direct
+     * buffer {@code outputs} gives for it, their dtypes and shapes written into the two out-arrays.
      */
-    static native byte[][] execute(long instance, ByteBuffer[] inputs, int[] dtypes, long[][] shapes,
-            int streamMode, long stream, int device, int[] outDtypes, long[][] outShapes);
+    static native ByteBuffer[] execute(long instance, ByteBuffer[] inputs, int[] dtypes, long[][] shapes,
+            int streamMode, long stream, int device, int[] outDtypes, long[][] outShapes, OutputBuffers outputs);
 
     /** Flattened (path, soname) pairs of every loaded object that defines getCallerStream. */
     static native String[] callerStreamDefiners();

@@ -27,8 +27,16 @@ public final class ProgramInstance implements AutoCloseable {
         return signature;
     }
 
-    /** Runs the method on {@code inputs} under {@code stream}; outputs are Java-owned copies. */
+    /** Runs the method on {@code inputs} under {@code stream}; outputs are fresh Java-owned copies. */
     public List<ExecutionOutput> execute(List<ExecutionInput> inputs, StreamSelection stream) {
+        return execute(inputs, stream, OutputBuffers.ALLOCATE);
+    }
+
+    /**
+     * Runs the method on {@code inputs} under {@code stream}; each output is copied once into the
+     * direct buffer {@code outputs} hands out for it.
+     */
+    public List<ExecutionOutput> execute(List<ExecutionInput> inputs, StreamSelection stream, OutputBuffers outputs) {
         if (!inUse.tryLock()) {
             throw new IllegalStateException("a ProgramInstance is not thread-safe; it is already executing");
         }
@@ -43,15 +51,17 @@ public final class ProgramInstance implements AutoCloseable {
             long[][] shapes = new long[n][];
             for (int i = 0; i < n; i++) {
                 ExecutionInput in = inputs.get(i);
-                buffers[i] = in.data();
+                // The bridge reads from a buffer's address, i.e. from index 0: a buffer with a
+                // position is passed as its slice.
+                buffers[i] = in.data().position() == 0 ? in.data() : in.data().slice();
                 dtypes[i] = in.scalarType();
                 shapes[i] = in.shape();
             }
-            int outputs = signature.outputs().size();
-            int[] outTypes = new int[outputs];
-            long[][] outShapes = new long[outputs][];
-            byte[][] data = NativeBridge.execute(h, buffers, dtypes, shapes, stream.nativeMode(),
-                    stream.handle(), stream.device(), outTypes, outShapes);
+            int outputCount = signature.outputs().size();
+            int[] outTypes = new int[outputCount];
+            long[][] outShapes = new long[outputCount][];
+            ByteBuffer[] data = NativeBridge.execute(h, buffers, dtypes, shapes, stream.nativeMode(),
+                    stream.handle(), stream.device(), outTypes, outShapes, outputs);
             List<ExecutionOutput> result = new ArrayList<>(data.length);
             for (int i = 0; i < data.length; i++) {
                 result.add(new ExecutionOutput(outTypes[i], outShapes[i], data[i]));

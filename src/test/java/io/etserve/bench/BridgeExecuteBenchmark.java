@@ -102,7 +102,7 @@ public class BridgeExecuteBenchmark {
         if (outputs.size() != c.outputs().size()) {
             throw new IllegalStateException("expected " + c.outputs().size() + " outputs, got " + outputs.size());
         }
-        ByteBuffer got = ByteBuffer.wrap(outputs.get(0).data()).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer got = outputs.get(0).data().order(ByteOrder.LITTLE_ENDIAN);
         if (got.remaining() != expected.size() * Float.BYTES) {
             throw new IllegalStateException("output has " + got.remaining() + " bytes, expected "
                     + expected.size() * Float.BYTES);

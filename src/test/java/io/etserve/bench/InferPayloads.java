@@ -28,6 +28,8 @@ final class InferPayloads {
     private final Reference reference;
     private final Format format;
     private final List<byte[]> requests = new ArrayList<>();
+    private final List<Integer> bodyLengths = new ArrayList<>();
+    private final List<Long> tensorBytes = new ArrayList<>();
 
     InferPayloads(Reference reference, Format format, String model, int port) {
         if (reference.cases().isEmpty()) {
@@ -36,8 +38,52 @@ final class InferPayloads {
         this.reference = reference;
         this.format = format;
         for (Reference.Case c : reference.cases()) {
-            requests.add(encode(c, format, model, port));
+            byte[] request = encode(c, format, model, port);
+            requests.add(request);
+            bodyLengths.add(request.length - headEnd(request));
+            tensorBytes.add(bytes(c.inputs()) + bytes(c.outputs()));
         }
+    }
+
+    /** Bytes of the request body of case {@code i} (JSON header and binary sections). */
+    int bodyLength(int i) {
+        return bodyLengths.get(i);
+    }
+
+    /** Tensor bytes case {@code i} moves: its inputs' and its outputs' raw data. */
+    long tensorBytes(int i) {
+        return tensorBytes.get(i);
+    }
+
+    /** Raw input bytes of case {@code i} (what an echo of its binary request carries each way). */
+    long inputBytes(int i) {
+        return bytes(reference.cases().get(i).inputs());
+    }
+
+    private static long bytes(List<Reference.TensorValue> tensors) {
+        long n = 0;
+        for (Reference.TensorValue t : tensors) {
+            n += t.bytes().remaining();
+        }
+        return n;
+    }
+
+    private static int headEnd(byte[] request) {
+        for (int i = 3; i < request.length; i++) {
+            if (request[i - 3] == '\r' && request[i - 2] == '\n' && request[i - 1] == '\r' && request[i] == '\n') {
+                return i + 1;
+            }
+        }
+        throw new IllegalStateException("no end of headers");
+    }
+
+    /** Only status and size: the echo baseline returns the request body as it came. */
+    String checkEcho(int i, LoopbackHttpConnection.Response response) {
+        if (response.status() != 200) {
+            return "HTTP " + response.status();
+        }
+        return response.body().length == bodyLength(i) ? null
+                : "echo of " + response.body().length + " bytes for a body of " + bodyLength(i);
     }
 
     int cases() {

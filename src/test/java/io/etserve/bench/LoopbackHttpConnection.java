@@ -120,9 +120,11 @@ final class LoopbackHttpConnection implements Closeable {
             if (contentLength > MAX_BODY_BYTES) {
                 throw new IOException("response body of " + contentLength + " bytes is over the limit");
             }
-            body = in.readNBytes((int) contentLength);
-            if (body.length != contentLength) {
-                throw new EOFException("response body ended after " + body.length + " of " + contentLength + " bytes");
+            // Straight into an array of the final size (large reads bypass the stream's buffer).
+            body = new byte[(int) contentLength];
+            int got = in.readNBytes(body, 0, body.length);
+            if (got != contentLength) {
+                throw new EOFException("response body ended after " + got + " of " + contentLength + " bytes");
             }
         } else {
             // Neither length nor chunking: the body runs to the end of the connection.

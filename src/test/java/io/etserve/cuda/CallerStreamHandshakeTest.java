@@ -43,7 +43,7 @@ class CallerStreamHandshakeTest {
     /** [has selection, handle, gpu work queued] as the delegate saw them. */
     static long[] observe(ProgramInstance probe, StreamSelection selection) {
         ByteBuffer x = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN).putFloat(0).putFloat(0).flip();
-        byte[] out = probe.execute(List.of(new ExecutionInput(x, 6, new long[] {2})), selection).get(0).data();
+        byte[] out = probe.execute(List.of(new ExecutionInput(x, 6, new long[] {2})), selection).get(0).toArray();
         ByteBuffer b = ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN);
         return new long[] {b.getLong(), b.getLong(), b.getLong()};
     }

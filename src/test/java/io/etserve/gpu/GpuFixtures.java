@@ -28,7 +28,7 @@ final class GpuFixtures {
     static long[] probe(ProgramInstance probe, StreamSelection selection, float spinMicros) {
         ByteBuffer x = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN).putFloat(spinMicros).putFloat(0)
                 .flip();
-        byte[] out = probe.execute(List.of(new ExecutionInput(x, 6, new long[] {2})), selection).get(0).data();
+        byte[] out = probe.execute(List.of(new ExecutionInput(x, 6, new long[] {2})), selection).get(0).toArray();
         ByteBuffer b = ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN);
         return new long[] {b.getLong(), b.getLong(), b.getLong()};
     }

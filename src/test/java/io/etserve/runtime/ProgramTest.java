@@ -69,7 +69,7 @@ class ProgramTest {
                             List.of(new ExecutionInput(direct(in.data()), FLOAT, in.shape())), StreamSelection.none());
                     Reference.TensorValue expected = c.outputs().get(0);
                     assertThat(outs.get(0).shape()).containsExactly(expected.shape());
-                    float[] got = floats(outs.get(0).data());
+                    float[] got = floats(outs.get(0).toArray());
                     for (int i = 0; i < got.length; i++) {
                         assertThat(ref.close(got[i], expected.data().get(i)))
                                 .as("%s element %d: %s vs %s", model, i, got[i], expected.data().get(i)).isTrue();
@@ -86,7 +86,7 @@ class ProgramTest {
             List<Double> a = new ArrayList<>(java.util.Collections.nCopies(16, 0.25));
             List<Double> b = new ArrayList<>(java.util.Collections.nCopies(16, -0.75));
             byte[] first = instance.execute(List.of(new ExecutionInput(direct(a), FLOAT, new long[] {1, 16})),
-                    StreamSelection.none()).get(0).data();
+                    StreamSelection.none()).get(0).toArray();
             byte[] snapshot = first.clone();
             instance.execute(List.of(new ExecutionInput(direct(b), FLOAT, new long[] {1, 16})), StreamSelection.none());
             assertThat(first).isEqualTo(snapshot);
@@ -177,7 +177,7 @@ class ProgramTest {
                             Reference.TensorValue in = c.inputs().get(0);
                             float[] got = floats(instance.execute(
                                     List.of(new ExecutionInput(direct(in.data()), FLOAT, in.shape())),
-                                    StreamSelection.none()).get(0).data());
+                                    StreamSelection.none()).get(0).toArray());
                             for (int i = 0; i < got.length; i++) {
                                 if (!ref.close(got[i], c.outputs().get(0).data().get(i))) {
                                     throw new AssertionError("wrong output under concurrency");

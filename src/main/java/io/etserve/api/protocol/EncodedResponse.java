@@ -37,12 +37,17 @@ public record EncodedResponse(byte[] json, int jsonLength, List<ByteBuffer> bina
         return total;
     }
 
-    /** Writes the body: the JSON part, then each binary section straight from its output array. */
+    /**
+     * Writes the body: the JSON part, then each binary section straight from where the bridge
+     * put it (a servlet stream takes a direct buffer as is: Servlet 6.1's write(ByteBuffer)).
+     */
     public void writeTo(OutputStream out) throws IOException {
         out.write(json, 0, jsonLength);
         for (ByteBuffer b : binary) {
             ByteBuffer section = b.duplicate();
-            if (section.hasArray()) {
+            if (out instanceof jakarta.servlet.ServletOutputStream servlet) {
+                servlet.write(section);
+            } else if (section.hasArray()) {
                 out.write(section.array(), section.arrayOffset() + section.position(), section.remaining());
             } else {
                 byte[] chunk = new byte[Math.min(64 * 1024, section.remaining())];

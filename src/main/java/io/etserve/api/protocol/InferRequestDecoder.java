@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.IntFunction;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.JsonParser;
 import tools.jackson.core.JsonToken;
@@ -49,24 +50,48 @@ public final class InferRequestDecoder {
     private static final BigInteger UINT64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
     private static final int MAX_QUOTED_LENGTH = 100;
 
+    /**
+     * A whole body in one array (tests and tools): the binary sections are copied once into a
+     * fresh direct buffer, so the inputs do not depend on {@code body} afterwards.
+     */
     public InferenceRequest decode(byte[] body, Integer inferenceHeaderContentLength, DecodeLimits limits) {
         Objects.requireNonNull(body, "body");
-        Objects.requireNonNull(limits, "limits");
-        int headerLength = headerLength(body, inferenceHeaderContentLength);
-        requireUtf8(body, headerLength);
-        return new Decoding(body, headerLength, inferenceHeaderContentLength != null, limits).run();
+        int headerLength = headerLength(body.length, inferenceHeaderContentLength);
+        ByteBuffer binary = ByteBuffer.allocateDirect(body.length - headerLength)
+                .put(body, headerLength, body.length - headerLength).flip();
+        return decode(body, headerLength, inferenceHeaderContentLength, binary, limits,
+                bytes -> ByteBuffer.allocateDirect(bytes));
     }
 
-    private static int headerLength(byte[] body, Integer declared) {
+    /**
+     * A body as the server receives it: the JSON part in {@code json[0, jsonLength)}, the binary
+     * sections (if any) in {@code binary}, already in direct memory. Binary inputs become slices
+     * of {@code binary} (no copy); JSON data is parsed into buffers from {@code tensorBuffers}.
+     * Both must stay valid until the request is done with.
+     */
+    public InferenceRequest decode(byte[] json, int jsonLength, Integer inferenceHeaderContentLength, ByteBuffer binary,
+            DecodeLimits limits, IntFunction<ByteBuffer> tensorBuffers) {
+        Objects.requireNonNull(json, "json");
+        Objects.requireNonNull(limits, "limits");
+        long total = (long) jsonLength + binary.remaining();
+        int headerLength = headerLength(total, inferenceHeaderContentLength);
+        if (headerLength != jsonLength) {
+            throw new IllegalArgumentException("the JSON part is " + jsonLength + " bytes, its header says " + headerLength);
+        }
+        requireUtf8(json, headerLength);
+        return new Decoding(json, headerLength, binary, inferenceHeaderContentLength != null, limits, tensorBuffers).run();
+    }
+
+    private static int headerLength(long bodyLength, Integer declared) {
         if (declared == null) {
-            return body.length;
+            return (int) bodyLength;
         }
         if (declared < 0) {
             throw new InvalidRequestException("Inference-Header-Content-Length is negative (" + declared + ").");
         }
-        if (declared > body.length) {
+        if (declared > bodyLength) {
             throw new InvalidRequestException("Inference-Header-Content-Length (" + declared
-                    + ") is larger than the request body (" + body.length + " bytes).");
+                    + ") is larger than the request body (" + bodyLength + " bytes).");
         }
         return declared;
     }
@@ -90,21 +115,25 @@ public final class InferRequestDecoder {
 
     /** The state of one decode call. */
     private static final class Decoding {
-        private final byte[] body;
+        private final byte[] body;  // the JSON part, from 0 to headerLength
         private final int headerLength;
+        private final ByteBuffer binary;
         private final boolean hasBinarySection;
         private final DecodeLimits limits;
+        private final IntFunction<ByteBuffer> tensorBuffers;
         /** The next unread byte of the binary section. */
         private int binaryCursor;
         /** What is being read, for the message when Jackson rejects the JSON. */
         private String context = "The request";
 
-        Decoding(byte[] body, int headerLength, boolean hasBinarySection, DecodeLimits limits) {
+        Decoding(byte[] body, int headerLength, ByteBuffer binary, boolean hasBinarySection, DecodeLimits limits,
+                IntFunction<ByteBuffer> tensorBuffers) {
             this.body = body;
             this.headerLength = headerLength;
+            this.binary = binary;
             this.hasBinarySection = hasBinarySection;
             this.limits = limits;
-            this.binaryCursor = headerLength;
+            this.tensorBuffers = tensorBuffers;
         }
 
         InferenceRequest run() {
@@ -140,10 +169,10 @@ public final class InferRequestDecoder {
             if (inputs == null) {
                 throw new InvalidRequestException("The request has no 'inputs'.");
             }
-            if (binaryCursor != body.length) {
-                throw new InvalidRequestException("The request carries " + (body.length - headerLength)
+            if (binaryCursor != binary.limit()) {
+                throw new InvalidRequestException("The request carries " + binary.limit()
                         + " bytes of binary data but its inputs' binary_data_size add up to "
-                        + (binaryCursor - headerLength) + ".");
+                        + binaryCursor + ".");
             }
             Object binaryOutput = parameters.get("binary_data_output");
             if (binaryOutput != null && !(binaryOutput instanceof Boolean)) {
@@ -326,7 +355,7 @@ public final class InferRequestDecoder {
                         + " Inference-Header-Content-Length header.");
             }
             long count = elementCount(label, shape);
-            int remaining = body.length - binaryCursor;
+            int remaining = binary.limit() - binaryCursor;
             if (size > remaining) {
                 throw new InvalidRequestException(label + " declares binary_data_size " + size + " but only "
                         + remaining + " bytes of binary data remain.");
@@ -341,15 +370,15 @@ public final class InferRequestDecoder {
                             + Arrays.toString(shape) + " of " + type.protocolName() + " needs " + expected + " bytes.");
                 }
             }
-            ByteBuffer data = ByteBuffer.allocateDirect(length).order(ByteOrder.LITTLE_ENDIAN);
-            data.put(body, binaryCursor, length).flip();
+            // In place: a view of the body's binary sections (no copy).
+            ByteBuffer data = binary.slice(binaryCursor, length).order(ByteOrder.LITTLE_ENDIAN);
             binaryCursor += length;
             return data;
         }
 
         /** Binary BYTES data must be exactly {@code count} (length, bytes) pairs. */
         private void requireLengthPrefixed(String label, long count, int start, int length) {
-            ByteBuffer view = ByteBuffer.wrap(body, start, length).order(ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer view = binary.slice(start, length).order(ByteOrder.LITTLE_ENDIAN);
             for (long i = 0; i < count; i++) {
                 if (view.remaining() < Integer.BYTES) {
                     throw new InvalidRequestException(label + " binary BYTES data ends before element " + i + " of "
@@ -385,7 +414,7 @@ public final class InferRequestDecoder {
             }
             DataSink sink = type == DataType.BYTES
                     ? new BytesSink()
-                    : new FixedSink(ByteBuffer.allocateDirect((int) fixedByteSize(label, type, count))
+                    : new FixedSink(tensorBuffers.apply((int) fixedByteSize(label, type, count))
                             .order(ByteOrder.LITTLE_ENDIAN), type);
             long read = 0;
             int depth = 1;
