@@ -1,5 +1,7 @@
 package io.etserve.config;
 
+import io.etserve.inference.DevicePlacement;
+import io.etserve.runtime.Program;
 import io.etserve.runtime.StreamSelection;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -31,7 +33,7 @@ public record EtServeProperties(
             Path libraryDir,
             Path extractDir,
             @DefaultValue List<Path> extraLibraries,
-            @DefaultValue("internal-consistency") String verification) {}
+            @DefaultValue("internal-consistency") Program.Verification verification) {}
 
     /**
      * @param enabled {@code auto} (use CUDA when a driver and device are present), {@code true}
@@ -51,17 +53,33 @@ public record EtServeProperties(
      * @param earlyStart start CUDA (driver, primary contexts) on its own thread while the
      *     context is built (read by {@link io.etserve.cuda.CudaEarlyStart} before binding)
      */
+    /** {@code etserve.cuda.enabled}: {@code auto}, {@code true} or {@code false}. */
+    public enum CudaMode {
+        /** CUDA when a driver and a device are present, CPU-only otherwise. */
+        AUTO,
+        /** Refuse to start without CUDA. */
+        TRUE,
+        /** CPU-only, whatever the host has. */
+        FALSE
+    }
+
     public record Cuda(
-            @DefaultValue("auto") String enabled,
+            @DefaultValue("auto") CudaMode enabled,
             @DefaultValue List<Integer> devices,
             @DefaultValue("4") int streamsPerDevice,
             @DefaultValue("0") int priority,
             @DefaultValue("30s") Duration drainTimeout,
-            @DefaultValue("spread") String placement,
+            @DefaultValue("spread") DevicePlacement.Policy placement,
             @DefaultValue("1") int defaultInstances,
             @DefaultValue({"TensorRTBackend", "CudaBackend"}) List<String> gpuBackends,
             @DefaultValue("adaptive") StreamSelection.CompletionWait completionWait,
-            @DefaultValue("true") boolean earlyStart) {}
+            @DefaultValue("true") boolean earlyStart) {
+
+        public Cuda {
+            atLeastOne("etserve.cuda.streams-per-device", streamsPerDevice);
+            atLeastOne("etserve.cuda.default-instances", defaultInstances);
+        }
+    }
 
     /**
      * @param defaultInstances Modules per CPU model when its config.yml sets none
@@ -92,7 +110,27 @@ public record EtServeProperties(
             @DefaultValue("60s") Duration bodyTimeout,
             @DefaultValue("2GB") DataSize maxPlannedMemory,
             @DefaultValue("8GB") DataSize maxPlannedMemoryPerModel,
-            @DefaultValue("256MB") DataSize tensorBufferPool) {}
+            @DefaultValue("256MB") DataSize tensorBufferPool) {
+
+        public Inference {
+            atLeastOne("etserve.inference.default-instances", defaultInstances);
+            atLeastOne("etserve.inference.max-inputs", maxInputs);
+            atLeastOne("etserve.inference.max-elements-per-tensor", maxElementsPerTensor);
+            atLeastOne("etserve.inference.max-request-size", maxRequestSize.toBytes());
+            atLeastOne("etserve.inference.max-inflight-request-bytes", maxInflightRequestBytes.toBytes());
+            if (queueTimeout.isNegative() || bodyTimeout.isNegative() || bodyTimeout.isZero()) {
+                throw new IllegalArgumentException("etserve.inference.queue-timeout must not be negative and "
+                        + "etserve.inference.body-timeout must be positive");
+            }
+        }
+    }
+
+    /** Binding fails with the property's name when a count or size is not positive. */
+    private static void atLeastOne(String property, long value) {
+        if (value < 1) {
+            throw new IllegalArgumentException(property + " must be at least 1, not " + value);
+        }
+    }
 
     /** @param failFastCallerStream refuse to start unless exactly one caller-stream library is loaded */
     public record Health(@DefaultValue("true") boolean failFastCallerStream) {}

@@ -63,13 +63,13 @@ public class RuntimeConfiguration {
 
     @Bean
     CudaRuntime cudaRuntime(EtServeProperties props) {
-        String mode = props.cuda().enabled();
-        if ("false".equalsIgnoreCase(mode)) {
+        EtServeProperties.CudaMode mode = props.cuda().enabled();
+        if (mode == EtServeProperties.CudaMode.FALSE) {
             return CudaRuntime.unavailable("CUDA disabled by configuration (etserve.cuda.enabled=false)");
         }
         CudaRuntime cuda = CudaRuntime.started();
         if (!cuda.available()) {
-            if ("true".equalsIgnoreCase(mode)) {
+            if (mode == EtServeProperties.CudaMode.TRUE) {
                 throw new IllegalStateException("etserve.cuda.enabled=true but " + cuda.unavailableReason().orElse("?"));
             }
             log.info("running CPU-only: {}", cuda.unavailableReason().orElse("?"));

@@ -32,7 +32,6 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.ApplicationEventPublisher;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.HashSet;
-import java.util.Locale;
 import org.springframework.boot.availability.ApplicationAvailability;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -44,17 +43,9 @@ public class ServingConfiguration {
     @Bean(initMethod = "loadAll", destroyMethod = "close")
     ModelRegistry modelRegistry(EtServeProperties props, StreamPools pools, NodeCapabilities node,
             CallerStreamCheck callerStreamChecked, TritonMetrics metrics) {
-        Program.Verification verification = switch (props.nativeRuntime().verification().toLowerCase(Locale.ROOT)) {
-            case "minimal" -> Program.Verification.MINIMAL;
-            case "internal-consistency" -> Program.Verification.INTERNAL_CONSISTENCY;
-            default -> throw new IllegalArgumentException(
-                    "etserve.native.verification must be minimal or internal-consistency");
-        };
-        DevicePlacement.Policy placement = switch (props.cuda().placement().toLowerCase(Locale.ROOT)) {
-            case "spread" -> DevicePlacement.Policy.SPREAD;
-            case "all" -> DevicePlacement.Policy.ALL;
-            default -> throw new IllegalArgumentException("etserve.cuda.placement must be spread or all");
-        };
+        // Both bound as enums: a misspelt value stops startup naming the property and its values.
+        Program.Verification verification = props.nativeRuntime().verification();
+        DevicePlacement.Policy placement = props.cuda().placement();
         ModelLoader loader = new ModelLoader(verification, pools, node,
                 new ModelLoader.Instances(props.inference().defaultInstances(), props.cuda().defaultInstances()),
                 new HashSet<>(props.cuda().gpuBackends()), props.inference().maxElementsPerTensor(), placement,

@@ -1,0 +1,48 @@
+package io.etserve.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.etserve.inference.DevicePlacement;
+import io.etserve.runtime.Program;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.context.properties.bind.BindException;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
+
+/** etserve.* bound as users write it: enum values in any case, refusals that name the property. */
+class EtServePropertiesTest {
+
+    static EtServeProperties bind(Map<String, ?> values) {
+        return new Binder(new MapConfigurationPropertySource(values)).bindOrCreate("etserve", EtServeProperties.class);
+    }
+
+    @Test
+    void enumValuesBindAsWrittenInApplicationYml() {
+        EtServeProperties p = bind(Map.of("etserve.native.verification", "internal-consistency",
+                "etserve.cuda.placement", "all", "etserve.cuda.enabled", "false"));
+        assertThat(p.nativeRuntime().verification()).isEqualTo(Program.Verification.INTERNAL_CONSISTENCY);
+        assertThat(p.cuda().placement()).isEqualTo(DevicePlacement.Policy.ALL);
+        assertThat(p.cuda().enabled()).isEqualTo(EtServeProperties.CudaMode.FALSE);
+        // YAML reads `enabled: true` as a boolean.
+        assertThat(bind(Map.of("etserve.cuda.enabled", Boolean.TRUE)).cuda().enabled())
+                .isEqualTo(EtServeProperties.CudaMode.TRUE);
+        EtServeProperties defaults = bind(Map.of());
+        assertThat(defaults.cuda().enabled()).isEqualTo(EtServeProperties.CudaMode.AUTO);
+        assertThat(defaults.cuda().placement()).isEqualTo(DevicePlacement.Policy.SPREAD);
+        assertThat(defaults.nativeRuntime().verification()).isEqualTo(Program.Verification.INTERNAL_CONSISTENCY);
+    }
+
+    @Test
+    void aMisspeltValueOrANonPositiveCountFailsNamingTheProperty() {
+        assertThatThrownBy(() -> bind(Map.of("etserve.cuda.placement", "everywhere")))
+                .isInstanceOf(BindException.class).hasMessageContaining("etserve.cuda.placement");
+        assertThatThrownBy(() -> bind(Map.of("etserve.native.verification", "none")))
+                .isInstanceOf(BindException.class).hasMessageContaining("etserve.native.verification");
+        assertThatThrownBy(() -> bind(Map.of("etserve.cuda.streams-per-device", "0")))
+                .hasRootCauseMessage("etserve.cuda.streams-per-device must be at least 1, not 0");
+        assertThatThrownBy(() -> bind(Map.of("etserve.inference.max-inputs", "-1")))
+                .hasRootCauseMessage("etserve.inference.max-inputs must be at least 1, not -1");
+    }
+}

@@ -1,0 +1,67 @@
+package io.etserve.inference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** config.yml as users write it: what it says, its defaults, and clear refusals. */
+class ModelConfigTest {
+
+    @TempDir
+    Path dir;
+
+    ModelConfig read(String yaml) throws Exception {
+        Files.writeString(dir.resolve(ModelConfig.FILE_NAME), yaml);
+        return ModelConfig.read(dir);
+    }
+
+    @Test
+    void noFileMeansTheDefaults() {
+        ModelConfig c = ModelConfig.read(dir);
+        assertThat(c.method()).isEqualTo("forward");
+        assertThat(c.inputNames()).isEmpty();
+        assertThat(c.instances()).isEmpty();
+        assertThat(c.placement()).isEmpty();
+        assertThat(c.sha256()).isEmpty();
+    }
+
+    @Test
+    void readsWhatAUserWrites() throws Exception {
+        ModelConfig c = read("""
+                method: forward
+                inputs: [ { name: image, dims: [-1, 3, 224, 224] } ]
+                outputs: [ { name: logits } ]
+                instances: 3
+                devices: [0, 1]
+                placement: gpu
+                data-files: [ weights.ptd ]
+                max-planned-memory: 512MB
+                sha256: %s
+                """.formatted("ab".repeat(32)));
+        assertThat(c.inputNames()).containsExactly("image");
+        assertThat(c.outputNames()).containsExactly("logits");
+        assertThat(c.inputDims().get("image")).containsExactly(-1L, 3L, 224L, 224L);
+        assertThat(c.instances()).contains(3);
+        assertThat(c.devices()).contains(List.of(0, 1));
+        assertThat(c.placement()).contains(ModelConfig.Placement.GPU);
+        assertThat(c.dataFiles()).contains(List.of("weights.ptd"));
+        assertThat(c.maxPlannedMemory()).contains(512L * 1024 * 1024);
+        assertThat(c.sha256()).contains("ab".repeat(32));
+    }
+
+    @Test
+    void refusesWithTheFileAndTheKey() {
+        assertThatThrownBy(() -> read("instance: 2\n")).isInstanceOf(ModelConfig.InvalidModelConfigException.class)
+                .hasMessageContaining("unknown key 'instance'");
+        assertThatThrownBy(() -> read("sha256: 1234\n")).hasMessageContaining("64 hex digits");
+        assertThatThrownBy(() -> read("max-planned-memory: lots\n")).hasMessageContaining("positive size");
+        assertThatThrownBy(() -> read("data-files: [a.ptd, a.ptd]\n")).hasMessageContaining("listed twice");
+        assertThatThrownBy(() -> read("- just\n- a list\n")).hasMessageContaining("must be a YAML mapping");
+        assertThatThrownBy(() -> read("inputs: [ { name: x, dims: [-1, many] } ]\n")).hasMessageContaining("'dims'");
+    }
+}
