@@ -6,8 +6,6 @@ import io.etserve.inference.InferenceRequest.RequestedOutput;
 import io.etserve.inference.Tensor;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -30,10 +28,10 @@ import tools.jackson.core.ObjectReadContext;
  * input that declares {@code parameters.binary_data_size}, in input order. JSON {@code data} may
  * be flat or nested row-major arrays; only the element count is checked against the shape.
  *
- * <p>Every input's data lands in its own little-endian direct buffer, so the native bridge reads
- * it in place. BYTES elements are stored as Triton lays them out: a 4-byte little-endian length,
- * then the bytes. FP32/FP64 JSON data also accepts the strings {@code "NaN"}, {@code "Infinity"}
- * and {@code "-Infinity"}, which is how {@link InferResponseEncoder} writes those values.
+ * <p>This class reads the envelope (the request object, its inputs' names, datatypes, shapes and
+ * parameters, the outputs asked for); {@link JsonTensorData} parses JSON {@code data} straight
+ * into a direct buffer, and {@link BinaryTensorData} hands out binary sections as views of the
+ * body's buffer, so the native bridge reads every input in place.
  *
  * <p>Every problem with the body, however malformed, surfaces as an
  * {@link InvalidRequestException}; sizes are checked against {@link DecodeLimits} and against the
@@ -46,8 +44,7 @@ public final class InferRequestDecoder {
     /** Deepest nesting of a {@code data} array (row-major nesting has one level per dimension). */
     static final int MAX_DATA_NESTING = MAX_RANK;
     /** Largest tensor a direct buffer can hold. */
-    private static final long MAX_TENSOR_BYTES = Integer.MAX_VALUE;
-    private static final BigInteger UINT64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
+    static final long MAX_TENSOR_BYTES = Integer.MAX_VALUE;
     private static final int MAX_QUOTED_LENGTH = 100;
 
     /**
@@ -117,12 +114,9 @@ public final class InferRequestDecoder {
     private static final class Decoding {
         private final byte[] body;  // the JSON part, from 0 to headerLength
         private final int headerLength;
-        private final ByteBuffer binary;
-        private final boolean hasBinarySection;
+        private final BinaryTensorData binary;  // null without the binary extension
         private final DecodeLimits limits;
         private final IntFunction<ByteBuffer> tensorBuffers;
-        /** The next unread byte of the binary section. */
-        private int binaryCursor;
         /** What is being read, for the message when Jackson rejects the JSON. */
         private String context = "The request";
 
@@ -130,8 +124,7 @@ public final class InferRequestDecoder {
                 IntFunction<ByteBuffer> tensorBuffers) {
             this.body = body;
             this.headerLength = headerLength;
-            this.binary = binary;
-            this.hasBinarySection = hasBinarySection;
+            this.binary = hasBinarySection ? new BinaryTensorData(binary) : null;
             this.limits = limits;
             this.tensorBuffers = tensorBuffers;
         }
@@ -169,10 +162,8 @@ public final class InferRequestDecoder {
             if (inputs == null) {
                 throw new InvalidRequestException("The request has no 'inputs'.");
             }
-            if (binaryCursor != binary.limit()) {
-                throw new InvalidRequestException("The request carries " + binary.limit()
-                        + " bytes of binary data but its inputs' binary_data_size add up to "
-                        + binaryCursor + ".");
+            if (binary != null) {
+                binary.requireAllRead();
             }
             Object binaryOutput = parameters.get("binary_data_output");
             if (binaryOutput != null && !(binaryOutput instanceof Boolean)) {
@@ -338,73 +329,19 @@ public final class InferRequestDecoder {
             return count;
         }
 
-        private static long fixedByteSize(String label, DataType type, long count) {
-            if (count > MAX_TENSOR_BYTES / type.byteSize()) {
-                throw new InvalidRequestException(label + " would need more than " + MAX_TENSOR_BYTES
-                        + " bytes, the most one tensor can hold.");
-            }
-            return count * type.byteSize();
-        }
 
         private ByteBuffer readBinaryData(String label, DataType type, long[] shape, Object declaredSize) {
             if (!(declaredSize instanceof Long size) || size < 0) {
                 throw new InvalidRequestException(label + " binary_data_size must be a non-negative integer.");
             }
-            if (!hasBinarySection) {
+            if (binary == null) {
                 throw new InvalidRequestException(label + " has binary_data_size but the request has no"
                         + " Inference-Header-Content-Length header.");
             }
-            long count = elementCount(label, shape);
-            int remaining = binary.limit() - binaryCursor;
-            if (size > remaining) {
-                throw new InvalidRequestException(label + " declares binary_data_size " + size + " but only "
-                        + remaining + " bytes of binary data remain.");
-            }
-            int length = (int) (long) size;
-            if (type == DataType.BYTES) {
-                requireLengthPrefixed(label, count, binaryCursor, length);
-            } else {
-                long expected = fixedByteSize(label, type, count);
-                if (length != expected) {
-                    throw new InvalidRequestException(label + " declares binary_data_size " + length + " but shape "
-                            + Arrays.toString(shape) + " of " + type.protocolName() + " needs " + expected + " bytes.");
-                }
-            }
-            // In place: a view of the body's binary sections (no copy).
-            ByteBuffer data = binary.slice(binaryCursor, length).order(ByteOrder.LITTLE_ENDIAN);
-            binaryCursor += length;
-            return data;
-        }
-
-        /** Binary BYTES data must be exactly {@code count} (length, bytes) pairs. */
-        private void requireLengthPrefixed(String label, long count, int start, int length) {
-            ByteBuffer view = binary.slice(start, length).order(ByteOrder.LITTLE_ENDIAN);
-            for (long i = 0; i < count; i++) {
-                if (view.remaining() < Integer.BYTES) {
-                    throw new InvalidRequestException(label + " binary BYTES data ends before element " + i + " of "
-                            + count + ".");
-                }
-                int elementLength = view.getInt();
-                if (elementLength < 0 || elementLength > view.remaining()) {
-                    throw new InvalidRequestException(label + " binary BYTES element " + i + " declares "
-                            + Integer.toUnsignedString(elementLength) + " bytes, more than its data holds.");
-                }
-                view.position(view.position() + elementLength);
-            }
-            if (view.hasRemaining()) {
-                throw new InvalidRequestException(label + " binary BYTES data has " + view.remaining()
-                        + " bytes after its " + count + " elements.");
-            }
+            return binary.next(label, type, shape, elementCount(label, shape), size);
         }
 
         private ByteBuffer readJsonData(JsonParser p, String label, DataType type, long[] shape) {
-            if (!type.jsonRepresentable()) {
-                throw new InvalidRequestException(label + " has datatype " + type.protocolName()
-                        + ", which can only be sent as binary data (binary_data_size).");
-            }
-            if (p.currentToken() != JsonToken.START_ARRAY) {
-                throw new InvalidRequestException(label + " 'data' must be an array.");
-            }
             long count = elementCount(label, shape);
             // Every JSON element takes at least one byte, so a larger count cannot be honest; refusing
             // it here keeps a small body from allocating a large buffer.
@@ -412,38 +349,7 @@ public final class InferRequestDecoder {
                 throw new InvalidRequestException(label + " has shape " + Arrays.toString(shape) + " of " + count
                         + " elements, more than its " + headerLength + "-byte JSON could hold.");
             }
-            DataSink sink = type == DataType.BYTES
-                    ? new BytesSink()
-                    : new FixedSink(tensorBuffers.apply((int) fixedByteSize(label, type, count))
-                            .order(ByteOrder.LITTLE_ENDIAN), type);
-            long read = 0;
-            int depth = 1;
-            while (depth > 0) {
-                JsonToken t = p.nextToken();
-                if (t == null) {
-                    throw new InvalidRequestException(label + " 'data' ends before its closing bracket.");
-                }
-                if (t == JsonToken.START_ARRAY) {
-                    if (++depth > MAX_DATA_NESTING) {
-                        throw new InvalidRequestException(label + " 'data' nests arrays deeper than "
-                                + MAX_DATA_NESTING + " levels.");
-                    }
-                } else if (t == JsonToken.END_ARRAY) {
-                    depth--;
-                } else {
-                    if (read == count) {
-                        throw new InvalidRequestException(label + " has more data elements than its shape "
-                                + Arrays.toString(shape) + " holds (" + count + ").");
-                    }
-                    sink.accept(p, t, label, read);
-                    read++;
-                }
-            }
-            if (read != count) {
-                throw new InvalidRequestException(label + " has " + read + " data elements but its shape "
-                        + Arrays.toString(shape) + " needs " + count + ".");
-            }
-            return sink.finish();
+            return JsonTensorData.read(p, label, type, shape, count, tensorBuffers);
         }
 
         private List<RequestedOutput> readOutputs(JsonParser p) {
@@ -528,185 +434,20 @@ public final class InferRequestDecoder {
     }
 
     /** Where a JSON {@code data} array's elements go. */
-    private interface DataSink {
-        void accept(JsonParser p, JsonToken t, String label, long index);
-
-        ByteBuffer finish();
-    }
-
-    /** Fixed-size elements, written straight into the tensor's direct buffer. */
-    private static final class FixedSink implements DataSink {
-        private final ByteBuffer buffer;
-        private final DataType type;
-
-        FixedSink(ByteBuffer buffer, DataType type) {
-            this.buffer = buffer;
-            this.type = type;
+    /** Bytes of {@code count} elements of a fixed-size type, refused past what one buffer holds. */
+    static long fixedByteSize(String label, DataType type, long count) {
+        if (count > MAX_TENSOR_BYTES / type.byteSize()) {
+            throw new InvalidRequestException(label + " would need more than " + MAX_TENSOR_BYTES
+                    + " bytes, the most one tensor can hold.");
         }
-
-        @Override
-        public void accept(JsonParser p, JsonToken t, String label, long index) {
-            switch (type) {
-                case BOOL -> buffer.put(bool(p, t, label, index));
-                case UINT8 -> buffer.put((byte) integer(p, t, label, index, 0, 0xFF));
-                case INT8 -> buffer.put((byte) integer(p, t, label, index, Byte.MIN_VALUE, Byte.MAX_VALUE));
-                case UINT16 -> buffer.putShort((short) integer(p, t, label, index, 0, 0xFFFF));
-                case INT16 -> buffer.putShort((short) integer(p, t, label, index, Short.MIN_VALUE, Short.MAX_VALUE));
-                case UINT32 -> buffer.putInt((int) integer(p, t, label, index, 0, 0xFFFF_FFFFL));
-                case INT32 -> buffer.putInt((int) integer(p, t, label, index, Integer.MIN_VALUE, Integer.MAX_VALUE));
-                case INT64 -> buffer.putLong(integer(p, t, label, index, Long.MIN_VALUE, Long.MAX_VALUE));
-                case UINT64 -> buffer.putLong(unsigned64(p, t, label, index));
-                case FP32 -> buffer.putFloat(fp32(p, t, label, index));
-                case FP64 -> buffer.putDouble(fp64(p, t, label, index));
-                default -> throw new IllegalStateException("no JSON form for " + type);
-            }
-        }
-
-        @Override
-        public ByteBuffer finish() {
-            return buffer.flip();
-        }
-
-        private byte bool(JsonParser p, JsonToken t, String label, long index) {
-            if (t == JsonToken.VALUE_TRUE) {
-                return 1;
-            }
-            if (t == JsonToken.VALUE_FALSE) {
-                return 0;
-            }
-            throw wrongKind(p, t, label, index, "true or false");
-        }
-
-        private long integer(JsonParser p, JsonToken t, String label, long index, long min, long max) {
-            if (t != JsonToken.VALUE_NUMBER_INT) {
-                throw wrongKind(p, t, label, index, "integers");
-            }
-            if (p.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
-                long value = p.getLongValue();
-                if (value >= min && value <= max) {
-                    return value;
-                }
-            }
-            throw outOfRange(p, label, index);
-        }
-
-        private long unsigned64(JsonParser p, JsonToken t, String label, long index) {
-            if (t != JsonToken.VALUE_NUMBER_INT) {
-                throw wrongKind(p, t, label, index, "integers");
-            }
-            if (p.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
-                long value = p.getLongValue();
-                if (value >= 0) {
-                    return value;
-                }
-            } else {
-                BigInteger value = p.getBigIntegerValue();
-                if (value.signum() >= 0 && value.compareTo(UINT64_MAX) <= 0) {
-                    return value.longValue();
-                }
-            }
-            throw outOfRange(p, label, index);
-        }
-
-        private float fp32(JsonParser p, JsonToken t, String label, long index) {
-            if (t == JsonToken.VALUE_NUMBER_FLOAT || t == JsonToken.VALUE_NUMBER_INT) {
-                // Jackson parses the decimal text straight to the nearest float, no double rounding.
-                float value = p.getFloatValue();
-                if (Float.isInfinite(value)) {
-                    throw outOfRange(p, label, index);
-                }
-                return value;
-            }
-            if (t == JsonToken.VALUE_STRING) {
-                return (float) nonFinite(p, label, index);
-            }
-            throw wrongKind(p, t, label, index, "numbers");
-        }
-
-        private double fp64(JsonParser p, JsonToken t, String label, long index) {
-            if (t == JsonToken.VALUE_NUMBER_FLOAT || t == JsonToken.VALUE_NUMBER_INT) {
-                double value = p.getDoubleValue();
-                if (Double.isInfinite(value)) {
-                    throw outOfRange(p, label, index);
-                }
-                return value;
-            }
-            if (t == JsonToken.VALUE_STRING) {
-                return nonFinite(p, label, index);
-            }
-            throw wrongKind(p, t, label, index, "numbers");
-        }
-
-        private double nonFinite(JsonParser p, String label, long index) {
-            return switch (p.getString()) {
-                case "NaN" -> Double.NaN;
-                case "Infinity" -> Double.POSITIVE_INFINITY;
-                case "-Infinity" -> Double.NEGATIVE_INFINITY;
-                default -> throw wrongKind(p, JsonToken.VALUE_STRING, label, index,
-                        "numbers (or \"NaN\", \"Infinity\", \"-Infinity\")");
-            };
-        }
-
-        private InvalidRequestException outOfRange(JsonParser p, String label, long index) {
-            return new InvalidRequestException(label + " element " + index + " (" + abbreviate(p.getString())
-                    + ") is out of range for " + type.protocolName() + ".");
-        }
-
-        private InvalidRequestException wrongKind(JsonParser p, JsonToken t, String label, long index, String expected) {
-            String found = switch (t) {
-                case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> "the number " + abbreviate(p.getString());
-                case VALUE_STRING -> "the string " + quote(p.getString());
-                case VALUE_TRUE, VALUE_FALSE -> "a boolean";
-                case VALUE_NULL -> "null";
-                case START_OBJECT -> "an object";
-                default -> t.toString();
-            };
-            return new InvalidRequestException(label + " element " + index + " is " + found + ", but "
-                    + type.protocolName() + " data must be " + expected + ".");
-        }
-    }
-
-    /** BYTES elements: JSON strings, stored as 4-byte little-endian length plus UTF-8 bytes. */
-    private static final class BytesSink implements DataSink {
-        private byte[] bytes = new byte[256];
-        private int size;
-
-        @Override
-        public void accept(JsonParser p, JsonToken t, String label, long index) {
-            if (t != JsonToken.VALUE_STRING) {
-                throw new InvalidRequestException(label + " element " + index + " is not a string, but BYTES data"
-                        + " must be strings.");
-            }
-            byte[] element = p.getString().getBytes(StandardCharsets.UTF_8);
-            ensure(label, Integer.BYTES + element.length);
-            ByteBuffer.wrap(bytes, size, Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN).putInt(element.length);
-            System.arraycopy(element, 0, bytes, size + Integer.BYTES, element.length);
-            size += Integer.BYTES + element.length;
-        }
-
-        private void ensure(String label, int more) {
-            long needed = (long) size + more;
-            if (needed > MAX_TENSOR_BYTES) {
-                throw new InvalidRequestException(label + " BYTES data would need more than " + MAX_TENSOR_BYTES
-                        + " bytes, the most one tensor can hold.");
-            }
-            if (needed > bytes.length) {
-                bytes = Arrays.copyOf(bytes, (int) Math.min(MAX_TENSOR_BYTES, Math.max(needed, 2L * bytes.length)));
-            }
-        }
-
-        @Override
-        public ByteBuffer finish() {
-            ByteBuffer data = ByteBuffer.allocateDirect(size).order(ByteOrder.LITTLE_ENDIAN);
-            return data.put(bytes, 0, size).flip();
-        }
+        return count * type.byteSize();
     }
 
     static String quote(String s) {
         return "'" + abbreviate(s) + "'";
     }
 
-    private static String abbreviate(String s) {
+    static String abbreviate(String s) {
         return s.length() <= MAX_QUOTED_LENGTH ? s : s.substring(0, MAX_QUOTED_LENGTH) + "...";
     }
 }
