@@ -3,11 +3,7 @@ package io.etserve.inference;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.etserve.cuda.CudaRuntime;
-import io.etserve.cuda.StreamPools;
-import io.etserve.cuda.TensorRtProbe;
 import io.etserve.runtime.ExecuTorchException;
-import io.etserve.runtime.Program;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
@@ -16,8 +12,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalInt;
-import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -38,12 +32,7 @@ class InferenceServiceTest {
 
     @BeforeAll
     static void load() {
-        ModelLoader loader = new ModelLoader(Program.Verification.INTERNAL_CONSISTENCY,
-                StreamPools.none("CPU test"),
-                new NodeCapabilities(Set.of(), CudaRuntime.unavailable("CPU test"),
-                        new TensorRtProbe(false, null, "CPU test")),
-                new ModelLoader.Instances(1, 1), Set.of("TensorRTBackend", "CudaBackend"), 1 << 24,
-                DevicePlacement.Policy.SPREAD, new ModelLoader.PlannedMemoryLimits(1L << 31, 1L << 33));
+        ModelLoader loader = CpuModelLoaders.create();
         registry = new ModelRegistry(REPO.root(), loader, InferenceObserver.NONE);
         registry.loadAll();
     }

@@ -1,0 +1,65 @@
+package io.etserve.inference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.TestPaths;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** A repository as an operator lays it out, loaded by the real loader: versions, names, a bad file. */
+class ModelRegistryTest {
+
+    static ModelRegistry registry;
+
+    @BeforeAll
+    static void load() throws IOException {
+        ModelRepositoryFixture repo = ModelRepositoryFixture.create("etserve-registry-")
+                .copy(TestPaths.demoModels(), "demo-portable")
+                .copy(TestPaths.demoModels(), "demo-portable", "two-versions")
+                .withProgramBytes("corrupt", "not a program".getBytes());
+        Path v1 = repo.root().resolve("two-versions/1/model.pte");
+        Files.createDirectories(repo.root().resolve("two-versions/3"));
+        Files.copy(v1, repo.root().resolve("two-versions/3/model.pte"));
+        registry = new ModelRegistry(repo.root(), CpuModelLoaders.create(), InferenceObserver.NONE);
+        registry.loadAll();
+    }
+
+    @AfterAll
+    static void close() {
+        registry.close();
+    }
+
+    @Test
+    void noVersionMeansTheHighestAndVersionsListAscending() {
+        assertThat(registry.resolve("two-versions", null).version()).isEqualTo("3");
+        assertThat(registry.resolve("two-versions", "1").version()).isEqualTo("1");
+        assertThat(registry.versions("two-versions")).containsExactly("1", "3");
+        assertThat(registry.resolve("two-versions", "3").ready()).isTrue();
+    }
+
+    @Test
+    void unknownNamesAndVersionsAreNotFoundAndNeverAPathLookup() {
+        assertThatThrownBy(() -> registry.resolve("nope", null)).isInstanceOf(ModelNotFoundException.class)
+                .hasMessageContaining("'nope'");
+        assertThatThrownBy(() -> registry.resolve("two-versions", "2")).isInstanceOf(ModelNotFoundException.class)
+                .hasMessageContaining("version '2'");
+        assertThatThrownBy(() -> registry.resolve("../demo-portable", null)).isInstanceOf(ModelNotFoundException.class);
+        assertThatThrownBy(() -> registry.resolve("demo-portable", "../1")).isInstanceOf(ModelNotFoundException.class);
+    }
+
+    @Test
+    void aFileThatIsNotAProgramFailsAloneWithItsReason() {
+        ModelVersionState corrupt = registry.resolve("corrupt", null);
+        assertThat(corrupt.ready()).isFalse();
+        assertThat(corrupt.loaded()).isEmpty();
+        assertThat(corrupt.reason()).contains("model.pte");
+        assertThat(registry.resolve("demo-portable", null).ready()).isTrue();
+        assertThat(registry.modelNames()).containsExactlyInAnyOrder("corrupt", "demo-portable", "two-versions");
+    }
+}
