@@ -99,7 +99,8 @@ public final class InferBodyFilter implements Filter {
         request.getInputStream().setReadListener(reader);
     }
 
-    static boolean isInfer(HttpServletRequest request) {
+    /** A POST to an {@code .../infer} path: an inference call. */
+    public static boolean isInfer(HttpServletRequest request) {
         return "POST".equals(request.getMethod()) && request.getRequestURI().endsWith("/infer");
     }
 

@@ -6,7 +6,9 @@ import io.etserve.api.ProtocolErrorPageFilter;
 import io.etserve.api.InflightBytes;
 import io.etserve.api.PublicMessages;
 import io.etserve.runtime.DirectBufferPool;
+import io.micrometer.observation.ObservationPredicate;
 import jakarta.servlet.DispatcherType;
+import org.springframework.http.server.observation.ServerRequestObservationContext;
 import org.springframework.boot.jetty.servlet.JettyServletWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
 import org.springframework.beans.factory.annotation.Value;
@@ -50,6 +52,17 @@ public class HttpConfiguration {
     FilterRegistrationBean<ProtocolErrorPageFilter> protocolErrorPageFilter(
             @Value("${server.error.path:/error}") String errorPath) {
         return onErrorPath(new ProtocolErrorPageFilter(), errorPath, DispatcherType.ERROR);
+    }
+
+    /**
+     * No {@code http.server.requests} observation for inference calls: Triton's per-model series
+     * (io.etserve.metrics.TritonMetrics) already count and time them, and the observation cost a
+     * quarter of a small request's server CPU (bench/README.md). Other endpoints keep it.
+     */
+    @Bean
+    ObservationPredicate noHttpObservationForInference() {
+        return (name, context) -> !(context instanceof ServerRequestObservationContext server
+                && InferBodyFilter.isInfer(server.getCarrier()));
     }
 
     /** The public port's Jetty: see {@link JettyServerSettings} (the management port gets the same). */

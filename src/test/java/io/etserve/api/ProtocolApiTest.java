@@ -442,8 +442,11 @@ class ProtocolApiTest {
         assertThat(components.path("cuda").path("details").path("available").asBoolean()).isFalse();
         assertThat(mgmt.get("/actuator/health/liveness").status()).isEqualTo(200);
         http.post("/v2/models/demo-portable/infer", demoRequest("FP32", "[1,16]", zeros(16)));
+        http.get("/v2/health/live");
         String prom = mgmt.get("/actuator/prometheus").text();
         assertThat(prom).contains("nv_inference_request_success{model=\"demo-portable\",version=\"1\"}");
+        // Inference is counted by Triton's series only; other endpoints keep Spring's http.server.requests.
+        assertThat(prom).contains("uri=\"/v2/health/live\"").doesNotContain("/infer\"");
         assertThat(prom).contains("nv_inference_queue_duration_us{");
         assertThat(prom).contains("nv_inference_pending_request_count{");
         // Every series of a loaded version exists from load, at 0 for a model never served (as in Triton).
