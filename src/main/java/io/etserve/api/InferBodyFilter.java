@@ -14,6 +14,7 @@ import jakarta.servlet.ServletResponse;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
+import java.io.InputStream;
 import io.etserve.runtime.DirectBufferPool;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -84,7 +85,11 @@ public final class InferBodyFilter implements Filter {
                 try {
                     body.readAll(request.getInputStream());
                 } catch (ApiException e) {
-                    ErrorResponses.write(response, e, true);
+                    body.close();
+                    // The rest is already buffered, so reading it past the refusal cannot block.
+                    boolean drained = e.status() == HttpStatus.SERVICE_UNAVAILABLE
+                            && Drain.rest(request.getInputStream(), maxBytes);
+                    ErrorResponses.write(response, e, !drained);
                     return;
                 }
                 request.setAttribute(BODY, body);
@@ -97,6 +102,42 @@ public final class InferBodyFilter implements Filter {
         Reader reader = new Reader(request, response, async, body);
         async.addListener(reader);
         request.getInputStream().setReadListener(reader);
+    }
+
+    /** Reads and throws away the rest of a refused body, at most {@code limit} bytes of it. */
+    static final class Drain {
+
+        private final byte[] scratch = new byte[8192];
+        private long left;
+
+        Drain(long limit) {
+            this.left = limit;
+        }
+
+        /**
+         * @return the bytes discarded, or -1 at the end of the body
+         * @throws ApiException 413 when more than the limit arrives
+         */
+        int readFrom(InputStream in) throws IOException {
+            int n = in.read(scratch);
+            if (n > 0 && (left -= n) < 0) {
+                throw new ApiException(HttpStatus.CONTENT_TOO_LARGE, "request body exceeds the size limit");
+            }
+            return n;
+        }
+
+        /** Discards what is left of a body that is already buffered; false when it was too long. */
+        static boolean rest(InputStream in, long limit) throws IOException {
+            Drain drain = new Drain(limit);
+            try {
+                while (drain.readFrom(in) >= 0) {
+                    // discard
+                }
+                return true;
+            } catch (ApiException tooLong) {
+                return false;
+            }
+        }
     }
 
     /** A POST to an {@code .../infer} path: an inference call. */
@@ -112,6 +153,9 @@ public final class InferBodyFilter implements Filter {
         private final AsyncContext async;
         private final RequestBody body;
         private final AtomicBoolean settled = new AtomicBoolean();
+        /** A refusal waiting for the rest of its body to be discarded; then it is answered. */
+        private ApiException refusal;
+        private Drain drain;
 
         Reader(HttpServletRequest request, HttpServletResponse response, AsyncContext async, RequestBody body) {
             this.request = request;
@@ -123,23 +167,44 @@ public final class InferBodyFilter implements Filter {
         @Override
         public void onDataAvailable() throws IOException {
             ServletInputStream in = request.getInputStream();
-            try {
-                while (!settled.get() && in.isReady()) {
-                    if (body.readFrom(in) < 0) {
+            // Read until isReady() says false (only then is onDataAvailable called again), the
+            // end of the body, or an answer.
+            while (!settled.get() && in.isReady()) {
+                try {
+                    if ((refusal != null ? drain.readFrom(in) : body.readFrom(in)) < 0) {
                         return;
                     }
+                } catch (ApiException e) {
+                    refuse(e);
                 }
-            } catch (ApiException e) {
-                fail(e);
             }
         }
 
         @Override
         public void onAllDataRead() {
-            if (settled.compareAndSet(false, true)) {
+            if (refusal != null) {
+                answer(refusal, false);
+            } else if (settled.compareAndSet(false, true)) {
                 request.setAttribute(BODY, body);
                 async.dispatch();
             }
+        }
+
+        /**
+         * A spent budget (503) is answered once the rest of the body has been read and thrown
+         * away: the client then reads the answer on a connection that stays open. Closing a
+         * connection with unread bytes in it resets it, and the client may never see the 503.
+         * Discarding costs a small scratch array, not the budget; the body timeout and the size
+         * limit still bound it. Anything else (413, a broken body) is answered at once and closes.
+         */
+        private void refuse(ApiException e) {
+            if (refusal == null && e.status() == HttpStatus.SERVICE_UNAVAILABLE) {
+                body.close();
+                refusal = e;
+                drain = new Drain(maxBytes - body.length());
+                return;
+            }
+            fail(e);
         }
 
         @Override
@@ -169,13 +234,17 @@ public final class InferBodyFilter implements Filter {
 
         /** Answers {@code e} and closes the connection: the rest of the body was never read. */
         private void fail(ApiException e) {
+            answer(e, true);
+        }
+
+        private void answer(ApiException e, boolean closeConnection) {
             if (!settled.compareAndSet(false, true)) {
                 return;
             }
             body.close();
             try {
                 if (!response.isCommitted()) {
-                    ErrorResponses.write(response, e, true);
+                    ErrorResponses.write(response, e, closeConnection);
                 }
             } catch (IOException | RuntimeException ignored) {
                 // The client is gone; nothing to tell it.
