@@ -43,19 +43,10 @@ rm -rf "$REPO" && mkdir -p "$REPO"
 for m in "${MODELS[@]}"; do ln -s "$ROOT/target/bench-models/$m" "$REPO/$m"; done
 cp "$JAR" "$OUT/etserve.jar"
 log "service on 127.0.0.1:$PORT, echo baseline on 127.0.0.1:$ECHO_PORT"
-"$SERVER_JAVA" --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
-  --server.address=127.0.0.1 --server.port="$PORT" \
-  --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
-  --etserve.model-repository="$REPO" > "$OUT/data-path-server.log" 2>&1 &
-SERVER_PID=$!
 "$SERVER_JAVA" -cp "$CP" io.etserve.bench.EchoServer "$ECHO_PORT" > "$OUT/echo.log" 2>&1 &
 ECHO_PID=$!
-trap 'kill $SERVER_PID $ECHO_PID 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-for _ in $(seq 120); do
-  kill -0 "$SERVER_PID" 2>/dev/null || { tail -40 "$OUT/data-path-server.log" >&2; exit 1; }
-  curl -sf -o /dev/null "http://127.0.0.1:$PORT/v2/health/ready" && break
-  sleep 1
-done
+trap 'kill ${SERVER_PID:-} $ECHO_PID 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+bench_start_service "$OUT/data-path-server.log" "$REPO"
 
 loadgen() {
   java -XX:+UseSerialGC -Xmx1g -cp "$CP" io.etserve.bench.LoadGenerator --check-every "$CHECK_EVERY" "$@"

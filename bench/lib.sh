@@ -29,3 +29,23 @@ bench_require_free_ports() {
     fi
   done
 }
+
+# Starts $OUT/etserve.jar on loopback ($PORT, management $MGMT_PORT) with the model repository
+# $2 and any further arguments, logging to $1; sets SERVER_PID and returns once /v2/health/ready
+# answers (exits, showing the log's tail, if the service dies first).
+bench_start_service() {
+  local log="$1" repo="$2"
+  shift 2
+  "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
+    --server.address=127.0.0.1 --server.port="$PORT" \
+    --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
+    --etserve.model-repository="$repo" "$@" > "$log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 120); do
+    kill -0 "$SERVER_PID" 2>/dev/null || { tail -40 "$log" >&2; echo "the service exited" >&2; exit 1; }
+    curl -sf -o /dev/null "http://127.0.0.1:$PORT/v2/health/ready" && return 0
+    sleep 1
+  done
+  echo "the service was not ready within 120 s" >&2
+  exit 1
+}

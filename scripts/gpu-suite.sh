@@ -311,6 +311,20 @@ service() {
     fi
     stop_service
   done
+  # Dynamic batching with the device as the bottleneck (one stream, one instance, as a model whose
+  # kernels fill the GPU): one-row requests, one 2 ms kernel per forward call, alone vs batched.
+  local batch_rows=()
+  make_repo "$repo" 1
+  mkdir -p "$repo/probe-batched/1"
+  cp "$ROOT/src/test/resources/models/batched-probe/1/model.pte" "$repo/probe-batched/1/"
+  printf 'inputs: [ { name: x, dims: [-1, 2] } ]\noutputs: [ { name: observed } ]\nplacement: gpu\ninstances: 1\ndynamic-batching: { max-batch-size: 32, max-queue-delay: 500us }\n' \
+    > "$repo/probe-batched/config.yml"
+  start_service "$repo" --etserve.cuda.streams-per-device=1
+  for c in 1 4 16; do
+    batch_rows+=("$(check batching port=$PORT mgmt=$MGMT model=probe spin=2000 clients=$c seconds=4 pid=$SERVICE_PID label="alone")") || status=1
+    batch_rows+=("$(check batching port=$PORT mgmt=$MGMT model=probe-batched rows=1 spin=2000 clients=$c seconds=4 pid=$SERVICE_PID label="batched")") || status=1
+  done
+  stop_service
   # The old wait (cudaStreamSynchronize spins a core for the whole GPU time), for comparison.
   make_repo "$repo" 8
   start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.completion-wait=spin
@@ -348,6 +362,12 @@ service() {
     echo "$thr_header"
     echo "|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}" | grep '^| K=' || true
+    echo
+    echo "Dynamic batching, one stream and one instance, one-row requests, a 2 ms kernel per forward call:"
+    echo
+    echo "| run | clients | kernel us | requests/s | forward calls/s | rows per call | p50 us | p99 us | service CPU per request us | failed |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${batch_rows[@]}"
   } >> "$out"
   cat "$out"
   trap - EXIT

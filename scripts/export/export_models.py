@@ -131,6 +131,14 @@ class CallerStreamProbeModel(nn.Module):
         return (x[:1] * 0).to(torch.int64).expand(3).clone()
 
 
+class BatchedProbeModel(nn.Module):
+    """float32[B, 2] -> int64[B, 3]: the probe with a dynamic batch (1..32), for the GPU
+    dynamic-batching benchmark; the delegate fills every row and runs one kernel per call."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x[:, :1] * 0).to(torch.int64).expand(-1, 3).clone()
+
+
 @dataclass
 class ModelSpec:
     directory: Path
@@ -152,6 +160,9 @@ class ModelSpec:
     max_bytes: int = MAX_PTE_BYTES
     # config.yml's placement (cpu|gpu); None: decided by the program's delegates.
     placement: str | None = None
+    # Inputs that drive torch.export instead of cases[0] (a dynamic dimension needs an example
+    # above 1, which torch.export would otherwise specialize; the cases may then be single rows).
+    export_example: tuple[torch.Tensor, ...] | None = None
 
 
 def lower_portable(exported: torch.export.ExportedProgram) -> bytes:
@@ -302,6 +313,23 @@ def caller_stream_probe_spec() -> ModelSpec:
         {PROBE_BACKEND_ID},
         write_reference=False,
         # The probe's delegate is not a CUDA one by name: the stream tests place it on the GPU.
+        placement="gpu",
+    )
+
+
+def batched_probe_spec() -> ModelSpec:
+    batch = torch.export.Dim("batch", min=1, max=32)
+    return ModelSpec(
+        TEST_MODELS / "batched-probe",
+        BatchedProbeModel().eval(),
+        ["x"],
+        ["observed"],
+        1,
+        [(torch.tensor([[1.0, 2.0]] * 4),)],
+        lower_caller_stream_probe,
+        {PROBE_BACKEND_ID},
+        write_reference=False,
+        dynamic_shapes=({0: batch},),
         placement="gpu",
     )
 
@@ -468,7 +496,8 @@ def check_matches(spec: ModelSpec, case_index: int, expected, actual) -> float:
 
 def export_one(spec: ModelSpec, runtime: Runtime) -> dict:
     with torch.no_grad():
-        exported = torch.export.export(spec.module, spec.cases[0], dynamic_shapes=spec.dynamic_shapes)
+        example = spec.export_example if spec.export_example is not None else spec.cases[0]
+        exported = torch.export.export(spec.module, example, dynamic_shapes=spec.dynamic_shapes)
         pte = spec.lower(exported)
     data_files: dict[str, bytes] = {}
     if spec.external_constants:
@@ -558,6 +587,24 @@ def weights_heavy_spec(name: str, lower, backends: set[str], external: bool = Fa
     )
 
 
+def batch_mlp_spec() -> ModelSpec:
+    """The dynamic-batching benchmark: 32 MB of float32 weights (1024 -> 2048 -> 2048 -> 1024),
+    XNNPACK, batch 1..32; its reference cases are single rows, as the benchmark's requests are."""
+    batch = torch.export.Dim("batch", min=1, max=32)
+    return ModelSpec(
+        BENCH_MODELS / "batch-mlp",
+        SeededMlp(13, [1024, 2048, 2048, 1024]).eval(),
+        ["x"],
+        ["y"],
+        2,
+        seeded_inputs(130, (1, 1024), (1, 1024), (1, 1024), (1, 1024)),
+        lower_xnnpack,
+        {"XnnpackBackend"},
+        dynamic_shapes=({0: batch},),
+        export_example=seeded_inputs(131, (4, 1024))[0],
+    )
+
+
 class Affine(nn.Module):
     """y = 2x + 1, elementwise: a data-path benchmark (tensor bytes in and out, no weights)."""
 
@@ -582,9 +629,6 @@ def affine_spec(name: str, shape: Sequence[int], directory: Path = BENCH_MODELS,
 def main() -> int:
     torch.use_deterministic_algorithms(True)
     runtime = Runtime.get()
-    if sys.argv[1:] == ["--only", "mobilenet"]:
-        print(json.dumps(export_one(mobilenet_spec(), runtime)))
-        return 0
     if sys.argv[1:2] == ["--bench"]:
         # --bench [name ...]: every benchmark program, or the ones named.
         wanted = set(sys.argv[2:])
@@ -595,6 +639,7 @@ def main() -> int:
             # The data-path benchmark: an image (1x3x224x224 FP32, 588 KiB) and 4 MiB, in and out.
             affine_spec("affine-image", (1, 3, 224, 224)),
             affine_spec("affine-4mib", (1, 1024 * 1024)),
+            batch_mlp_spec(),
         ]:
             if not wanted or spec.directory.name in wanted:
                 print(json.dumps(export_one(spec, runtime)))
@@ -605,6 +650,7 @@ def main() -> int:
         dtypes_spec(),
         two_inputs_spec(),
         caller_stream_probe_spec(),
+        batched_probe_spec(),
         gpu_stand_in_spec("needs-tensorrt", "TensorRTBackend"),
         gpu_stand_in_spec("needs-cuda-backend", "CudaBackend"),
         external_weights_spec("external-weights-portable", [], set()),
@@ -616,6 +662,12 @@ def main() -> int:
         # against eager).
         affine_spec("affine-4mib", (1, 1024 * 1024), TEST_MODELS, reference=False),
     ]
+    if sys.argv[1:2] == ["--only"]:
+        # --only name ...: just the committed models named (by directory), the others untouched.
+        wanted = set(sys.argv[2:])
+        specs = [s for s in specs if s.directory.name in wanted]
+        if len(specs) != len(wanted):
+            raise SystemExit(f"--only: unknown model in {sorted(wanted)}")
     for spec in specs:
         print(json.dumps(export_one(spec, runtime)))
     print(f"torch {torch.__version__}; tolerance verified: {FLOAT_TOLERANCE}")

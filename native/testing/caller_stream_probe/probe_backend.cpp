@@ -6,12 +6,16 @@
 //                           host milliseconds: > 0 sleeps that long (a slow model),
 //                           < 0 fails the call with Error::Internal (a failing delegate)]
 //   output 0: int64[3]   — [selection has a value (0/1), the selected handle, GPU work queued (0/1)]
+// or, batched (the dynamic-batching benchmark): input float32[B, 2], output int64[B, 3]; row 0's
+// input decides the call's work (one kernel per forward call, whatever B) and every output row
+// gets the same three values.
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <thread>
 
 #include <executorch/runtime/backend/interface.h>
+#include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 
 #include "etserve/caller_stream_api.h"
 
@@ -55,14 +59,24 @@ class CallerStreamProbe final : public BackendInterface {
     // Read the selection exactly once, the way the TensorRT delegate does.
     const auto selection = executorch::extension::cuda::getCallerStream();
     auto& out = args[args.size() - 1]->toTensor();
-    if (out.numel() < 3 || out.scalar_type() != executorch::aten::ScalarType::Long) {
+    const auto& in = args[0]->toTensor();
+    int64_t rows = 1;
+    if (in.dim() == 2) {
+      // A delegate sizes its own dynamic outputs: [B, 3] for an input of B rows.
+      rows = in.size(0);
+      executorch::aten::SizesType sizes[2] = {static_cast<executorch::aten::SizesType>(rows), 3};
+      const Error resized = executorch::runtime::resize_tensor(out, {sizes, 2});
+      if (resized != Error::Ok) {
+        return resized;
+      }
+    }
+    if (out.numel() < 3 * rows || out.scalar_type() != executorch::aten::ScalarType::Long) {
       return Error::InvalidArgument;
     }
     int64_t* o = out.mutable_data_ptr<int64_t>();
     o[0] = selection.has_value() ? 1 : 0;
     o[1] = selection.has_value() ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(*selection)) : 0;
     o[2] = 0;
-    const auto& in = args[0]->toTensor();
     if (in.scalar_type() != executorch::aten::ScalarType::Float || in.numel() < 2) {
       return Error::InvalidArgument;
     }
@@ -87,6 +101,9 @@ class CallerStreamProbe final : public BackendInterface {
       o[2] = 1;
     }
 #endif
+    for (int64_t r = 1; r < rows; r++) {
+      std::memcpy(o + 3 * r, o, 3 * sizeof(int64_t));
+    }
     return Error::Ok;
   }
 };

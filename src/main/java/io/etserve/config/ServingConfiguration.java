@@ -82,8 +82,9 @@ public class ServingConfiguration {
 
     @Bean
     InferenceService inferenceService(ModelRegistry registry, EtServeProperties props, TritonMetrics metrics,
-            ResilientAdmission admission, CudaFaultMonitor faults) {
-        return new InferenceService(registry, props.inference().queueTimeout(), metrics, admission, faults);
+            ResilientAdmission admission, CudaFaultMonitor faults, io.etserve.runtime.DirectBufferPool tensorBuffers) {
+        return new InferenceService(registry, props.inference().queueTimeout(), metrics, admission, faults,
+                tensorBuffers);
     }
 
     @Bean

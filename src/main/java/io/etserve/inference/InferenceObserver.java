@@ -18,7 +18,21 @@ public interface InferenceObserver {
 
     void pending(String model, String version, int delta);
 
-    void success(String model, String version, long queueNanos, long inputNanos, long inferNanos, long outputNanos);
+    /**
+     * A request succeeded.
+     *
+     * @param inferences what it counts as in {@code nv_inference_count}: its rows when the model
+     *     batches, else 1
+     */
+    void success(String model, String version, long inferences, long queueNanos, long inputNanos, long inferNanos,
+            long outputNanos);
+
+    /**
+     * A forward call ran (once however many requests shared it).
+     *
+     * @param batchRows the rows a batched model joined into it, 0 when the model does not batch
+     */
+    default void executed(String model, String version, int batchRows) {}
 
     void failure(String model, String version, FailureReason reason, long requestNanos);
 
@@ -27,7 +41,7 @@ public interface InferenceObserver {
         public void pending(String model, String version, int delta) {}
 
         @Override
-        public void success(String model, String version, long q, long i, long c, long o) {}
+        public void success(String model, String version, long n, long q, long i, long c, long o) {}
 
         @Override
         public void failure(String model, String version, FailureReason reason, long requestNanos) {}

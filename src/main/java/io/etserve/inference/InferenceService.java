@@ -1,5 +1,6 @@
 package io.etserve.inference;
 
+import io.etserve.runtime.DirectBufferPool;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
@@ -15,11 +16,15 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
- * Runs one request on one model version: checks it against the model's signature, takes a
- * free instance (bounded wait), executes, and names the outputs.
+ * Runs one request on one model version: checks it against the model's signature, then either
+ * takes a free instance (bounded wait) and executes it alone, or, for a model with dynamic
+ * batching, joins a batch that one forward call runs for all its requests. Either way the
+ * forward call goes through {@link #forward} and the request's outcome through
+ * {@link #settleRequest}: one path for every protocol.
  */
 public final class InferenceService {
 
@@ -28,18 +33,20 @@ public final class InferenceService {
     private final InferenceObserver observer;
     private final ModelAdmission admission;
     private final FaultListener faults;
+    private final DirectBufferPool buffers;
 
     /**
      * @param faults told of every runtime failure, so a sticky CUDA fault can take the process
      *     out of liveness (io.etserve.health.CudaFaultMonitor)
      */
     public InferenceService(ModelRegistry registry, Duration queueTimeout, InferenceObserver observer,
-            ModelAdmission admission, FaultListener faults) {
+            ModelAdmission admission, FaultListener faults, DirectBufferPool buffers) {
         this.registry = registry;
         this.queueTimeout = queueTimeout;
         this.observer = observer;
         this.admission = admission;
         this.faults = faults;
+        this.buffers = buffers;
     }
 
     /** Why this model version cannot take a call now (not loaded, unavailable, breaker open). */
@@ -84,38 +91,168 @@ public final class InferenceService {
     }
 
     private InferenceResponse run(LoadedModel model, InferenceRequest request, OutputBuffers outputs, long start) {
-        ModelAdmission.Admission admitted = null;
-        OptionalInt device = OptionalInt.empty();
-        long executing = 0;
         try {
             List<ExecutionInput> inputs = TensorContract.bindInputs(model, request);
             TensorContract.OutputSelection selected = TensorContract.selectOutputs(model, request);
-            long queued = System.nanoTime();
+            Optional<DynamicBatcher> batcher = model.batcher();
+            long bound = System.nanoTime();
+            Executed done = batcher.isPresent()
+                    ? joinBatch(model, batcher.get(), inputs, outputs)
+                    : runAlone(model, inputs, outputs);
+            long named = System.nanoTime();
+            InferenceResponse response = new InferenceResponse(model.name(), model.version(), request.id(),
+                    TensorContract.nameOutputs(model, done.outputs(), selected.names()), selected.binary());
+            observer.success(model.name(), model.version(), done.rows(), done.queueNanos(),
+                    (bound - start) + done.inputNanos(), done.inferNanos(),
+                    done.outputNanos() + (System.nanoTime() - named));
+            return response;
+        } catch (RuntimeException e) {
+            throw settleRequest(model, start, e);
+        }
+    }
+
+    /** A call's outputs and where its time went (Triton's queue / input / infer / output). */
+    private record Executed(List<ExecutionOutput> outputs, long rows, long queueNanos, long inputNanos,
+            long inferNanos, long outputNanos) {}
+
+    /** The request as its own forward call: admission, a free instance, execute. */
+    private Executed runAlone(LoadedModel model, List<ExecutionInput> inputs, OutputBuffers outputs) {
+        long queued = System.nanoTime();
+        ModelAdmission.Admission admitted = null;
+        boolean reported = false;
+        try {
             admitted = admission.admit(model);
-            executing = System.nanoTime();
-            try (ExecutionSlot slot = acquire(model)) {
-                executing = System.nanoTime();
-                if (slot.selection().mode() != StreamSelection.Mode.NONE) {
-                    device = OptionalInt.of(slot.selection().device());
-                }
-                List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection(), outputs);
-                long executed = System.nanoTime();
-                admitted.succeeded(executed - executing);
-                InferenceResponse response = new InferenceResponse(model.name(), model.version(), request.id(),
-                        TensorContract.nameOutputs(model, outs, selected.names()), selected.binary());
-                observer.success(model.name(), model.version(), executing - queued, queued - start,
-                        executed - executing, System.nanoTime() - executed);
-                return response;
-            }
+            ExecutionSlot slot = acquire(model);
+            long executing = System.nanoTime();
+            reported = true;  // forward() reports the outcome, whatever it is
+            List<ExecutionOutput> outs = forward(model, admitted, slot, inputs, outputs, 0);
+            return new Executed(outs, 1, executing - queued, 0, System.nanoTime() - executing, 0);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw settle(model, admitted, device, executing, start, e);
+            throw new ModelUnavailableException("interrupted while waiting for an instance");
         } catch (RuntimeException e) {
-            throw settle(model, admitted, device, executing, start, e);
-        } finally {
-            if (admitted != null) {
-                admitted.close();
+            if (!reported && Outcome.of(e) == Outcome.BACKEND_FAILURE) {
+                // Failed before running, e.g. a stream that could not be leased on a faulted device.
+                faults.onRuntimeFailure(OptionalInt.empty(), e);
             }
+            throw e;
+        } finally {
+            release(admitted, reported);
+        }
+    }
+
+    /**
+     * The request joins its model's batcher and waits; if it is the oldest of the batch it is
+     * given, its thread runs the batch for all of its members.
+     */
+    private Executed joinBatch(LoadedModel model, DynamicBatcher batcher, List<ExecutionInput> inputs,
+            OutputBuffers outputs) {
+        int rows = TensorContract.batchRows(inputs);
+        DynamicBatcher.Member me = new DynamicBatcher.Member(inputs, rows, outputs, batcher.policy().maxQueueDelay(),
+                queueTimeout);
+        batcher.submit(me);
+        Object given = me.await();
+        DynamicBatcher.Share share = given instanceof DynamicBatcher.Batch batch
+                ? runBatch(model, batch)
+                : (DynamicBatcher.Share) given;
+        return new Executed(share.outputs(), rows, share.queueNanos(), share.inputNanos(), share.inferNanos(),
+                share.outputNanos());
+    }
+
+    /**
+     * Runs a batch on the instance the batcher found for it, gives every other member its share
+     * (or the batch's error) and returns the leader's own. A batch of one runs on its request's
+     * own buffers, exactly as alone.
+     */
+    private DynamicBatcher.Share runBatch(LoadedModel model, DynamicBatcher.Batch batch) {
+        List<DynamicBatcher.Member> members = batch.members();
+        ModelAdmission.Admission admitted = null;
+        boolean reported = false;
+        try (BatchTensors tensors = new BatchTensors(buffers)) {
+            // The bulkhead admits at once (the batcher holds one of the instances it counts);
+            // the breaker may still refuse the whole batch.
+            admitted = admission.admit(model);
+            long joining = System.nanoTime();
+            boolean alone = members.size() == 1;
+            List<ExecutionInput> inputs = alone ? members.get(0).inputs : tensors.concatenate(members, batch.rows());
+            long executing = System.nanoTime();
+            reported = true;
+            List<ExecutionOutput> outs = forward(model, admitted, batch.slot(), inputs,
+                    alone ? members.get(0).outputs : tensors, batch.rows());
+            long executed = System.nanoTime();
+            List<List<ExecutionOutput>> shares = new ArrayList<>(members.size());
+            int row = 0;
+            for (DynamicBatcher.Member m : members) {
+                shares.add(alone ? outs : BatchTensors.share(outs, batch.rows(), row, m.rows, m.outputs));
+                row += m.rows;
+            }
+            long cut = System.nanoTime();
+            DynamicBatcher.Share mine = null;
+            for (int i = 0; i < members.size(); i++) {
+                DynamicBatcher.Member m = members.get(i);
+                DynamicBatcher.Share share = new DynamicBatcher.Share(shares.get(i), batch.rows(),
+                        batch.startedNanos() - m.enqueuedNanos, executing - joining, executed - executing,
+                        cut - executed);
+                if (i == 0) {
+                    mine = share;
+                } else {
+                    m.complete(share);
+                }
+            }
+            return mine;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            ModelUnavailableException failure = new ModelUnavailableException("interrupted while running a batch");
+            members.forEach(m -> m.fail(failure));
+            throw failure;
+        } catch (RuntimeException e) {
+            if (!reported && Outcome.of(e) == Outcome.BACKEND_FAILURE) {
+                faults.onRuntimeFailure(OptionalInt.empty(), e);
+            }
+            members.forEach(m -> m.fail(e));
+            throw e;
+        } finally {
+            batch.slot().close();  // idempotent: forward() gave it back unless it never ran
+            release(admitted, reported);
+            batch.batcher().finished(batch);
+        }
+    }
+
+    /** Closes an admission; one whose call never ran (refused before it) reports "ignored" first. */
+    private static void release(ModelAdmission.Admission admitted, boolean reported) {
+        if (admitted != null) {
+            if (!reported) {
+                admitted.ignored();
+            }
+            admitted.close();
+        }
+    }
+
+    /**
+     * One forward call on a held instance, which it gives back: the breaker learns the outcome
+     * once, and a runtime failure (also one found when the instance's stream is given back,
+     * a CUDA fault) reaches the fault listener once, however many requests shared the call.
+     *
+     * @param batchRows rows joined into this call, 0 when the model does not batch
+     */
+    private List<ExecutionOutput> forward(LoadedModel model, ModelAdmission.Admission admitted, ExecutionSlot slot,
+            List<ExecutionInput> inputs, OutputBuffers outputs, int batchRows) {
+        OptionalInt device = slot.selection().mode() != StreamSelection.Mode.NONE
+                ? OptionalInt.of(slot.selection().device()) : OptionalInt.empty();
+        long executing = System.nanoTime();
+        try (slot) {
+            List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection(), outputs);
+            admitted.succeeded(System.nanoTime() - executing);
+            observer.executed(model.name(), model.version(), batchRows);
+            return outs;
+        } catch (RuntimeException e) {
+            if (Outcome.of(e) == Outcome.BACKEND_FAILURE) {
+                admitted.failed(System.nanoTime() - executing, e);
+                faults.onRuntimeFailure(device, e);
+            } else {
+                admitted.ignored();
+            }
+            throw e;
         }
     }
 
@@ -153,21 +290,12 @@ public final class InferenceService {
         }
     }
 
-    /** Records a failed call's one outcome and returns what to throw. */
-    private RuntimeException settle(LoadedModel model, ModelAdmission.Admission admitted, OptionalInt device,
-            long executing, long start, Exception e) {
+    /**
+     * Records a failed request's one outcome (the forward call's, if it ran, was reported by
+     * {@link #forward}) and returns what to throw.
+     */
+    private RuntimeException settleRequest(LoadedModel model, long start, RuntimeException e) {
         Outcome outcome = Outcome.of(e);
-        if (admitted != null) {
-            if (outcome == Outcome.BACKEND_FAILURE) {
-                admitted.failed(System.nanoTime() - executing, e);
-            } else {
-                admitted.ignored();
-            }
-        }
-        if (outcome == Outcome.BACKEND_FAILURE) {
-            // Includes a stream that could not be synchronized on release (a CUDA fault).
-            faults.onRuntimeFailure(device, e);
-        }
         observer.failure(model.name(), model.version(), outcome.reason, System.nanoTime() - start);
         if (outcome == Outcome.BAD_INPUT && e instanceof ExecuTorchException x) {
             return new InvalidInputException("model '" + model.name() + "' rejected the input: " + x.getMessage());
@@ -175,10 +303,7 @@ public final class InferenceService {
         if (e instanceof ProgramInstance.InstanceClosedException) {
             return new ModelUnavailableException("model '" + model.name() + "' is unloading", java.time.Duration.ofSeconds(1));
         }
-        if (e instanceof InterruptedException) {
-            return new ModelUnavailableException("interrupted while waiting for an instance");
-        }
-        return e instanceof RuntimeException r ? r : new IllegalStateException(e);
+        return e;
     }
 
     private ExecutionSlot acquire(LoadedModel model) throws InterruptedException {

@@ -18,10 +18,18 @@ public final class LoadedModel implements AutoCloseable {
     private final List<TensorMetadata> outputs;
     private final InstancePool instances;
     private final long maxElementsPerTensor;
+    private final DynamicBatcher batcher;
 
     public LoadedModel(String name, String version, Program program, MethodSignature signature,
             List<TensorMetadata> inputs, List<TensorMetadata> outputs, InstancePool instances,
             long maxElementsPerTensor) {
+        this(name, version, program, signature, inputs, outputs, instances, maxElementsPerTensor, null);
+    }
+
+    /** @param batcher joins this model's requests into batches, or null when it runs each alone */
+    public LoadedModel(String name, String version, Program program, MethodSignature signature,
+            List<TensorMetadata> inputs, List<TensorMetadata> outputs, InstancePool instances,
+            long maxElementsPerTensor, DynamicBatcher batcher) {
         this.name = name;
         this.version = version;
         this.program = program;
@@ -30,6 +38,7 @@ public final class LoadedModel implements AutoCloseable {
         this.outputs = List.copyOf(outputs);
         this.instances = instances;
         this.maxElementsPerTensor = maxElementsPerTensor;
+        this.batcher = batcher;
     }
 
     public String name() {
@@ -61,8 +70,17 @@ public final class LoadedModel implements AutoCloseable {
         return maxElementsPerTensor;
     }
 
+    /** The model's batcher, when its config.yml asks for dynamic batching. */
+    public java.util.Optional<DynamicBatcher> batcher() {
+        return java.util.Optional.ofNullable(batcher);
+    }
+
+    /** Runs what is queued for a batch, then frees the instances and the program. */
     @Override
     public void close() {
+        if (batcher != null) {
+            batcher.close();
+        }
         if (instances != null) {
             instances.close();
         }

@@ -30,12 +30,16 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  *                            # (a protocol JSON request in the version directory)
  * sha256: 9f86d08...         # model.pte's digest, checked at load (or a model.pte.sha256 file)
  * max-planned-memory: 2GB    # planned working memory per instance (default etserve.inference.max-planned-memory)
+ * dynamic-batching:          # join requests along dimension 0 (every input's first dimension dynamic)
+ *   max-batch-size: 32       # rows per forward call
+ *   max-queue-delay: 500us   # how long the first queued request waits for company
+ *   preferred-batch-sizes: [8, 16, 32]   # optional
  * </pre>
  */
 public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
         Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices,
         Optional<Placement> placement, Warmup warmup, Optional<List<String>> dataFiles, Optional<String> sha256,
-        Optional<Long> maxPlannedMemory, Map<String, List<Long>> inputDims) {
+        Optional<Long> maxPlannedMemory, Map<String, List<Long>> inputDims, Optional<DynamicBatching> dynamicBatching) {
 
     /** Where a model runs when its config.yml says so; otherwise its delegates decide. */
     public enum Placement {
@@ -48,7 +52,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
     public ModelConfig(String method, List<String> inputNames, List<String> outputNames, Optional<Integer> instances,
             Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
         this(method, inputNames, outputNames, instances, maxElementsPerTensor, devices, Optional.empty(), Warmup.NONE,
-                Optional.empty(), Optional.empty(), Optional.empty(), Map.of());
+                Optional.empty(), Optional.empty(), Optional.empty(), Map.of(), Optional.empty());
     }
 
     public static final String FILE_NAME = "config.yml";
@@ -101,7 +105,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
         }
         for (Object key : map.keySet()) {
             if (!List.of("method", "inputs", "outputs", "instances", "max-elements-per-tensor", "devices",
-                    "placement", "warmup", "data-files", "sha256", "max-planned-memory").contains(key)) {
+                    "placement", "warmup", "data-files", "sha256", "max-planned-memory", "dynamic-batching").contains(key)) {
                 throw new InvalidModelConfigException(file + ": unknown key '" + key + "'");
             }
         }
@@ -114,7 +118,51 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
                 placement(file, map.get("placement")), warmup(file, map.get("warmup")),
                 dataFiles(file, map.get("data-files")), sha256(file, map.get("sha256")),
                 byteSize(file, "max-planned-memory", map.get("max-planned-memory")),
-                dims(file, map.get("inputs")));
+                dims(file, map.get("inputs")), dynamicBatching(file, map.get("dynamic-batching")));
+    }
+
+    private static Optional<DynamicBatching> dynamicBatching(Path file, Object v) {
+        if (v == null) {
+            return Optional.empty();
+        }
+        if (!(v instanceof Map<?, ?> m) || !m.keySet().stream().allMatch(k -> List.of("max-batch-size",
+                "max-queue-delay", "preferred-batch-sizes").contains(k))) {
+            throw new InvalidModelConfigException(file + ": 'dynamic-batching' must be a mapping of max-batch-size, "
+                    + "max-queue-delay and preferred-batch-sizes");
+        }
+        if (!m.containsKey("max-batch-size")) {
+            throw new InvalidModelConfigException(file + ": 'dynamic-batching' needs max-batch-size");
+        }
+        int max = positiveInt(file, "dynamic-batching.max-batch-size", m.get("max-batch-size"));
+        java.time.Duration delay = java.time.Duration.ZERO;
+        if (m.containsKey("max-queue-delay")) {
+            Object d = m.get("max-queue-delay");
+            try {
+                // 500us, 2ms or 0: a bare number other than 0 has no obvious unit (Triton's is
+                // microseconds, Spring's milliseconds), so it is refused.
+                if (d instanceof Integer i && i != 0 || !(d instanceof Integer || d instanceof String)) {
+                    throw new IllegalArgumentException("no unit");
+                }
+                delay = d instanceof Integer ? java.time.Duration.ZERO
+                        : org.springframework.boot.convert.DurationStyle.SIMPLE.parse(String.valueOf(d).strip());
+            } catch (IllegalArgumentException e) {
+                throw new InvalidModelConfigException(file + ": 'dynamic-batching.max-queue-delay' must be a duration "
+                        + "with its unit, such as 500us or 2ms, got '" + d + "'");
+            }
+        }
+        List<Integer> preferred = new ArrayList<>();
+        if (m.get("preferred-batch-sizes") instanceof List<?> list) {
+            for (Object size : list) {
+                preferred.add(positiveInt(file, "dynamic-batching.preferred-batch-sizes[]", size));
+            }
+        } else if (m.containsKey("preferred-batch-sizes")) {
+            throw new InvalidModelConfigException(file + ": 'dynamic-batching.preferred-batch-sizes' must be a list");
+        }
+        try {
+            return Optional.of(new DynamicBatching(max, delay, preferred));
+        } catch (IllegalArgumentException e) {
+            throw new InvalidModelConfigException(file + ": dynamic-batching: " + e.getMessage());
+        }
     }
 
     /**

@@ -165,14 +165,48 @@ public final class ModelLoader {
             }
             config.warmup().run(pool, inputs, signature.inputs().stream().map(TensorSpec::sizes).toArray(long[][]::new),
                     file.toAbsolutePath().getParent());
+            DynamicBatcher batcher = null;
+            if (config.dynamicBatching().isPresent()) {
+                checkBatchable(config.dynamicBatching().get(), signature, inputs, outputs);
+                batcher = new DynamicBatcher(name, version, pool, config.dynamicBatching().get());
+            }
             return ModelVersionState.ready(new LoadedModel(name, version, program, signature, inputs, outputs, pool,
-                    maxElements));
+                    maxElements, batcher));
         } catch (RuntimeException e) {
             // ExecuTorch errors, a config that does not fit the program, an impossible placement:
             // this model fails, the others still load.
             created.forEach(ProgramInstance::close);
             program.close();
             return ModelVersionState.failed(name, version, e.getMessage());
+        }
+    }
+
+    /**
+     * Dynamic batching joins requests along dimension 0: every input's first dimension must be
+     * dynamic with a bound of at least {@code max-batch-size}, and every output must have one.
+     */
+    private static void checkBatchable(DynamicBatching batching, MethodSignature signature, List<TensorMetadata> inputs,
+            List<TensorMetadata> outputs) {
+        for (int i = 0; i < inputs.size(); i++) {
+            TensorMetadata in = inputs.get(i);
+            long[] shape = in.shape();
+            if (shape.length == 0 || shape[0] != -1) {
+                throw new InvalidModelException("dynamic-batching needs every input's dimension 0 to be dynamic; input '"
+                        + in.name() + "' has shape " + java.util.Arrays.toString(shape)
+                        + " (export it with a dynamic batch dimension, e.g. torch.export.Dim(\"batch\", max=N))");
+            }
+            long bound = signature.inputs().get(i).sizes()[0];
+            if (batching.maxBatchSize() > bound) {
+                throw new InvalidModelException("dynamic-batching max-batch-size " + batching.maxBatchSize()
+                        + " is over the bound of input '" + in.name() + "': the program was exported for at most "
+                        + bound + " rows");
+            }
+        }
+        for (TensorMetadata out : outputs) {
+            if (out.shape().length == 0) {
+                throw new InvalidModelException("dynamic-batching needs every output batched along dimension 0; output '"
+                        + out.name() + "' is a scalar");
+            }
         }
     }
 

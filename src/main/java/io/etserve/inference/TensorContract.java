@@ -95,6 +95,22 @@ final class TensorContract {
         return bound;
     }
 
+    /**
+     * The rows a request brings to a batch: every input's first dimension, which must agree
+     * (a batched model's inputs are all batched along dimension 0).
+     */
+    static int batchRows(List<ExecutionInput> inputs) {
+        long rows = inputs.get(0).shape()[0];
+        for (ExecutionInput in : inputs) {
+            if (in.shape()[0] != rows) {
+                throw new InvalidInputException("the model batches its inputs along dimension 0, so every input's "
+                        + "first dimension must be the same; got " + inputs.stream()
+                                .map(i -> Arrays.toString(i.shape())).toList());
+            }
+        }
+        return Math.toIntExact(rows);
+    }
+
     /** The outputs a request asked for, in its order, and which of them travel as binary. */
     record OutputSelection(List<String> names, Set<String> binary) {}
 

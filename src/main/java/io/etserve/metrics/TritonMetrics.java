@@ -1,6 +1,7 @@
 package io.etserve.metrics;
 
 import io.etserve.inference.InferenceObserver;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
@@ -28,21 +29,24 @@ public final class TritonMetrics implements InferenceObserver {
     private static final String INPUT_US = "nv_inference_compute_input_duration_us";
     private static final String INFER_US = "nv_inference_compute_infer_duration_us";
     private static final String OUTPUT_US = "nv_inference_compute_output_duration_us";
+    /** Not Triton's (it has none): rows per forward call, a histogram with the batch sizes as buckets. */
+    private static final String BATCH_SIZE = "etserve.inference.batch.size";
 
     private static final Map<String, String> DESCRIPTIONS = Map.of(
             PENDING, "Requests waiting for or in execution",
             SUCCESS, "Successful inference requests",
             FAILURE, "Failed inference requests",
-            COUNT, "Inferences performed (batch 1 per request)",
-            EXEC_COUNT, "Model executions",
+            COUNT, "Inferences performed (a batched model's requests count by rows, others as 1)",
+            EXEC_COUNT, "Model executions (one per forward call, however many requests it served)",
             REQUEST_US, "Cumulative request duration",
-            QUEUE_US, "Cumulative time waiting for an instance",
+            QUEUE_US, "Cumulative time waiting for an instance (and, when batching, for company)",
             INPUT_US, "Cumulative input preparation time",
             INFER_US, "Cumulative execution time",
             OUTPUT_US, "Cumulative output preparation time");
 
     private final MeterRegistry registry;
     private final Map<Key, Series> series = new ConcurrentHashMap<>();
+    private final Map<Key, DistributionSummary> batchSizes = new ConcurrentHashMap<>();
 
     public TritonMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -78,6 +82,10 @@ public final class TritonMetrics implements InferenceObserver {
                 registry.remove(s.gauge());
             }
         }
+        DistributionSummary sizes = batchSizes.remove(new Key(BATCH_SIZE, model, version, null));
+        if (sizes != null) {
+            registry.remove(sizes);
+        }
     }
 
     @Override
@@ -86,16 +94,27 @@ public final class TritonMetrics implements InferenceObserver {
     }
 
     @Override
-    public void success(String model, String version, long queueNanos, long inputNanos, long inferNanos,
-            long outputNanos) {
+    public void success(String model, String version, long inferences, long queueNanos, long inputNanos,
+            long inferNanos, long outputNanos) {
         series(SUCCESS, model, version, null).increment();
-        series(COUNT, model, version, null).increment();
-        series(EXEC_COUNT, model, version, null).increment();
+        series(COUNT, model, version, null).add(inferences);
         micros(REQUEST_US, model, version, queueNanos + inputNanos + inferNanos + outputNanos);
         micros(QUEUE_US, model, version, queueNanos);
         micros(INPUT_US, model, version, inputNanos);
         micros(INFER_US, model, version, inferNanos);
         micros(OUTPUT_US, model, version, outputNanos);
+    }
+
+    @Override
+    public void executed(String model, String version, int batchRows) {
+        series(EXEC_COUNT, model, version, null).increment();
+        if (batchRows > 0) {
+            batchSizes.computeIfAbsent(new Key(BATCH_SIZE, model, version, null), k -> DistributionSummary
+                    .builder(BATCH_SIZE).description("Rows per forward call of a model with dynamic batching")
+                    .baseUnit("rows").tag("model", model).tag("version", version)
+                    .serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
+                    .register(registry)).record(batchRows);
+        }
     }
 
     @Override

@@ -49,6 +49,10 @@ class RealProgramsApiTest {
             .copy(TestPaths.testModels(), "external-weights-portable", "listed-missing")
             .withFile("listed-missing/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\n"
                     + "data-files: [ other.ptd ]\n")
+            // Eight one-row requests make one forward call (a 10 s delay if they did not).
+            .copy(TestPaths.testModels(), "dynamic-batch", "batched")
+            .withFile("batched/config.yml", "inputs: [ { name: x, dims: [-1, 16] } ]\noutputs: [ { name: y } ]\n"
+                    + "dynamic-batching: { max-batch-size: 32, max-queue-delay: 10s, preferred-batch-sizes: [8] }\n")
             .copy(TestPaths.testModels(), "external-weights-portable", "listed-escape")
             .withFile("listed-escape/config.yml", "data-files: [ ../../etc/passwd ]\n");
 
@@ -78,6 +82,9 @@ class RealProgramsApiTest {
     @Value("${local.server.port}")
     int port;
 
+    @Value("${local.management.port}")
+    int managementPort;
+
     Http http;
 
     @BeforeEach
@@ -97,6 +104,35 @@ class RealProgramsApiTest {
             assertThat(r.status()).as(r.text()).isEqualTo(200);
             ProtocolApiTest.assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
         }
+    }
+
+    @Test
+    void concurrentRequestsShareOneForwardCallAndEachGetsItsOwnRows() throws Exception {
+        Reference ref = Reference.load(TestPaths.testModels().resolve("dynamic-batch/1/reference.json"));
+        Reference.Case one = ref.cases().get(1);  // one row
+        assertThat(one.inputs().get(0).shape()[0]).isEqualTo(1);
+        java.util.concurrent.ExecutorService clients = java.util.concurrent.Executors.newFixedThreadPool(8);
+        try {
+            List<java.util.concurrent.Future<Http.Response>> answers = new java.util.ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                answers.add(clients.submit(() -> http.postJson("/v2/models/batched/infer",
+                        Map.of("inputs", one.inputs().stream().map(ProtocolApiTest::jsonInput).toList()))));
+            }
+            for (java.util.concurrent.Future<Http.Response> a : answers) {
+                Http.Response r = a.get(20, java.util.concurrent.TimeUnit.SECONDS);
+                assertThat(r.status()).as(r.text()).isEqualTo(200);
+                assertThat(r.json().path("outputs").get(0).path("shape").toString()).isEqualTo("[1,4]");
+                ProtocolApiTest.assertMatches(ref, one.outputs().get(0), r.json().path("outputs").get(0));
+            }
+        } finally {
+            clients.shutdownNow();
+        }
+        String prom = Http.local(managementPort).get("/actuator/prometheus").text();
+        assertThat(prom).contains("nv_inference_request_success{model=\"batched\",version=\"1\"} 8.0")
+                .contains("nv_inference_count{model=\"batched\",version=\"1\"} 8.0")
+                .contains("nv_inference_exec_count{model=\"batched\",version=\"1\"} 1.0")
+                .contains("etserve_inference_batch_size_rows_count{model=\"batched\",version=\"1\"} 1")
+                .contains("etserve_inference_batch_size_rows_bucket{model=\"batched\",version=\"1\",le=\"8.0\"} 1");
     }
 
     @Test

@@ -36,7 +36,12 @@ class StreamPathApiTest {
     static final int STREAMS = 3;
     static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-streams-")
             .copy(TestPaths.testModels(), "caller-stream-probe")
-            .copy(TestPaths.demoModels(), "demo-portable");
+            .copy(TestPaths.demoModels(), "demo-portable")
+            // The probe with a dynamic batch: six one-row requests make one forward call.
+            .copy(TestPaths.testModels(), "batched-probe")
+            .withFile("batched-probe/config.yml", "inputs: [ { name: x, dims: [-1, 2] } ]\noutputs: [ { name: observed } ]\n"
+                    + "placement: gpu\ninstances: 1\n"
+                    + "dynamic-batching: { max-batch-size: 32, max-queue-delay: 10s, preferred-batch-sizes: [6] }\n");
 
     @TestConfiguration
     static class OpaqueStreams {
@@ -119,6 +124,34 @@ class StreamPathApiTest {
             pool.add(OpaqueStreamFactory.BASE + 0x100L * i);
         }
         assertThat(all).isNotEmpty().isSubsetOf(pool);
+    }
+
+    @Test
+    void aBatchRunsAsOneForwardCallOnOneLeasedStreamUnderTheGuard() throws Exception {
+        OpaqueStreamFactory factory = (OpaqueStreamFactory) streams;
+        factory.synchronizedHandles.clear();
+        Http http = Http.local(port);
+        ExecutorService exec = Executors.newFixedThreadPool(6);
+        List<Future<Http.Response>> fs = new ArrayList<>();
+        for (int t = 0; t < 6; t++) {
+            fs.add(exec.submit(() -> http.post("/v2/models/batched-probe/infer",
+                    "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,2],\"data\":[0,0]}]}")));
+        }
+        Set<Long> handles = new HashSet<>();
+        for (Future<Http.Response> f : fs) {
+            Http.Response r = f.get(30, TimeUnit.SECONDS);
+            assertThat(r.json().path("outputs").get(0).path("shape").toString()).isEqualTo("[1,3]");
+            long[] o = observed(r);
+            assertThat(o[0]).as("the batch ran under the guard").isEqualTo(1);
+            handles.add(o[1]);
+        }
+        exec.shutdown();
+        // One stream for all six requests, leased once and synchronized once on return.
+        assertThat(handles).hasSize(1);
+        assertThat(factory.synchronizedHandles).containsExactlyElementsOf(handles);
+        String prom = Http.local(managementPort).get("/actuator/prometheus").text();
+        assertThat(prom).contains("nv_inference_exec_count{model=\"batched-probe\",version=\"1\"} 1.0")
+                .contains("nv_inference_count{model=\"batched-probe\",version=\"1\"} 6.0");
     }
 
     @Test

@@ -29,6 +29,7 @@ import java.util.regex.Pattern;
  * GpuServiceCheck health     port=8080 mgmt=8081
  * GpuServiceCheck handshake  port=8080 model=probe clients=16 calls=200 expect=16
  * GpuServiceCheck throughput port=8080 model=probe spin=2000 clients=16 seconds=5 pid=1234
+ * GpuServiceCheck batching   port=8080 mgmt=8081 model=probe-batched rows=1 spin=2000 clients=16 seconds=4 pid=1234
  * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
  * GpuServiceCheck sigterm    port=8080 model=probe pid=1234 calls=4 spin=800000
  * GpuServiceCheck first      port=8080 model=probe spin=2000 label="no warm-up"
@@ -50,6 +51,7 @@ public final class GpuServiceCheck {
             case "health" -> health(a);
             case "handshake" -> handshake(a);
             case "throughput" -> throughput(a);
+            case "batching" -> batching(a);
             case "fault" -> fault(a);
             case "sigterm" -> sigterm(a);
             case "first" -> first(a);
@@ -67,7 +69,12 @@ public final class GpuServiceCheck {
     }
 
     static byte[] probeRequest(String model, float spinMicros) {
-        String body = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[" + spinMicros + ",0]}]}";
+        return post(model, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":["
+                + spinMicros + ",0]}]}");
+    }
+
+    /** A JSON inference request to {@code model}, framed for one keep-alive exchange. */
+    static byte[] post(String model, String body) {
         byte[] b = body.getBytes(StandardCharsets.US_ASCII);
         String head = "POST /v2/models/" + model + "/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 + "Content-Length: " + b.length + "\r\n\r\n";
@@ -75,6 +82,13 @@ public final class GpuServiceCheck {
         byte[] all = Arrays.copyOf(h, h.length + b.length);
         System.arraycopy(b, 0, all, h.length, b.length);
         return all;
+    }
+
+    /** The batched probe (float32[rows, 2]): every row asks for the same kernel. */
+    static byte[] batchedProbeRequest(String model, float spinMicros, int rows) {
+        String data = String.join(",", java.util.Collections.nCopies(rows, spinMicros + ",0"));
+        return post(model, "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[" + rows
+                + ",2],\"data\":[" + data + "]}]}");
     }
 
     /** [selection seen, handle, work queued] from a probe response, or null if it is not one. */
@@ -156,22 +170,68 @@ public final class GpuServiceCheck {
 
     /** Closed loop for a fixed time: calls/s, latency p50/p99, and the service's CPU per call. */
     static boolean throughput(Map<String, String> a) throws Exception {
+        Measured m = measure(a);
+        System.out.printf("| %s | %d | %.0f | %.0f | %.0f | %.1f | %.0f | %.1f | %d |%n", a.getOrDefault("label", "-"),
+                m.clients, m.spin, m.perSecond(), pct(m.latencies, 50) / 1e3, pct(m.latencies, 99) / 1e3,
+                m.cpuPerCallUs(), 100 * m.cpuPerCallUs() / m.spin, m.failed);
+        return m.failed == 0 && m.latencies.length > 0;
+    }
+
+    /**
+     * One-row requests with and without dynamic batching: requests and forward calls per second
+     * (nv_inference_exec_count from the management port), so the table shows the calls a batch saves.
+     */
+    static boolean batching(Map<String, String> a) throws Exception {
+        int mgmt = port(a, "mgmt");
+        String model = a.get("model");
+        long exec0 = execCount(mgmt, model);
+        Measured m = measure(a);
+        long calls = execCount(mgmt, model) - exec0;  // includes the warm-up's
+        long requests = m.latencies.length + m.warmupRequests;
+        System.out.printf("| %s | %d | %.0f | %.0f | %.0f | %.2f | %.0f | %.1f | %.0f | %d |%n", a.getOrDefault("label", "-"),
+                m.clients, m.spin, m.perSecond(), m.perSecond() * calls / Math.max(1, requests),
+                (double) requests / Math.max(1, calls), pct(m.latencies, 50) / 1e3, pct(m.latencies, 99) / 1e3,
+                m.cpuPerCallUs(), m.failed);
+        return m.failed == 0 && m.latencies.length > 0 && calls > 0;
+    }
+
+    static long execCount(int mgmt, String model) throws IOException {
+        Matcher m = Pattern.compile("nv_inference_exec_count\\{model=\"" + Pattern.quote(model) + "\",[^}]*\\} ([0-9.eE+]+)")
+                .matcher(body(mgmt, "/actuator/prometheus"));
+        return m.find() ? (long) Double.parseDouble(m.group(1)) : 0;
+    }
+
+    record Measured(int clients, float spin, long[] latencies, double seconds, long cpuTicks, long failed,
+            long warmupRequests) {
+        double perSecond() {
+            return latencies.length / seconds;
+        }
+
+        double cpuPerCallUs() {
+            return cpuTicks * 1e6 / ticksPerSecond() / Math.max(1, latencies.length);
+        }
+    }
+
+    /** Closed loop: {@code clients} connections, each sending its next request when the last answered. */
+    static Measured measure(Map<String, String> a) throws Exception {
         int port = port(a, "port");
         int clients = Integer.parseInt(a.get("clients"));
         double seconds = Double.parseDouble(a.get("seconds"));
         long pid = Long.parseLong(a.get("pid"));
         float spin = Float.parseFloat(a.get("spin"));
-        byte[] request = probeRequest(a.get("model"), spin);
+        int rows = Integer.parseInt(a.getOrDefault("rows", "0"));
+        byte[] request = rows > 0 ? batchedProbeRequest(a.get("model"), spin, rows) : probeRequest(a.get("model"), spin);
         // Warm-up, not measured: long enough for the JIT to settle, so CPU per call is the steady cost.
         long warmEnd = System.nanoTime() + (long) (Double.parseDouble(a.getOrDefault("warmup", "3")) * 1e9);
+        AtomicLong warmed = new AtomicLong();
         runClients(clients, c -> {
             try (LoopbackHttpConnection conn = new LoopbackHttpConnection(port, 30_000)) {
                 while (System.nanoTime() < warmEnd) {
                     conn.exchange(request);
+                    warmed.incrementAndGet();
                 }
             }
         });
-        List<long[]> latencies = new ArrayList<>();
         AtomicLong failed = new AtomicLong();
         long cpu0 = processCpuTicks(pid);
         long t0 = System.nanoTime();
@@ -192,13 +252,8 @@ public final class GpuServiceCheck {
         });
         double elapsed = (System.nanoTime() - t0) / 1e9;
         long cpu = processCpuTicks(pid) - cpu0;
-        latencies.addAll(perClient);
-        long[] all = latencies.stream().flatMapToLong(Arrays::stream).sorted().toArray();
-        double cpuPerCallUs = cpu * 1e6 / ticksPerSecond() / Math.max(1, all.length);
-        System.out.printf("| %s | %d | %.0f | %.0f | %.0f | %.1f | %.0f | %.1f | %d |%n", a.getOrDefault("label", "-"),
-                clients, spin, all.length / elapsed, pct(all, 50) / 1e3, pct(all, 99) / 1e3, cpuPerCallUs,
-                100 * cpuPerCallUs / spin, failed.get());
-        return failed.get() == 0 && all.length > 0;
+        long[] all = perClient.stream().flatMapToLong(Arrays::stream).sorted().toArray();
+        return new Measured(clients, spin, all, elapsed, cpu, failed.get(), warmed.get());
     }
 
     /** A sticky CUDA fault through REST: both health surfaces 503 and agree, the CPU model still serves. */

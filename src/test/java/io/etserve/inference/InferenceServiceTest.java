@@ -46,7 +46,7 @@ class InferenceServiceTest {
         InferenceObserver observer = new InferenceObserver() {
             public void pending(String model, String version, int delta) {}
 
-            public void success(String model, String version, long q, long i, long c, long o) {
+            public void success(String model, String version, long n, long q, long i, long c, long o) {
                 heard.add("metrics:success");
             }
 
@@ -84,7 +84,8 @@ class InferenceServiceTest {
             }
         };
         FaultListener faults = (device, error) -> heard.add("faults:" + error.getClass().getSimpleName());
-        return new InferenceService(registry, Duration.ofSeconds(1), observer, admission, faults);
+        return new InferenceService(registry, Duration.ofSeconds(1), observer, admission, faults,
+                new io.etserve.runtime.DirectBufferPool(1 << 20));
     }
 
     static InferenceRequest request(Reference.TensorValue x, long[] shape) {
@@ -102,7 +103,7 @@ class InferenceServiceTest {
         for (int i = 0; i < want.size(); i++) {
             assertThat(ref.close(y.getFloat(4 * i), want.get(i))).as("y[%d]", i).isTrue();
         }
-        assertThat(heard).containsExactly("admit", "breaker:succeeded", "metrics:success", "release");
+        assertThat(heard).containsExactly("admit", "breaker:succeeded", "release", "metrics:success");
     }
 
     @Test

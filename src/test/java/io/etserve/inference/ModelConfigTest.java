@@ -55,6 +55,39 @@ class ModelConfigTest {
     }
 
     @Test
+    void dynamicBatchingTakesDurationsWithUnitsAndSortsPreferredSizes() throws Exception {
+        DynamicBatching b = read("""
+                dynamic-batching:
+                  max-batch-size: 32
+                  max-queue-delay: 500us
+                  preferred-batch-sizes: [16, 8, 32]
+                """).dynamicBatching().orElseThrow();
+        assertThat(b.maxBatchSize()).isEqualTo(32);
+        assertThat(b.maxQueueDelay()).isEqualTo(java.time.Duration.ofNanos(500_000));
+        assertThat(b.preferredBatchSizes()).containsExactly(8, 16, 32);
+        assertThat(read("dynamic-batching: { max-batch-size: 4 }\n").dynamicBatching().orElseThrow().maxQueueDelay())
+                .isZero();
+        assertThat(read("instances: 1\n").dynamicBatching()).isEmpty();
+    }
+
+    @Test
+    void dynamicBatchingRefusalsSayWhatIsWrong() {
+        for (String[] bad : new String[][] {
+                {"dynamic-batching: { max-queue-delay: 1ms }", "needs max-batch-size"},
+                {"dynamic-batching: { max-batch-size: 0 }", "positive integer"},
+                {"dynamic-batching: { max-batch-size: 8, max-queue-delay: 500 }", "with its unit"},
+                {"dynamic-batching: { max-batch-size: 8, max-queue-delay: soon }", "with its unit"},
+                {"dynamic-batching: { max-batch-size: 8, max-queue-delay: 1m }", "0..10s"},
+                {"dynamic-batching: { max-batch-size: 8, preferred-batch-sizes: [16] }", "1..max-batch-size (8)"},
+                {"dynamic-batching: { max-batch-size: 8, preferred-batch-sizes: 4 }", "must be a list"},
+                {"dynamic-batching: { max-batch-size: 8, timeout: 1s }", "must be a mapping"},
+                {"dynamic-batching: true", "must be a mapping"}}) {
+            assertThatThrownBy(() -> read(bad[0] + "\n")).as(bad[0])
+                    .isInstanceOf(ModelConfig.InvalidModelConfigException.class).hasMessageContaining(bad[1]);
+        }
+    }
+
+    @Test
     void refusesWithTheFileAndTheKey() {
         assertThatThrownBy(() -> read("instance: 2\n")).isInstanceOf(ModelConfig.InvalidModelConfigException.class)
                 .hasMessageContaining("unknown key 'instance'");

@@ -36,8 +36,8 @@ class TritonMetricsTest {
         metrics.loaded("m", "1");
         metrics.loaded("m", "2");
         metrics.pending("m", "1", 1);
-        metrics.success("m", "1", 3_000, 2_000, 10_000, 1_000);
-        metrics.success("m", "1", 3_000, 2_000, 10_000, 1_000);
+        metrics.success("m", "1", 1, 3_000, 2_000, 10_000, 1_000);
+        metrics.success("m", "1", 1, 3_000, 2_000, 10_000, 1_000);
         metrics.failure("m", "1", InferenceObserver.FailureReason.REJECTED, 5_000);
         metrics.pending("m", "1", -1);
 
