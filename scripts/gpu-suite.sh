@@ -265,6 +265,28 @@ startup_bench() {
   JAR="$jar_saved"
 }
 
+# Dynamic batching with the device as the bottleneck (one stream, one instance, as a model whose
+# kernels fill the GPU): one-row requests, one 2 ms kernel per forward call, alone vs batched.
+# Prints one table row per run; fails when a check does.
+batching_bench() {
+  local repo="$1" status=0 c
+  make_repo "$repo" 1
+  mkdir -p "$repo/probe-batched/1"
+  cp "$ROOT/src/test/resources/models/batched-probe/1/model.pte" "$repo/probe-batched/1/"
+  printf 'inputs: [ { name: x, dims: [-1, 2] } ]\noutputs: [ { name: observed } ]\nplacement: gpu\ninstances: 1\ndynamic-batching: { max-batch-size: 32, max-queue-delay: 500us }\n' \
+    > "$repo/probe-batched/config.yml"
+  start_service "$repo" --etserve.cuda.streams-per-device=1 >&2
+  for c in 1 4 16; do
+    check batching port=$PORT mgmt=$MGMT model=probe spin=2000 clients=$c warmup=1 seconds=3 pid=$SERVICE_PID label="alone" || status=1
+    check batching port=$PORT mgmt=$MGMT model=probe-batched rows=1 spin=2000 clients=$c warmup=1 seconds=3 pid=$SERVICE_PID label="batched" || status=1
+  done
+  stop_service
+  return $status
+}
+
+BATCHING_HEADER="| run | clients | kernel us | requests/s | forward calls/s | rows per call | p50 us | p99 us | service CPU per request us | failed |
+|---|---|---|---|---|---|---|---|---|---|"
+
 # The probe as a GPU model with `instances` Modules, plus the two demo models (CPU programs).
 make_repo() {
   local repo="$1" instances="$2"
@@ -311,20 +333,9 @@ service() {
     fi
     stop_service
   done
-  # Dynamic batching with the device as the bottleneck (one stream, one instance, as a model whose
-  # kernels fill the GPU): one-row requests, one 2 ms kernel per forward call, alone vs batched.
   local batch_rows=()
-  make_repo "$repo" 1
-  mkdir -p "$repo/probe-batched/1"
-  cp "$ROOT/src/test/resources/models/batched-probe/1/model.pte" "$repo/probe-batched/1/"
-  printf 'inputs: [ { name: x, dims: [-1, 2] } ]\noutputs: [ { name: observed } ]\nplacement: gpu\ninstances: 1\ndynamic-batching: { max-batch-size: 32, max-queue-delay: 500us }\n' \
-    > "$repo/probe-batched/config.yml"
-  start_service "$repo" --etserve.cuda.streams-per-device=1
-  for c in 1 4 16; do
-    batch_rows+=("$(check batching port=$PORT mgmt=$MGMT model=probe spin=2000 clients=$c seconds=4 pid=$SERVICE_PID label="alone")") || status=1
-    batch_rows+=("$(check batching port=$PORT mgmt=$MGMT model=probe-batched rows=1 spin=2000 clients=$c seconds=4 pid=$SERVICE_PID label="batched")") || status=1
-  done
-  stop_service
+  batching_bench "$repo" > "$RESULTS/batching-rows.txt" || status=1
+  mapfile -t batch_rows < "$RESULTS/batching-rows.txt"
   # The old wait (cudaStreamSynchronize spins a core for the whole GPU time), for comparison.
   make_repo "$repo" 8
   start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.completion-wait=spin
@@ -365,8 +376,7 @@ service() {
     echo
     echo "Dynamic batching, one stream and one instance, one-row requests, a 2 ms kernel per forward call:"
     echo
-    echo "| run | clients | kernel us | requests/s | forward calls/s | rows per call | p50 us | p99 us | service CPU per request us | failed |"
-    echo "|---|---|---|---|---|---|---|---|---|---|"
+    echo "$BATCHING_HEADER"
     printf '%s\n' "${batch_rows[@]}"
   } >> "$out"
   cat "$out"
@@ -401,9 +411,25 @@ case "${1:-run}" in
       CHECK_CP="${CHECK_CP:-$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')}" service ;;
   stage1) stage1 ;;
   stage2) stage2 ;;
-  startup)
-    # After stage2 (or run) on this host: time to ready, fat jar vs extracted jar + CDS archive.
-    JAVA="${JAVA:-$WORK/jre/bin/java}" JAR="${JAR:-$WORK/etserve.jar}"
-    cuda_env; mkdir -p "$RESULTS"; make_repo "$WORK/service-repo" 2; startup_bench "$WORK/service-repo" ;;
-  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|service|startup" >&2; exit 2 ;;
+  batching|fault)
+    # After stage1 on this host, without the JUnit suite: the dynamic-batching step, or the
+    # sticky fault through REST, alone (stage2's jar and test classes are unpacked first); the
+    # output goes to $RESULTS/gpu-h200-<step>.txt.
+    app="$WORK/app"
+    rm -rf "$app" && mkdir -p "$app"
+    cp "$BUNDLE/stage2/etserve.jar" "$WORK/etserve.jar"
+    python3 -m zipfile -e "$WORK/etserve.jar" "$app"
+    unpack_xz "$BUNDLE/stage2/test-classes.tar.xz" "$WORK"
+    JAVA="$WORK/jre/bin/java" JAR="$WORK/etserve.jar"
+    CHECK_CP="$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')"
+    cuda_env; mkdir -p "$RESULTS"; trap stop_service EXIT
+    if [[ $1 == batching ]]; then
+      { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt"
+    else
+      make_repo "$WORK/service-repo" 2
+      start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4
+      check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack | tee "$RESULTS/gpu-h200-fault.txt"
+      stop_service
+    fi ;;
+  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|service|startup|batching|fault" >&2; exit 2 ;;
 esac
