@@ -10,7 +10,7 @@ import io.etserve.health.ServerReadiness;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.InferenceService;
-import io.etserve.inference.LoadedModel;
+import io.etserve.inference.ModelDescription;
 import io.etserve.inference.ModelRegistry;
 import io.etserve.inference.ModelVersionState;
 import io.etserve.inference.TensorMetadata;
@@ -86,8 +86,9 @@ public class InferenceProtocolController {
     @GetMapping({"/models/{model}", "/models/{model}/versions/{version}"})
     ProtocolDtos.ModelMetadata metadata(@PathVariable String model, @PathVariable(required = false) String version) {
         ModelVersionState state = registry.resolve(model, version);
-        LoadedModel loaded = state.loaded().orElseThrow(() -> new ApiException(HttpStatus.SERVICE_UNAVAILABLE,
-                "model '" + state.name() + "' version " + state.version() + " did not load: " + state.reason()));
+        ModelDescription loaded = state.description().orElseThrow(() -> new ApiException(HttpStatus.SERVICE_UNAVAILABLE,
+                "model '" + state.name() + "' version " + state.version() + " did not load: "
+                        + state.notReadyReason().orElse("")));
         return new ProtocolDtos.ModelMetadata(loaded.name(), registry.versions(loaded.name()), "executorch",
                 describe(loaded.inputs()), describe(loaded.outputs()));
     }

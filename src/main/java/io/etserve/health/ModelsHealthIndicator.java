@@ -29,13 +29,11 @@ public final class ModelsHealthIndicator implements HealthIndicator {
             var notServing = inference.whyNotServing(s);
             d.put("status", s.ready() && notServing.isPresent() ? "NOT_ADMITTING" : s.status().name());
             notServing.ifPresent(r -> d.put("reason", r));
-            s.loaded().ifPresent(m -> {
-                d.put("backends", m.signature().backends());
-                if (m.instances() != null) {
-                    d.put("placement", m.instances().placement());
-                    d.put("instances", m.instances().capacity());
-                }
-            });
+            s.description().ifPresent(m -> d.put("backends", m.signature().backends()));
+            if (s instanceof ModelVersionState.Ready ready) {
+                d.put("placement", ready.model().instances().placement());
+                d.put("instances", ready.model().instances().capacity());
+            }
             models.put(s.name() + (s.version().isEmpty() ? "" : ":" + s.version()), d);
         }
         var why = readiness.whyNotReady(true);

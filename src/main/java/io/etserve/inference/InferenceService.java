@@ -50,11 +50,12 @@ public final class InferenceService {
     }
 
     /** Why this model version cannot take a call now (not loaded, unavailable, breaker open). */
-    public java.util.Optional<String> whyNotServing(ModelVersionState state) {
-        if (!state.ready()) {
-            return java.util.Optional.of(state.reason());
+    public Optional<String> whyNotServing(ModelVersionState state) {
+        if (!(state instanceof ModelVersionState.Ready ready)) {
+            return state.notReadyReason();
         }
-        return state.model().instances().unavailableReason().or(() -> admission.whyNotAdmitting(state.model()));
+        LoadedModel model = ready.model();
+        return model.instances().unavailableReason().or(() -> admission.whyNotAdmitting(model));
     }
 
     /** As {@link #infer(String, String, InferenceRequest, OutputBuffers)}, outputs in fresh buffers. */
@@ -75,13 +76,13 @@ public final class InferenceService {
             observer.failure("unknown", "", InferenceObserver.FailureReason.OTHER, System.nanoTime() - start);
             throw e;
         }
-        if (!state.ready()) {
+        if (!(state instanceof ModelVersionState.Ready ready)) {
             observer.failure(state.name(), state.version(), InferenceObserver.FailureReason.OTHER,
                     System.nanoTime() - start);
             throw new ModelUnavailableException("model '" + state.name() + "' version " + state.version()
-                    + " is not ready: " + state.reason());
+                    + " is not ready: " + state.notReadyReason().orElse(""));
         }
-        LoadedModel model = state.model();
+        LoadedModel model = ready.model();
         observer.pending(model.name(), model.version(), 1);
         try {
             return run(model, request, outputs, start);

@@ -3,65 +3,56 @@ package io.etserve.inference;
 import io.etserve.runtime.MethodSignature;
 import io.etserve.runtime.Program;
 import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
 
 /**
- * One model version whose program loaded: its signature under the protocol's names, its
- * instances, and its per-request limit.
+ * One model version that serves: its program, its description, its instances (always some),
+ * its per-request limit and, when its config.yml asks for it, its batcher. Closing it runs what
+ * is queued for a batch, then frees the instances and the program.
  */
 public final class LoadedModel implements AutoCloseable {
 
-    private final String name;
-    private final String version;
+    private final ModelDescription description;
     private final Program program;
-    private final MethodSignature signature;
-    private final List<TensorMetadata> inputs;
-    private final List<TensorMetadata> outputs;
     private final InstancePool instances;
     private final long maxElementsPerTensor;
     private final DynamicBatcher batcher;
 
-    public LoadedModel(String name, String version, Program program, MethodSignature signature,
-            List<TensorMetadata> inputs, List<TensorMetadata> outputs, InstancePool instances,
-            long maxElementsPerTensor) {
-        this(name, version, program, signature, inputs, outputs, instances, maxElementsPerTensor, null);
-    }
-
     /** @param batcher joins this model's requests into batches, or null when it runs each alone */
-    public LoadedModel(String name, String version, Program program, MethodSignature signature,
-            List<TensorMetadata> inputs, List<TensorMetadata> outputs, InstancePool instances,
+    public LoadedModel(ModelDescription description, Program program, InstancePool instances,
             long maxElementsPerTensor, DynamicBatcher batcher) {
-        this.name = name;
-        this.version = version;
-        this.program = program;
-        this.signature = signature;
-        this.inputs = List.copyOf(inputs);
-        this.outputs = List.copyOf(outputs);
-        this.instances = instances;
+        this.description = Objects.requireNonNull(description, "description");
+        this.program = Objects.requireNonNull(program, "program");
+        this.instances = Objects.requireNonNull(instances, "instances");
         this.maxElementsPerTensor = maxElementsPerTensor;
         this.batcher = batcher;
     }
 
+    public ModelDescription description() {
+        return description;
+    }
+
     public String name() {
-        return name;
+        return description.name();
     }
 
     public String version() {
-        return version;
+        return description.version();
     }
 
     public MethodSignature signature() {
-        return signature;
+        return description.signature();
     }
 
     public List<TensorMetadata> inputs() {
-        return inputs;
+        return description.inputs();
     }
 
     public List<TensorMetadata> outputs() {
-        return outputs;
+        return description.outputs();
     }
 
-    /** Null while the model is unavailable on this node (no instances were created). */
     public InstancePool instances() {
         return instances;
     }
@@ -71,19 +62,16 @@ public final class LoadedModel implements AutoCloseable {
     }
 
     /** The model's batcher, when its config.yml asks for dynamic batching. */
-    public java.util.Optional<DynamicBatcher> batcher() {
-        return java.util.Optional.ofNullable(batcher);
+    public Optional<DynamicBatcher> batcher() {
+        return Optional.ofNullable(batcher);
     }
 
-    /** Runs what is queued for a batch, then frees the instances and the program. */
     @Override
     public void close() {
         if (batcher != null) {
             batcher.close();
         }
-        if (instances != null) {
-            instances.close();
-        }
+        instances.close();
         program.close();
     }
 }

@@ -82,11 +82,11 @@ public final class ModelLoader {
             }
             program = Program.load(file, verdict.verification(), data);
         } catch (InvalidModelException e) {
-            return ModelVersionState.failed(name, version, e.getMessage());
+            return new ModelVersionState.Failed(name, version, e.getMessage());
         } catch (ExecuTorchException e) {
-            return ModelVersionState.failed(name, version, "cannot load " + file.getFileName() + ": " + e.getMessage());
+            return new ModelVersionState.Failed(name, version, "cannot load " + file.getFileName() + ": " + e.getMessage());
         } catch (java.io.IOException e) {
-            return ModelVersionState.failed(name, version, "cannot open the data files of " + file.getFileName()
+            return new ModelVersionState.Failed(name, version, "cannot open the data files of " + file.getFileName()
                     + ": " + e.getMessage());
         }
         List<ProgramInstance> created = new ArrayList<>();
@@ -94,7 +94,7 @@ public final class ModelLoader {
             List<String> methods = program.methodNames();
             if (!methods.contains(config.method())) {
                 program.close();
-                return ModelVersionState.failed(name, version, "the program has no method '" + config.method()
+                return new ModelVersionState.Failed(name, version, "the program has no method '" + config.method()
                         + "' (it has " + methods + ")");
             }
             MethodSignature signature = program.signature(config.method());
@@ -104,8 +104,10 @@ public final class ModelLoader {
 
             Optional<String> notRunnable = node.whyNotRunnable(signature);
             if (notRunnable.isPresent()) {
-                LoadedModel model = new LoadedModel(name, version, program, signature, inputs, outputs, null, maxElements);
-                return ModelVersionState.unavailable(model, notRunnable.get());
+                // Only the description is kept (metadata is still served); the program is freed.
+                program.close();
+                return new ModelVersionState.Unavailable(new ModelDescription(name, version, signature, inputs, outputs),
+                        notRunnable.get());
             }
             Optional<String> gpuDelegate = gpuDelegate(program, methods);
             long perInstanceCap = config.maxPlannedMemory().orElse(plannedLimits.perInstance());
@@ -170,14 +172,14 @@ public final class ModelLoader {
                 checkBatchable(config.dynamicBatching().get(), signature, inputs, outputs);
                 batcher = new DynamicBatcher(name, version, pool, config.dynamicBatching().get());
             }
-            return ModelVersionState.ready(new LoadedModel(name, version, program, signature, inputs, outputs, pool,
-                    maxElements, batcher));
+            return new ModelVersionState.Ready(new LoadedModel(new ModelDescription(name, version, signature, inputs,
+                    outputs), program, pool, maxElements, batcher));
         } catch (RuntimeException e) {
             // ExecuTorch errors, a config that does not fit the program, an impossible placement:
             // this model fails, the others still load.
             created.forEach(ProgramInstance::close);
             program.close();
-            return ModelVersionState.failed(name, version, e.getMessage());
+            return new ModelVersionState.Failed(name, version, e.getMessage());
         }
     }
 

@@ -78,7 +78,7 @@ public final class ModelRegistry implements AutoCloseable {
         try {
             config = ModelConfig.read(modelDir);
         } catch (ModelConfig.InvalidModelConfigException e) {
-            versions.put(0L, ModelVersionState.failed(name, "", e.getMessage()));
+            versions.put(0L, new ModelVersionState.Failed(name, "", e.getMessage()));
             models.put(name, versions);
             log.error("model {} failed: {}", name, e.getMessage());
             return;
@@ -91,20 +91,21 @@ public final class ModelRegistry implements AutoCloseable {
             Path file = versionDir.resolve(PROGRAM_FILE);
             ModelVersionState state = Files.isRegularFile(file)
                     ? loader.load(name, version, file, config)
-                    : ModelVersionState.failed(name, version, "no " + PROGRAM_FILE + " in " + versionDir);
+                    : new ModelVersionState.Failed(name, version, "no " + PROGRAM_FILE + " in " + versionDir);
             versions.put(Long.parseLong(version), state);
-            if (state.loaded().isPresent()) {
+            if (state.description().isPresent()) {
                 observer.loaded(name, version);
             }
-            switch (state.status()) {
-                case READY -> log.info("model {} version {} ready on {}", name, version,
-                        state.model().instances().placement());
-                case UNAVAILABLE -> log.warn("model {} version {} unavailable: {}", name, version, state.reason());
-                case FAILED -> log.error("model {} version {} failed: {}", name, version, state.reason());
+            if (state instanceof ModelVersionState.Ready ready) {
+                log.info("model {} version {} ready on {}", name, version, ready.model().instances().placement());
+            } else if (state instanceof ModelVersionState.Unavailable unavailable) {
+                log.warn("model {} version {} unavailable: {}", name, version, unavailable.reason());
+            } else if (state instanceof ModelVersionState.Failed failed) {
+                log.error("model {} version {} failed: {}", name, version, failed.reason());
             }
         }
         if (versions.isEmpty()) {
-            versions.put(0L, ModelVersionState.failed(name, "", "no version directory with a " + PROGRAM_FILE));
+            versions.put(0L, new ModelVersionState.Failed(name, "", "no version directory with a " + PROGRAM_FILE));
         }
         models.put(name, versions);
     }
@@ -194,10 +195,12 @@ public final class ModelRegistry implements AutoCloseable {
     @Override
     public void close() {
         for (ModelVersionState s : states()) {
-            s.loaded().ifPresent(model -> {
-                model.close();
-                observer.unloaded(model.name(), model.version());
-            });
+            if (s instanceof ModelVersionState.Ready ready) {
+                ready.model().close();
+            }
+            if (s.description().isPresent()) {
+                observer.unloaded(s.name(), s.version());
+            }
         }
         models.clear();
     }

@@ -184,9 +184,9 @@ class DynamicBatchingTest {
     @Test
     void modelsThatCannotBatchAreRefusedAtLoadWithTheReason() {
         assertThat(registry.resolve("over-bound", null).ready()).isFalse();
-        assertThat(registry.resolve("over-bound", null).reason()).contains("max-batch-size 64").contains("at most 32 rows");
+        assertThat(registry.resolve("over-bound", null).notReadyReason().orElseThrow()).contains("max-batch-size 64").contains("at most 32 rows");
         assertThat(registry.resolve("static", null).ready()).isFalse();
-        assertThat(registry.resolve("static", null).reason()).contains("dimension 0 to be dynamic");
+        assertThat(registry.resolve("static", null).notReadyReason().orElseThrow()).contains("dimension 0 to be dynamic");
     }
 
     @Test
@@ -198,7 +198,7 @@ class DynamicBatchingTest {
         own.loadAll();
         InferenceService svc = new InferenceService(own, Duration.ofSeconds(5), InferenceObserver.NONE,
                 ModelAdmission.UNLIMITED, (device, error) -> {}, new DirectBufferPool(1 << 20));
-        LoadedModel model = own.resolve("waiting", null).model();
+        LoadedModel model = ((ModelVersionState.Ready) own.resolve("waiting", null)).model();
         List<Future<InferenceResponse>> answers = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
             Reference.Case c = REF.cases().get(i % 2);

@@ -57,8 +57,9 @@ class ModelRegistryTest {
     void aFileThatIsNotAProgramFailsAloneWithItsReason() {
         ModelVersionState corrupt = registry.resolve("corrupt", null);
         assertThat(corrupt.ready()).isFalse();
-        assertThat(corrupt.loaded()).isEmpty();
-        assertThat(corrupt.reason()).contains("model.pte");
+        assertThat(corrupt).isInstanceOf(ModelVersionState.Failed.class);
+        assertThat(corrupt.description()).isEmpty();
+        assertThat(corrupt.notReadyReason().orElseThrow()).contains("model.pte");
         assertThat(registry.resolve("demo-portable", null).ready()).isTrue();
         assertThat(registry.modelNames()).containsExactlyInAnyOrder("corrupt", "demo-portable", "two-versions");
     }
