@@ -16,6 +16,10 @@
 #                                 fat jar, run the GPU JUnit suite, the sticky fault, the GPU
 #                                 benchmark, then the packaged service (`service`)
 #   scripts/gpu-suite.sh startup  time to ready: the fat jar, and the extracted jar with a CDS archive
+#   scripts/gpu-suite.sh throughput|benchmark|batching|fault
+#                                 after stage1, one step alone: throughput and service CPU (by
+#                                 thread) through REST, the in-process GPU benchmark, dynamic
+#                                 batching, the sticky fault
 #   scripts/gpu-suite.sh service  the fat jar served on the GPU with the GPU bridge and the probe
 #                                 delegate, checked over real HTTP (health, handshake, throughput
 #                                 for K = 1, 4, 16 streams at K and 2K clients, service CPU per
@@ -114,6 +118,12 @@ native_suite() {
   if [[ -x "$BUILD/tests/etserve_native_tests" ]]; then
     timeout 120 "$BUILD/tests/etserve_native_tests" 2>&1 | tail -3 | tee -a "$RESULTS/ctest-gpu.txt" || status=1
   fi
+  log "completion-wait schedules on this host (bare CUDA)"
+  if cmake --build "$BUILD" --target etserve_gpu_wait_bench 2>&1 | tail -3; then
+    timeout 240 "$BUILD/testing/caller_stream_probe/etserve_gpu_wait_bench" 2>&1 | tee "$RESULTS/wait-gpu.txt" || status=1
+  else
+    status=1
+  fi
   log "linkage gate on the GPU build"
   { bash "$ROOT/native/scripts/check-linkage.sh" --bridge "$BUILD/libetserve_jni.so" && \
     bash "$ROOT/native/scripts/check-linkage.sh" --dir "$STAGE"; } 2>&1 | tee "$RESULTS/linkage-gpu.txt" || status=1
@@ -208,7 +218,8 @@ stop_service() {
   SERVICE_PID=""
 }
 
-check() { "$JAVA" -cp "$CHECK_CP" io.etserve.bench.GpuServiceCheck "$@"; }
+# The check's stderr is kept too: the throughput checks write CPU per call by thread kind there.
+check() { "$JAVA" -cp "$CHECK_CP" io.etserve.bench.GpuServiceCheck "$@" 2> >(tee -a "$RESULTS/check-stderr.txt" >&2); }
 
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 
@@ -277,8 +288,8 @@ batching_bench() {
     > "$repo/probe-batched/config.yml"
   start_service "$repo" --etserve.cuda.streams-per-device=1 >&2
   for c in 1 4 16; do
-    check batching port=$PORT mgmt=$MGMT model=probe spin=2000 clients=$c warmup=1 seconds=3 pid=$SERVICE_PID label="alone" || status=1
-    check batching port=$PORT mgmt=$MGMT model=probe-batched rows=1 spin=2000 clients=$c warmup=1 seconds=3 pid=$SERVICE_PID label="batched" || status=1
+    check batching port=$PORT mgmt=$MGMT model=probe spin=2000 clients=$c seconds=3 pid=$SERVICE_PID label="alone" || status=1
+    check batching port=$PORT mgmt=$MGMT model=probe-batched rows=1 spin=2000 clients=$c seconds=3 pid=$SERVICE_PID label="batched" || status=1
   done
   stop_service
   return $status
@@ -300,6 +311,46 @@ make_repo() {
   cp -r "$ROOT/models/demo-xnnpack" "$ROOT/models/demo-portable" "$repo/"
 }
 
+THR_HEADER="| run | clients | kernel us | calls/s | p50 us | p99 us | service CPU per call us | CPU % of kernel | failed |
+|---|---|---|---|---|---|---|---|---|"
+
+# Throughput and service CPU for K = 1, 4, 16 streams at K and 2K clients (2 ms kernel; 10 ms at
+# K = 4), then the same with the spinning wait; the start of each service goes to the table in
+# $2, the rows to ROWS (checks: health, handshake, SIGTERM at K = 16 among them).
+throughput_rows() {
+  local repo="$1" out="$2" status=0 k kernel
+  for k in 1 4 16; do
+    make_repo "$repo" $((2 * k))
+    start_service "$repo" --etserve.cuda.streams-per-device=$k
+    echo "| K=$k | $k | adaptive | $READY_MS | $STARTUP_CPU |" >> "$out"
+    ROWS+=("$(check health port=$PORT mgmt=$MGMT)") || status=1
+    ROWS+=("$(check handshake port=$PORT model=probe clients=$((2 * k)) calls=100 expect=$k spin=100)") || status=1
+    ROWS+=("$(check throughput port=$PORT model=probe spin=2000 clients=$k seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
+    ROWS+=("$(check throughput port=$PORT model=probe spin=2000 clients=$((2 * k)) seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
+    if [[ $k == 4 ]]; then
+      ROWS+=("$(check throughput port=$PORT model=probe spin=10000 clients=4 seconds=4 pid=$SERVICE_PID label="K=4 adaptive")") || status=1
+      ROWS+=("$(check throughput port=$PORT model=probe spin=10000 clients=8 seconds=4 pid=$SERVICE_PID label="K=4 adaptive")") || status=1
+    fi
+    if [[ $k == 16 ]]; then
+      ROWS+=("$(check sigterm port=$PORT model=probe pid=$SERVICE_PID calls=4 spin=800000)") || status=1
+      for _ in $(seq 1 300); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
+    fi
+    stop_service
+  done
+  # The old wait (cudaStreamSynchronize spins a core for the whole GPU time), for comparison.
+  make_repo "$repo" 8
+  start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.completion-wait=spin
+  echo "| K=4 | 4 | spin | $READY_MS | $STARTUP_CPU |" >> "$out"
+  for kernel in 2000 10000; do
+    ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=4 seconds=4 pid=$SERVICE_PID label="K=4 spin")") || status=1
+    ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=8 seconds=4 pid=$SERVICE_PID label="K=4 spin")") || status=1
+  done
+  stop_service
+  return $status
+}
+
+# The packaged service: start table, throughput, dynamic batching, startup, first request,
+# the sticky fault; all into $RESULTS/gpu-h200-service.txt.
 service() {
   : "${JAVA:?}" "${JAR:?}" "${CHECK_CP:?}"
   cuda_env
@@ -313,38 +364,13 @@ service() {
     echo "| start | streams | wait | ms to ready | startup CPU s |"
     echo "|---|---|---|---|---|"
   } > "$out"
-  local rows=() k
-  local thr_header="| run | clients | kernel us | calls/s | p50 us | p99 us | service CPU per call us | CPU % of kernel | failed |"
-  for k in 1 4 16; do
-    make_repo "$repo" $((2 * k))
-    start_service "$repo" --etserve.cuda.streams-per-device=$k
-    echo "| K=$k | $k | adaptive | $READY_MS | $STARTUP_CPU |" >> "$out"
-    rows+=("$(check health port=$PORT mgmt=$MGMT)") || status=1
-    rows+=("$(check handshake port=$PORT model=probe clients=$((2 * k)) calls=100 expect=$k spin=100)") || status=1
-    rows+=("$(check throughput port=$PORT model=probe spin=2000 clients=$k seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
-    rows+=("$(check throughput port=$PORT model=probe spin=2000 clients=$((2 * k)) seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
-    if [[ $k == 4 ]]; then
-      rows+=("$(check throughput port=$PORT model=probe spin=10000 clients=4 seconds=4 pid=$SERVICE_PID label="K=4 adaptive")") || status=1
-      rows+=("$(check throughput port=$PORT model=probe spin=10000 clients=8 seconds=4 pid=$SERVICE_PID label="K=4 adaptive")") || status=1
-    fi
-    if [[ $k == 16 ]]; then
-      rows+=("$(check sigterm port=$PORT model=probe pid=$SERVICE_PID calls=4 spin=800000)") || status=1
-      for _ in $(seq 1 300); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
-    fi
-    stop_service
-  done
+  : > "$RESULTS/check-stderr.txt"
+  ROWS=()
+  throughput_rows "$repo" "$out" || status=1
+  local rows=("${ROWS[@]}")
   local batch_rows=()
   batching_bench "$repo" > "$RESULTS/batching-rows.txt" || status=1
   mapfile -t batch_rows < "$RESULTS/batching-rows.txt"
-  # The old wait (cudaStreamSynchronize spins a core for the whole GPU time), for comparison.
-  make_repo "$repo" 8
-  start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.completion-wait=spin
-  echo "| K=4 | 4 | spin | $READY_MS | $STARTUP_CPU |" >> "$out"
-  for kernel in 2000 10000; do
-    rows+=("$(check throughput port=$PORT model=probe spin=$kernel clients=4 seconds=4 pid=$SERVICE_PID label="K=4 spin")") || status=1
-    rows+=("$(check throughput port=$PORT model=probe spin=$kernel clients=8 seconds=4 pid=$SERVICE_PID label="K=4 spin")") || status=1
-  done
-  stop_service
   # Time to ready on the demo models + the probe: the fat jar as is, then the extracted jar
   # with a Class Data Sharing archive from one training run (what the image can ship).
   startup_bench "$repo" >> "$out" || status=1
@@ -370,9 +396,12 @@ service() {
     echo
     echo "Throughput through REST, probe kernel on the leased stream (closed loop, loopback):"
     echo
-    echo "$thr_header"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "$THR_HEADER"
     printf '%s\n' "${rows[@]}" | grep '^| K=' || true
+    echo
+    echo "Service CPU per call by thread kind (us; qtp: request threads, which run the forward call and its wait):"
+    echo
+    grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true
     echo
     echo "Dynamic batching, one stream and one instance, one-row requests, a 2 ms kernel per forward call:"
     echo
@@ -411,10 +440,12 @@ case "${1:-run}" in
       CHECK_CP="${CHECK_CP:-$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')}" service ;;
   stage1) stage1 ;;
   stage2) stage2 ;;
-  batching|fault)
-    # After stage1 on this host, without the JUnit suite: the dynamic-batching step, or the
-    # sticky fault through REST, alone (stage2's jar and test classes are unpacked first); the
-    # output goes to $RESULTS/gpu-h200-<step>.txt.
+  batching|fault|throughput|benchmark|startup)
+    # After stage1 on this host, without the JUnit suite (stage2's jar and test classes are
+    # unpacked first), one step alone: the dynamic-batching step, the sticky fault through REST,
+    # the throughput and service-CPU step (K = 1, 4, 16, the spinning wait beside, then
+    # batching), the in-process GPU benchmark, or time to ready; the output goes to
+    # $RESULTS/gpu-h200-<step>.txt.
     app="$WORK/app"
     rm -rf "$app" && mkdir -p "$app"
     cp "$BUNDLE/stage2/etserve.jar" "$WORK/etserve.jar"
@@ -422,14 +453,37 @@ case "${1:-run}" in
     unpack_xz "$BUNDLE/stage2/test-classes.tar.xz" "$WORK"
     JAVA="$WORK/jre/bin/java" JAR="$WORK/etserve.jar"
     CHECK_CP="$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')"
-    cuda_env; mkdir -p "$RESULTS"; trap stop_service EXIT
-    if [[ $1 == batching ]]; then
-      { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt"
-    else
-      make_repo "$WORK/service-repo" 2
-      start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4
-      check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack | tee "$RESULTS/gpu-h200-fault.txt"
-      stop_service
-    fi ;;
-  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|service|startup|batching|fault" >&2; exit 2 ;;
+    cuda_env; mkdir -p "$RESULTS"; : > "$RESULTS/check-stderr.txt"; trap stop_service EXIT
+    case $1 in
+      batching)
+        { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt" ;;
+      fault)
+        make_repo "$WORK/service-repo" 2
+        start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4
+        check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack | tee "$RESULTS/gpu-h200-fault.txt"
+        stop_service ;;
+      benchmark)
+        timeout 300 "$JAVA" -Detserve.native.library-dir="$STAGE" -Detserve.test.probe-delegate="$PROBE" \
+          -Detserve.test.native-build-dir="$BUILD" --enable-native-access=ALL-UNNAMED -cp "$CHECK_CP" \
+          io.etserve.gpu.GpuStreamBenchmark "${ETSERVE_BENCH_SPIN_US:-2000}" "${ETSERVE_BENCH_SECONDS:-3}" \
+          "${ETSERVE_BENCH_CALLS:-20000}" 2>&1 | tee "$RESULTS/gpu-h200-benchmark.txt" ;;
+      startup)
+        make_repo "$WORK/service-repo" 4
+        startup_bench "$WORK/service-repo" | tee "$RESULTS/gpu-h200-startup.txt" ;;
+      throughput)
+        out="$RESULTS/gpu-h200-throughput.txt"
+        { echo "# Throughput and service CPU through REST ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nproc) cores)"
+          echo; echo "| start | streams | wait | ms to ready | startup CPU s |"; echo "|---|---|---|---|---|"; } > "$out"
+        ROWS=(); st=0
+        throughput_rows "$WORK/service-repo" "$out" || st=1
+        batching_bench "$WORK/service-repo" > "$RESULTS/batching-rows.txt" || st=1
+        { echo; printf '%s\n' "${ROWS[@]}" | grep -v '^| K=' || true
+          echo; echo "$THR_HEADER"; printf '%s\n' "${ROWS[@]}" | grep '^| K=' || true
+          echo; echo "Dynamic batching, one stream and one instance, one-row requests, a 2 ms kernel per forward call:"
+          echo; echo "$BATCHING_HEADER"; cat "$RESULTS/batching-rows.txt"
+          echo; echo "Service CPU per call by thread kind (us; qtp: request threads, which run the forward call and its wait):"
+          echo; sleep 1; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
+        cat "$out"; exit $st ;;
+    esac ;;
+  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|service|startup|batching|fault|throughput" >&2; exit 2 ;;
 esac

@@ -1,10 +1,6 @@
 #include "bridge_core.h"
 
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <time.h>
-
-#include <cerrno>
 
 #include <cstring>
 #include <limits>
@@ -242,24 +238,6 @@ InstanceHandle::~InstanceHandle() {
   }
 }
 
-namespace {
-
-class SteadyClock final : public AdaptiveWaitPolicy::Clock {
- public:
-  int64_t now_ns() override {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-  }
-  void sleep_ns(int64_t ns) override {
-    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-  }
-};
-
-}  // namespace
-
 int InstanceHandle::wait_for(void* stream, CompletionWait how) {
   auto* s = static_cast<cudaStream_t>(stream);
   if (how == CompletionWait::kSpin) return cudaStreamSynchronize(s);
@@ -283,9 +261,7 @@ int InstanceHandle::wait_for(void* stream, CompletionWait how) {
   if (rc != 0) return rc;
   if (how == CompletionWait::kBlocking) return cudaEventSynchronize(event);
 
-  // Sleeps of a few tens of microseconds need a small timer slack (the default is 50 us).
-  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  SteadyClock clock;
+  SystemClock clock;
   const int r = wait_policy_.wait(
       [event]() {
         const int q = cudaEventQuery(event);

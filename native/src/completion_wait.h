@@ -9,7 +9,11 @@
 // before the work does.
 #pragma once
 
+#include <sys/prctl.h>
+#include <time.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 
 namespace etserve {
@@ -30,12 +34,30 @@ class AdaptiveWaitPolicy {
     virtual void sleep_ns(int64_t ns) = 0;
   };
 
+  // The spin before the expected completion: enough to absorb small variations of the GPU time
+  // (wake-up lateness is learned apart), small enough to stay a few percent of it. On the H200
+  // host (bench/results/gpu-h200-wait.txt) 1/200 within 10-50 us kept the p50 overhead of spin's
+  // within a few microseconds and halved the CPU of 1/40 within 25-250 us at 10 ms kernels. A
+  // field, not a constant, so the GPU wait benchmark can compare schedules on one host.
+  struct Tuning {
+    int64_t margin_divisor = 200;  // margin = expected time / this ...
+    int64_t min_margin_ns = 10'000;  // ... within these bounds
+    int64_t max_margin_ns = 50'000;
+  };
+
+  // How each wait ended, counted (the GPU wait benchmark reports them).
+  struct Stats {
+    uint64_t done_at_start = 0;  // complete at the first query
+    uint64_t woke_done = 0;      // complete when the sleep ended: it overslept
+    uint64_t exact = 0;          // seen by the spin after the sleep
+    uint64_t backoff = 0;        // seen only in the back-off
+  };
+
+  AdaptiveWaitPolicy() = default;
+  explicit AdaptiveWaitPolicy(Tuning tuning) : tuning_(tuning) {}
+
   // Sleeps shorter than this cost more (syscall, wake-up) than they save.
   static constexpr int64_t kMinSleepNs = 20'000;
-  // The spin before the expected completion: enough to absorb wake-up jitter and small
-  // variations of the GPU time, small enough to stay a few percent of it.
-  static constexpr int64_t kMinMarginNs = 25'000;
-  static constexpr int64_t kMaxMarginNs = 250'000;
   // Back-off sleeps once the spin is spent: 10 us doubling up to 0.5 ms.
   static constexpr int64_t kFirstBackoffNs = 10'000;
   static constexpr int64_t kMaxBackoffNs = 500'000;
@@ -48,9 +70,11 @@ class AdaptiveWaitPolicy {
   // Expected time from the forward's return to completion (0: nothing learned yet).
   int64_t estimate_ns() const { return estimate_ns_; }
 
-  static int64_t margin_for(int64_t estimate_ns) {
-    return std::clamp<int64_t>(estimate_ns / 40, kMinMarginNs, kMaxMarginNs);
+  int64_t margin_for(int64_t estimate_ns) const {
+    return std::clamp<int64_t>(estimate_ns / tuning_.margin_divisor, tuning_.min_margin_ns, tuning_.max_margin_ns);
   }
+
+  const Stats& stats() const { return stats_; }
 
   // How late a sleep typically wakes up (learned).
   int64_t lateness_ns() const { return late_ns_; }
@@ -61,6 +85,8 @@ class AdaptiveWaitPolicy {
   void learn_upper_bound(int64_t observed_ns, int64_t last_step_ns);
   void learn_lateness(int64_t late_ns);
 
+  Tuning tuning_;
+  Stats stats_;
   int64_t estimate_ns_ = 0;
   int64_t down_step_ns_ = 0;  // the next downward step; 0 once a completion was seen exactly
   int64_t late_ns_ = 0;       // wake-up lateness: rises at once, decays slowly
@@ -77,6 +103,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     // delegate that always synchronizes drives the expectation to zero within a few calls,
     // and one descheduled call costs the next ones little (halving here made them wake far
     // too early and finish in the back-off: tails of a millisecond on the H200 host).
+    ++stats_.done_at_start;
     step_down(margin_for(estimate_ns_));
     return 0;
   }
@@ -93,6 +120,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
       // Complete by the time we woke: the expectation (or the lateness) is too long. Step
       // down by the margin, doubling while it stays too long (the work got shorter); the
       // next call's spin then sees the completion exactly again.
+      ++stats_.woke_done;
       step_down(margin);
       return 0;
     }
@@ -105,6 +133,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     if (r < 0) return r;
     const int64_t now = clock.now_ns();
     if (r > 0) {
+      ++stats_.exact;
       learn_exact(now - start);
       return 0;
     }
@@ -121,12 +150,30 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     r = query();
     if (r < 0) return r;
     if (r > 0) {
+      ++stats_.backoff;
       learn_upper_bound(clock.now_ns() - start, step);
       return 0;
     }
     step = std::min(step * 2, max_step);
   }
 }
+
+// The real clock: CLOCK_MONOTONIC and nanosleep. Sleeps of a few tens of microseconds need a
+// small timer slack (the default is 50 us): the constructor sets it for the calling thread.
+class SystemClock final : public AdaptiveWaitPolicy::Clock {
+ public:
+  SystemClock() { prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); }
+  int64_t now_ns() override {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  }
+  void sleep_ns(int64_t ns) override {
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  }
+};
 
 inline void AdaptiveWaitPolicy::step_down(int64_t margin) {
   // The first step is the margin; it doubles while the expectation stays too long (the work

@@ -117,6 +117,7 @@ public final class LoadGenerator {
         sleepUntil(warmEnd);
         long cpuAtWarmEnd = clientCpuNanos();
         OptionalLong serverCpuAtWarmEnd = serverCpuNanos(o.serverPid());
+        ThreadCpu serverThreadsAtWarmEnd = o.serverPid().isPresent() ? ThreadCpu.snapshot(o.serverPid().getAsLong()) : null;
         // Bounded: every exchange is bounded by the socket timeout, so workers end soon after `end`.
         long joinDeadline = end + (o.timeoutMillis() + 5_000L) * 1_000_000L;
         for (Thread t : threads) {
@@ -130,7 +131,12 @@ public final class LoadGenerator {
         OptionalLong serverCpuUsed = serverCpuAtWarmEnd.isPresent() && serverCpuNanos(o.serverPid()).isPresent()
                 ? OptionalLong.of(serverCpuNanos(o.serverPid()).getAsLong() - serverCpuAtWarmEnd.getAsLong())
                 : OptionalLong.empty();
-        return summarize(o, workers, warmEnd, cpuUsed, serverCpuUsed, errorSamples);
+        Map<String, Object> summary = summarize(o, workers, warmEnd, cpuUsed, serverCpuUsed, errorSamples);
+        if (serverThreadsAtWarmEnd != null) {
+            summary.put("server_cpu_us_per_request_by_thread", ThreadCpu.snapshot(o.serverPid().getAsLong())
+                    .perCallSince(serverThreadsAtWarmEnd, (Long) summary.get("requests")));
+        }
+        return summary;
     }
 
     private static void drive(Worker worker, InferPayloads payloads, Options o, int firstCase, long warmEnd,

@@ -1,0 +1,71 @@
+package io.etserve.bench;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+/**
+ * Where another process's CPU went, by thread kind: a snapshot of utime + stime of every thread
+ * under /proc/PID/task, grouped by the thread's name with its numbers blanked ("qtp1234-17" and
+ * "qtp1234-18" are both "qtp#-#"). The difference of two snapshots, divided by the calls served
+ * between them, tells whether request threads, the JIT, the GC or a waiting thread pays per call.
+ * Threads that end between the snapshots are not counted.
+ */
+final class ThreadCpu {
+
+    private final Map<Long, Long> ticksByThread;
+    private final Map<Long, String> kindByThread;
+
+    private ThreadCpu(Map<Long, Long> ticksByThread, Map<Long, String> kindByThread) {
+        this.ticksByThread = ticksByThread;
+        this.kindByThread = kindByThread;
+    }
+
+    static ThreadCpu snapshot(long pid) {
+        Map<Long, Long> ticks = new HashMap<>();
+        Map<Long, String> kinds = new HashMap<>();
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path task : tasks) {
+                try {
+                    String stat = Files.readString(task.resolve("stat"));
+                    int open = stat.indexOf('(');
+                    int close = stat.lastIndexOf(')');
+                    String[] f = stat.substring(close + 2).split(" ");
+                    long tid = Long.parseLong(task.getFileName().toString());
+                    ticks.put(tid, Long.parseLong(f[11]) + Long.parseLong(f[12]));
+                    kinds.put(tid, kind(stat.substring(open + 1, close)));
+                } catch (IOException | RuntimeException e) {
+                    // the thread ended while we looked
+                }
+            }
+        } catch (IOException e) {
+            // not Linux, or the process is gone: an empty snapshot
+        }
+        return new ThreadCpu(ticks, kinds);
+    }
+
+    static String kind(String threadName) {
+        return threadName.replaceAll("[0-9]+", "#").strip();
+    }
+
+    /**
+     * Microseconds of CPU per call by thread kind since {@code before}, largest first, as
+     * "qtp#-#=310 C# CompilerThre#=40 ..." (kinds under 1 % of the total left out).
+     */
+    String perCallSince(ThreadCpu before, long calls) {
+        Map<String, Long> byKind = new HashMap<>();
+        ticksByThread.forEach((tid, now) -> byKind.merge(kindByThread.get(tid),
+                now - before.ticksByThread.getOrDefault(tid, 0L), Long::sum));
+        long total = byKind.values().stream().mapToLong(Long::longValue).sum();
+        double usPerTick = 1e6 / 100;  // USER_HZ is 100 on Linux x86-64
+        return byKind.entrySet().stream()
+                .filter(e -> e.getValue() > 0 && e.getValue() * 100 >= total)
+                .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+                .map(e -> String.format("%s=%.0f", e.getKey(), e.getValue() * usPerTick / Math.max(1, calls)))
+                .collect(Collectors.joining(" "));
+    }
+}
