@@ -80,7 +80,8 @@ class ModelConfigTest {
                 {"dynamic-batching: { max-batch-size: 8, max-queue-delay: 1m }", "0..10s"},
                 {"dynamic-batching: { max-batch-size: 8, preferred-batch-sizes: [16] }", "1..max-batch-size (8)"},
                 {"dynamic-batching: { max-batch-size: 8, preferred-batch-sizes: 4 }", "must be a list"},
-                {"dynamic-batching: { max-batch-size: 8, timeout: 1s }", "must be a mapping"},
+                {"dynamic-batching: { max-batch-size: 8, timeout: 1s }", "unknown key 'dynamic-batching.timeout'"},
+                {"dynamic-batching: { max-batch-size: eight }", "'dynamic-batching.max-batch-size' must be a positive integer, got 'eight'"},
                 {"dynamic-batching: true", "must be a mapping"}}) {
             assertThatThrownBy(() -> read(bad[0] + "\n")).as(bad[0])
                     .isInstanceOf(ModelConfig.InvalidModelConfigException.class).hasMessageContaining(bad[1]);
@@ -96,5 +97,39 @@ class ModelConfigTest {
         assertThatThrownBy(() -> read("data-files: [a.ptd, a.ptd]\n")).hasMessageContaining("listed twice");
         assertThatThrownBy(() -> read("- just\n- a list\n")).hasMessageContaining("must be a YAML mapping");
         assertThatThrownBy(() -> read("inputs: [ { name: x, dims: [-1, many] } ]\n")).hasMessageContaining("'dims'");
+        assertThatThrownBy(() -> read("inputs: [ { name: x, dims: [-1, 0] } ]\n")).hasMessageContaining("'dims'");
+    }
+
+    @Test
+    void everyKeyMustBindAtAnyDepth() {
+        // Spring's Binder with no unbound elements: a typo inside a list entry is refused too.
+        assertThatThrownBy(() -> read("inputs: [ { nmae: x } ]\n")).hasMessageContaining("unknown key 'inputs[0].nmae'");
+        assertThatThrownBy(() -> read("warmup: { samples: 2, dta: random }\n"))
+                .hasMessageContaining("unknown key 'warmup.dta'");
+        assertThatThrownBy(() -> read("\"in puts\": [x]\n")).hasMessageContaining("unknown key 'in puts'");
+    }
+
+    @Test
+    void valuesConvertAsInApplicationYmlAndRefusalsNameTheKeyAndValue() throws Exception {
+        ModelConfig c = read("""
+                inputs: [x, y]
+                placement: CPU
+                max-planned-memory: 1073741824
+                devices: all
+                warmup: 3
+                """);
+        assertThat(c.inputNames()).containsExactly("x", "y");
+        assertThat(c.placement()).contains(ModelConfig.Placement.CPU);
+        assertThat(c.maxPlannedMemory()).contains(1L << 30);
+        assertThat(c.devices()).contains(ModelConfig.ALL_DEVICES);
+        assertThat(c.warmup()).isEqualTo(new Warmup(3, Warmup.Data.ZEROS));
+        assertThat(read("data-files: []\n").dataFiles()).contains(List.of());
+        assertThatThrownBy(() -> read("instances: two\n")).hasMessageContaining("'instances' must be a positive integer, got 'two'");
+        assertThatThrownBy(() -> read("instances: 0\n")).hasMessageContaining("'instances' must be a positive integer");
+        assertThatThrownBy(() -> read("placement: tpu\n")).hasMessageContaining("'placement' must be cpu or gpu, got 'tpu'");
+        assertThatThrownBy(() -> read("devices: [0, x]\n")).hasMessageContaining("'devices' must be 'all' or a list");
+        assertThatThrownBy(() -> read("devices: some\n")).hasMessageContaining("'devices' must be 'all' or a list");
+        assertThatThrownBy(() -> read("inputs: [x, x]\n")).hasMessageContaining("duplicate name 'x' in inputs");
+        assertThatThrownBy(() -> read("inputs: x\n")).hasMessageContaining("'inputs' must be a list");
     }
 }
