@@ -35,6 +35,16 @@ public record EtServeProperties(
             @DefaultValue List<Path> extraLibraries,
             @DefaultValue("internal-consistency") Program.Verification verification) {}
 
+    /** {@code etserve.cuda.enabled}: {@code auto}, {@code true} or {@code false}. */
+    public enum CudaMode {
+        /** CUDA when a driver and a device are present, CPU-only otherwise. */
+        AUTO,
+        /** Refuse to start without CUDA. */
+        TRUE,
+        /** CPU-only, whatever the host has. */
+        FALSE
+    }
+
     /**
      * @param enabled {@code auto} (use CUDA when a driver and device are present), {@code true}
      *     (fail startup without them) or {@code false}
@@ -53,16 +63,6 @@ public record EtServeProperties(
      * @param earlyStart start CUDA (driver, primary contexts) on its own thread while the
      *     context is built (read by {@link io.etserve.cuda.CudaEarlyStart} before binding)
      */
-    /** {@code etserve.cuda.enabled}: {@code auto}, {@code true} or {@code false}. */
-    public enum CudaMode {
-        /** CUDA when a driver and a device are present, CPU-only otherwise. */
-        AUTO,
-        /** Refuse to start without CUDA. */
-        TRUE,
-        /** CPU-only, whatever the host has. */
-        FALSE
-    }
-
     public record Cuda(
             @DefaultValue("auto") CudaMode enabled,
             @DefaultValue List<Integer> devices,

@@ -38,14 +38,24 @@ public record EncodedResponse(byte[] json, int jsonLength, List<ByteBuffer> bina
     }
 
     /**
+     * Bodies up to this size go out as one write: their binary sections are copied behind the
+     * JSON part in the container's buffer. Jetty writes a ByteBuffer on its own, after flushing
+     * what it holds, so a small binary response would cost two writes, and the client two reads
+     * and a wake-up (twice the latency and CPU of the same response as JSON, 16 floats measured).
+     */
+    static final int ONE_WRITE_BYTES = 8 * 1024;
+
+    /**
      * Writes the body: the JSON part, then each binary section straight from where the bridge
-     * put it (a servlet stream takes a direct buffer as is: Servlet 6.1's write(ByteBuffer)).
+     * put it (a servlet stream takes a direct buffer as is: Servlet 6.1's write(ByteBuffer));
+     * a small body as one write instead ({@link #ONE_WRITE_BYTES}).
      */
     public void writeTo(OutputStream out) throws IOException {
         out.write(json, 0, jsonLength);
+        boolean oneWrite = contentLength() <= ONE_WRITE_BYTES;
         for (ByteBuffer b : binary) {
             ByteBuffer section = b.duplicate();
-            if (out instanceof jakarta.servlet.ServletOutputStream servlet) {
+            if (out instanceof jakarta.servlet.ServletOutputStream servlet && !oneWrite) {
                 servlet.write(section);
             } else if (section.hasArray()) {
                 out.write(section.array(), section.arrayOffset() + section.position(), section.remaining());
