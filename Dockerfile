@@ -116,7 +116,7 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
     ETSERVE_MODEL_REPOSITORY=/models ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native TMPDIR=/tmp/aot-training \
       java --enable-native-access=ALL-UNNAMED -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp \
       "${train[@]}" -Dspring.context.exit=onRefresh \
-      -jar /opt/etserve/app/app.jar --server.port=0 --management.server.port=0 >/tmp/aot-training.log 2>&1 \
+      -jar /opt/etserve/app/app.jar --server.port=0 --management.server.port=0 --etserve.grpc.port=0 >/tmp/aot-training.log 2>&1 \
       && [[ -s "$cache" ]] \
       || { echo "AOT/CDS training run failed; the image starts without a cache:"; tail -5 /tmp/aot-training.log; rm -f "$cache"; run=(); }; \
     printf '%s\n' --enable-native-access=ALL-UNNAMED "${run[@]}" > /opt/etserve/jvm.args; \
@@ -135,7 +135,7 @@ ENV ETSERVE_MODEL_REPOSITORY=/models \
     JAVA_TOOL_OPTIONS="-Dorg.bytedeco.javacpp.cachedir=/tmp/javacpp -XX:MaxRAMPercentage=50 -XX:MaxDirectMemorySize=1g"
 USER 10001:10001
 WORKDIR /opt/etserve
-EXPOSE 8080 8081
+EXPOSE 8080 8081 8001
 HEALTHCHECK --interval=15s --timeout=5s --start-period=120s --retries=3 \
   CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${MANAGEMENT_SERVER_PORT:-8081} && printf 'GET /actuator/health/liveness HTTP/1.0\\r\\n\\r\\n' >&3 && read -r status <&3 && [[ $status == *' 200 '* ]]"]
 ENTRYPOINT ["java", "@/opt/etserve/jvm.args", "-jar", "/opt/etserve/app/app.jar"]

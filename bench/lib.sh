@@ -37,7 +37,7 @@ bench_start_service() {
   local log="$1" repo="$2"
   shift 2
   "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
-    --server.address=127.0.0.1 --server.port="$PORT" \
+    --server.address=127.0.0.1 --server.port="$PORT" --etserve.grpc.address=127.0.0.1 \
     --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
     --etserve.model-repository="$repo" "$@" > "$log" 2>&1 &
   SERVER_PID=$!

@@ -25,7 +25,7 @@ java -cp "$CP" io.etserve.bench.ReliabilityCheck prepare "$REPO"
 cp "$JAR" "$OUT/etserve-reliability.jar"
 log "starting the service on 127.0.0.1:$PORT (log: $OUT/reliability-server.log)"
 "$SERVER_JAVA" -Xmx1g --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve-reliability.jar" \
-  --server.address=127.0.0.1 --server.port="$PORT" \
+  --server.address=127.0.0.1 --server.port="$PORT" --etserve.grpc.address=127.0.0.1 \
   --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
   --etserve.model-repository="$REPO" --etserve.native.verification=minimal \
   --etserve.inference.queue-timeout=50ms --etserve.inference.body-timeout=10s \

@@ -61,7 +61,7 @@ if [[ ${BENCH_SKIP_REST:-0} != 1 ]]; then
   cp "$JAR" "$OUT/etserve.jar"
   log "starting the service on 127.0.0.1:$PORT (log: $OUT/server.log)"
   "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
-    --server.address=127.0.0.1 --server.port="$PORT" \
+    --server.address=127.0.0.1 --server.port="$PORT" --etserve.grpc.address=127.0.0.1 \
     --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
     --etserve.model-repository="$ROOT/models" > "$OUT/server.log" 2>&1 &
   SERVER_PID=$!

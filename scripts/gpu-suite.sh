@@ -257,7 +257,7 @@ startup_bench() {
   fi
   # shellcheck disable=SC2086
   (cd "$extracted" && "$JAVA" --enable-native-access=ALL-UNNAMED $train \
-    -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 \
+    -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 --etserve.grpc.port=0 \
     --etserve.model-repository="$repo" --etserve.native.library-dir="$STAGE" \
     --etserve.native.extra-libraries="$PROBE" >"$RESULTS/aot-training.log" 2>&1) || true
   ms=() cpu=()

@@ -66,6 +66,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   "management" (dict
     "server" (dict "port" (int .Values.ports.management))
     "endpoint" (dict "health" (dict "probes" (dict "enabled" true))))
+  "etserve" (dict "grpc" (dict "port" (int .Values.ports.grpc)))
   "spring" (dict "lifecycle" (dict "timeout-per-shutdown-phase" (printf "%ss" (include "etserve.shutdownPhaseSeconds" .)))) }}
 {{- toYaml (mergeOverwrite (deepCopy (.Values.config | default dict)) $owned) }}
 {{- end }}

@@ -34,7 +34,7 @@ import org.springframework.web.bind.annotation.RestController;
 public class InferenceProtocolController {
 
     static final String HEADER_LENGTH = "Inference-Header-Content-Length";
-    static final List<String> EXTENSIONS = List.of("binary_tensor_data");
+    public static final List<String> EXTENSIONS = List.of("binary_tensor_data");
 
     private final ModelRegistry registry;
     private final InferenceService inference;

@@ -21,7 +21,8 @@ public record EtServeProperties(
         @Name("native") @DefaultValue Native nativeRuntime,
         @DefaultValue Cuda cuda,
         @DefaultValue Inference inference,
-        @DefaultValue Health health) {
+        @DefaultValue Health health,
+        @DefaultValue Grpc grpc) {
 
     /**
      * @param libraryDir a directory holding the bridge and its libraries; empty = use the jar's
@@ -129,6 +130,30 @@ public record EtServeProperties(
     private static void atLeastOne(String property, long value) {
         if (value < 1) {
             throw new IllegalArgumentException(property + " must be at least 1, not " + value);
+        }
+    }
+
+    /**
+     * The Open Inference Protocol over gRPC, on its own port.
+     *
+     * @param enabled serve it
+     * @param port 8001 as Triton's (0: any free port)
+     * @param address the interface to bind; empty = all
+     * @param maxMessageSize largest request message (RESOURCE_EXHAUSTED above); empty = etserve.inference.max-request-size
+     * @param threads calls run at once (each runs its forward call on its thread, as a REST request does)
+     */
+    public record Grpc(
+            @DefaultValue("true") boolean enabled,
+            @DefaultValue("8001") int port,
+            @DefaultValue("") String address,
+            DataSize maxMessageSize,
+            @DefaultValue("64") int threads) {
+
+        public Grpc {
+            if (port < 0 || port > 65535) {
+                throw new IllegalArgumentException("etserve.grpc.port must be 0..65535, not " + port);
+            }
+            atLeastOne("etserve.grpc.threads", threads);
         }
     }
 

@@ -63,6 +63,7 @@ class ServiceImageIT {
 
     private static String imageName;
     private static GenericContainer<?> service;
+    private static int grpcPort;
     private static Http api;
     private static Http management;
 
@@ -79,6 +80,7 @@ class ServiceImageIT {
         requirePackagedJar(root);
         int apiPort = freePort();
         int managementPort = freePort();
+        grpcPort = freePort();
 
         // Removed in stopImage(): without Ryuk nothing else would.
         imageName = "etserve-it/service:" + Long.toHexString(System.nanoTime());
@@ -94,6 +96,7 @@ class ServiceImageIT {
                 .withNetworkMode("host")
                 .withEnv("SERVER_PORT", Integer.toString(apiPort))
                 .withEnv("MANAGEMENT_SERVER_PORT", Integer.toString(managementPort))
+                .withEnv("ETSERVE_GRPC_PORT", Integer.toString(grpcPort))
                 // exec: JavaCPP and the CUDA delegate load libraries they write under /tmp.
                 .withTmpFs(Map.of("/tmp", "rw,exec,nosuid,nodev,size=512m,mode=1777"))
                 .withCreateContainerCmdModifier(cmd -> cmd.getHostConfig().withReadonlyRootfs(true))
@@ -162,6 +165,36 @@ class ServiceImageIT {
             }
             assertTrue(mismatches.isEmpty(), expected.name() + " outside atol=" + reference.atol() + " rtol="
                     + reference.rtol() + ": " + mismatches);
+        }
+    }
+
+    @Test
+    void grpcServesTheSameModelWithRawTensors() throws Exception {
+        Reference reference = Reference.load(TestPaths.demoModels().resolve(MODEL + "/1/reference.json"));
+        Reference.Case first = reference.cases().get(0);
+        io.grpc.ManagedChannel channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", grpcPort,
+                io.grpc.InsecureChannelCredentials.create()).build();
+        try {
+            var stub = io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.newBlockingStub(channel)
+                    .withDeadlineAfter(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(stub.serverReady(io.etserve.grpc.protocol.ServerReadyRequest.getDefaultInstance()).getReady());
+            var request = io.etserve.grpc.protocol.ModelInferRequest.newBuilder().setModelName(MODEL);
+            for (Reference.TensorValue input : first.inputs()) {
+                request.addInputsBuilder().setName(input.name()).setDatatype(input.datatype())
+                        .addAllShape(java.util.Arrays.stream(input.shape()).boxed().toList());
+                request.addRawInputContents(com.google.protobuf.ByteString.copyFrom(input.bytes()));
+            }
+            var response = stub.modelInfer(request.build());
+            Reference.TensorValue expected = first.outputs().get(0);
+            java.nio.ByteBuffer got = response.getRawOutputContents(0).asReadOnlyByteBuffer()
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            assertEquals(expected.data().size() * 4, got.remaining());
+            for (int i = 0; i < expected.data().size(); i++) {
+                assertTrue(reference.close(got.getFloat(i * 4), expected.data().get(i)),
+                        "[" + i + "] " + got.getFloat(i * 4) + " != " + expected.data().get(i));
+            }
+        } finally {
+            channel.shutdownNow().awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
         }
     }
 

@@ -68,7 +68,7 @@ class HelmChartTest {
         Map<String, Object> container = mainContainer(render(Map.of()));
 
         assertThat(list(container, "ports")).extracting(p -> p.get("name") + ":" + p.get("containerPort"))
-                .containsExactly("http:8080", "management:8081");
+                .containsExactly("http:8080", "management:8081", "grpc:8001");
         assertThat(get(container, "startupProbe", "httpGet"))
                 .isEqualTo(Map.of("path", "/actuator/health/liveness", "port", "management"));
         assertThat(get(container, "livenessProbe", "httpGet"))
@@ -83,7 +83,7 @@ class HelmChartTest {
         Map<String, Object> service = find(render(Map.of()), "Service");
         assertThat(get(service, "spec", "type")).isEqualTo("ClusterIP");
         assertThat(list(service, "spec", "ports")).extracting(p -> p.get("name") + ":" + p.get("port") + "->" + p.get("targetPort"))
-                .containsExactly("http:8080->http", "management:8081->management");
+                .containsExactly("http:8080->http", "management:8081->management", "grpc:8001->grpc");
     }
 
     @Test
@@ -154,6 +154,9 @@ class HelmChartTest {
         // Ports are chart-owned: probes and the Service depend on them.
         assertThat(get(app, "server", "port")).isEqualTo(8080);
         assertThat(get(app, "management", "server", "port")).isEqualTo(8081);
+        assertThat(get(app, "etserve", "grpc", "port")).isEqualTo(8001);
+        // the user's etserve keys survive the chart-owned gRPC port
+        assertThat(get(app, "etserve", "scheduler", "queue-capacity")).isEqualTo(64);
         assertThat(get(app, "management", "endpoint", "health", "probes", "enabled")).isEqualTo(true);
         assertThat(get(app, "server", "shutdown")).isEqualTo("graceful");
     }

@@ -68,7 +68,7 @@ class PackagedJarIT {
         int port = freePort();
         int mgmt = freePort();
         Path log = tmp.resolve("app.log");
-        Process app = start(javaHome, TestPaths.repoRoot(), log, List.of("--server.port=" + port,
+        Process app = start(javaHome, TestPaths.repoRoot(), log, List.of("--server.port=" + port, "--etserve.grpc.port=0",
                 "--management.server.port=" + mgmt, "--etserve.native.extract-dir=" + tmp.resolve("native")));
         try {
             Http http = Http.local(port);
@@ -105,7 +105,7 @@ class PackagedJarIT {
         Path broken = Files.createDirectories(tmp.resolve("libs"));
         Files.writeString(broken.resolve("libraries.txt"), "libextension_cuda.so\nlibetserve_jni.so\n");
         Path log = tmp.resolve("app.log");
-        Process app = start(tmp, log, List.of("--server.port=0", "--management.server.port=0",
+        Process app = start(tmp, log, List.of("--server.port=0", "--management.server.port=0", "--etserve.grpc.port=0",
                 "--etserve.native.library-dir=" + broken));
         assertThat(app.waitFor(90, TimeUnit.SECONDS)).isTrue();
         String out = Files.readString(log, StandardCharsets.UTF_8);

@@ -1,0 +1,38 @@
+package io.etserve.config;
+
+import io.etserve.api.InferenceProtocolController;
+import io.etserve.api.PublicMessages;
+import io.etserve.api.protocol.DecodeLimits;
+import io.etserve.grpc.GrpcServer;
+import io.etserve.grpc.InferenceGrpcService;
+import io.etserve.health.ProbeHealth;
+import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InferenceService;
+import io.etserve.inference.ModelRegistry;
+import java.time.Duration;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/** The gRPC port beside REST: the same services behind both ({@code etserve.grpc.*}). */
+@Configuration(proxyBeanMethods = false)
+@ConditionalOnProperty(name = "etserve.grpc.enabled", havingValue = "true", matchIfMissing = true)
+class GrpcConfiguration {
+
+    @Bean
+    GrpcServer grpcServer(EtServeProperties props, ModelRegistry registry, InferenceService inference,
+            ServerReadiness readiness, ProbeHealth probes, PublicMessages messages,
+            @Value("${spring.lifecycle.timeout-per-shutdown-phase:30s}") Duration drainTimeout) {
+        EtServeProperties.Grpc grpc = props.grpc();
+        EtServeProperties.Inference limits = props.inference();
+        long maxMessage = grpc.maxMessageSize() != null ? grpc.maxMessageSize().toBytes()
+                : limits.maxRequestSize().toBytes();
+        String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
+        InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
+                new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
+                version == null ? "dev" : version, InferenceProtocolController.EXTENSIONS);
+        return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
+                grpc.threads(), drainTimeout, service, probes);
+    }
+}

@@ -1,0 +1,134 @@
+package io.etserve.grpc;
+
+import io.etserve.health.ProbeHealth;
+import io.grpc.BindableService;
+import io.grpc.Server;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse;
+import io.grpc.health.v1.HealthGrpc;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+
+/**
+ * The gRPC port ({@code etserve.grpc.port}, 8001 as Triton's): the inference service and
+ * {@code grpc.health.v1.Health}, which answers as readiness does. Started after the context is
+ * ready and stopped before the web server's graceful shutdown ends: calls in flight finish
+ * (up to {@code drainTimeout}), new ones are refused.
+ */
+public final class GrpcServer implements SmartLifecycle {
+
+    private static final Logger log = LoggerFactory.getLogger(GrpcServer.class);
+
+    private final String address;
+    private final int port;
+    private final int maxMessageBytes;
+    private final int threads;
+    private final Duration drainTimeout;
+    private final BindableService inference;
+    private final ProbeHealth probes;
+    private volatile Server server;
+    private volatile ExecutorService executor;
+
+    public GrpcServer(String address, int port, int maxMessageBytes, int threads, Duration drainTimeout,
+            BindableService inference, ProbeHealth probes) {
+        this.address = address;
+        this.port = port;
+        this.maxMessageBytes = maxMessageBytes;
+        this.threads = threads;
+        this.drainTimeout = drainTimeout;
+        this.inference = inference;
+        this.probes = probes;
+    }
+
+    @Override
+    public void start() {
+        AtomicInteger n = new AtomicInteger();
+        // Bounded like the web server's request threads: a call runs its forward on this thread.
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, 60, TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "grpc-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        pool.allowCoreThreadTimeOut(true);
+        InetSocketAddress bind = address == null || address.isBlank() ? new InetSocketAddress(port)
+                : new InetSocketAddress(address, port);
+        try {
+            server = NettyServerBuilder.forAddress(bind).executor(pool).maxInboundMessageSize(maxMessageBytes)
+                    .addService(inference).addService(new ReadinessHealth(probes)).build().start();
+        } catch (IOException e) {
+            pool.shutdownNow();
+            throw new UncheckedIOException("cannot listen for gRPC on " + bind + ": " + e.getMessage(), e);
+        }
+        executor = pool;
+        log.info("gRPC (Open Inference Protocol) listening on {}", server.getListenSockets());
+    }
+
+    @Override
+    public void stop() {
+        Server s = server;
+        if (s == null) {
+            return;
+        }
+        s.shutdown();
+        try {
+            if (!s.awaitTermination(drainTimeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                log.warn("gRPC calls still running after {}; cancelling them", drainTimeout);
+                s.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            s.shutdownNow();
+        }
+        executor.shutdown();
+        server = null;
+    }
+
+    @Override
+    public boolean isRunning() {
+        return server != null;
+    }
+
+    /** With the web server's graceful shutdown (same phase): both drain at once; starts after the web server. */
+    @Override
+    public int getPhase() {
+        return Integer.MAX_VALUE - 1024;
+    }
+
+    /** The port it listens on (the one asked for, or the one picked when that was 0). */
+    public int port() {
+        Server s = server;
+        if (s == null) {
+            throw new IllegalStateException("the gRPC server is not running");
+        }
+        return s.getPort();
+    }
+
+    /** {@code grpc.health.v1.Health}: SERVING exactly when readiness is UP (any service name). */
+    static final class ReadinessHealth extends HealthGrpc.HealthImplBase {
+        private final ProbeHealth probes;
+
+        ReadinessHealth(ProbeHealth probes) {
+            this.probes = probes;
+        }
+
+        @Override
+        public void check(HealthCheckRequest request, StreamObserver<HealthCheckResponse> out) {
+            out.onNext(HealthCheckResponse.newBuilder().setStatus(probes.readiness() == 200
+                    ? HealthCheckResponse.ServingStatus.SERVING : HealthCheckResponse.ServingStatus.NOT_SERVING).build());
+            out.onCompleted();
+        }
+    }
+}

@@ -1,0 +1,135 @@
+package io.etserve.grpc;
+
+import io.etserve.api.protocol.DecodeLimits;
+import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
+import io.etserve.grpc.protocol.ModelInferRequest;
+import io.etserve.grpc.protocol.ModelInferResponse;
+import io.etserve.grpc.protocol.ModelMetadataRequest;
+import io.etserve.grpc.protocol.ModelMetadataResponse;
+import io.etserve.grpc.protocol.ModelReadyRequest;
+import io.etserve.grpc.protocol.ModelReadyResponse;
+import io.etserve.grpc.protocol.ServerLiveRequest;
+import io.etserve.grpc.protocol.ServerLiveResponse;
+import io.etserve.grpc.protocol.ServerMetadataRequest;
+import io.etserve.grpc.protocol.ServerMetadataResponse;
+import io.etserve.grpc.protocol.ServerReadyRequest;
+import io.etserve.grpc.protocol.ServerReadyResponse;
+import io.etserve.api.PublicMessages;
+import io.etserve.health.ProbeHealth;
+import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InferenceService;
+import io.etserve.inference.ModelDescription;
+import io.etserve.inference.ModelRegistry;
+import io.etserve.inference.ModelVersionState;
+import io.etserve.inference.TensorMetadata;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import java.time.Duration;
+import java.util.List;
+import java.util.function.Supplier;
+
+/**
+ * The protocol's {@code inference.GRPCInferenceService}: the same registry, readiness and
+ * {@link InferenceService} as the REST controller, so limits, admission, batching, metrics and
+ * errors are the same whichever way a request comes.
+ */
+public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInferenceServiceImplBase {
+
+    private final ModelRegistry registry;
+    private final InferenceService inference;
+    private final ServerReadiness readiness;
+    private final ProbeHealth probes;
+    private final GrpcTensors tensors;
+    private final GrpcStatuses statuses;
+    private final String version;
+    private final List<String> extensions;
+
+    public InferenceGrpcService(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
+            ProbeHealth probes, DecodeLimits limits, PublicMessages messages, String version, List<String> extensions) {
+        this.registry = registry;
+        this.inference = inference;
+        this.readiness = readiness;
+        this.probes = probes;
+        this.tensors = new GrpcTensors(limits);
+        this.statuses = new GrpcStatuses(messages);
+        this.version = version;
+        this.extensions = List.copyOf(extensions);
+    }
+
+    @Override
+    public void serverLive(ServerLiveRequest request, StreamObserver<ServerLiveResponse> out) {
+        answer(out, () -> ServerLiveResponse.newBuilder().setLive(probes.liveness() == 200).build());
+    }
+
+    @Override
+    public void serverReady(ServerReadyRequest request, StreamObserver<ServerReadyResponse> out) {
+        answer(out, () -> ServerReadyResponse.newBuilder().setReady(probes.readiness() == 200).build());
+    }
+
+    @Override
+    public void modelReady(ModelReadyRequest request, StreamObserver<ModelReadyResponse> out) {
+        answer(out, () -> {
+            ModelVersionState state = registry.resolve(request.getName(), emptyToNull(request.getVersion()));
+            boolean ready = inference.whyNotServing(state).or(readiness::whyNotReady).isEmpty();
+            return ModelReadyResponse.newBuilder().setReady(ready).build();
+        });
+    }
+
+    @Override
+    public void serverMetadata(ServerMetadataRequest request, StreamObserver<ServerMetadataResponse> out) {
+        answer(out, () -> ServerMetadataResponse.newBuilder().setName("etserve").setVersion(version)
+                .addAllExtensions(extensions).build());
+    }
+
+    @Override
+    public void modelMetadata(ModelMetadataRequest request, StreamObserver<ModelMetadataResponse> out) {
+        answer(out, () -> {
+            ModelVersionState state = registry.resolve(request.getName(), emptyToNull(request.getVersion()));
+            ModelDescription model = state.description().orElseThrow(() -> statuses.status(Status.UNAVAILABLE,
+                    "model '" + state.name() + "' version " + state.version() + " did not load: "
+                            + state.notReadyReason().orElse(""), null));
+            ModelMetadataResponse.Builder b = ModelMetadataResponse.newBuilder().setName(model.name())
+                    .addAllVersions(registry.versions(model.name())).setPlatform("executorch");
+            model.inputs().forEach(t -> b.addInputs(describe(t)));
+            model.outputs().forEach(t -> b.addOutputs(describe(t)));
+            return b.build();
+        });
+    }
+
+    @Override
+    public void modelInfer(ModelInferRequest request, StreamObserver<ModelInferResponse> out) {
+        answer(out, () -> {
+            var refused = readiness.whyNotAccepting();
+            if (refused.isPresent()) {
+                throw statuses.status(Status.UNAVAILABLE, "server is not ready: " + refused.get(), Duration.ofSeconds(1));
+            }
+            return GrpcTensors.encode(inference.infer(request.getModelName(), emptyToNull(request.getModelVersion()),
+                    tensors.decode(request)));
+        });
+    }
+
+    private <T> void answer(StreamObserver<T> out, Supplier<T> call) {
+        T response;
+        try {
+            response = call.get();
+        } catch (RuntimeException e) {
+            out.onError(statuses.of(e));
+            return;
+        }
+        out.onNext(response);
+        out.onCompleted();
+    }
+
+    private static ModelMetadataResponse.TensorMetadata describe(TensorMetadata t) {
+        ModelMetadataResponse.TensorMetadata.Builder b = ModelMetadataResponse.TensorMetadata.newBuilder()
+                .setName(t.name()).setDatatype(t.dataType().protocolName());
+        for (long d : t.shape()) {
+            b.addShape(d);
+        }
+        return b.build();
+    }
+
+    private static String emptyToNull(String version) {
+        return version == null || version.isEmpty() ? null : version;
+    }
+}

@@ -1,0 +1,211 @@
+package io.etserve.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
+import io.etserve.grpc.protocol.InferTensorContents;
+import io.etserve.grpc.protocol.ModelInferRequest;
+import io.etserve.grpc.protocol.ModelInferResponse;
+import io.etserve.grpc.protocol.ModelMetadataRequest;
+import io.etserve.grpc.protocol.ModelMetadataResponse;
+import io.etserve.grpc.protocol.ModelReadyRequest;
+import io.etserve.grpc.protocol.ServerLiveRequest;
+import io.etserve.grpc.protocol.ServerMetadataRequest;
+import io.etserve.grpc.protocol.ServerReadyRequest;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.Reference;
+import io.etserve.support.TestPaths;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse;
+import io.grpc.health.v1.HealthGrpc;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/** The Open Inference Protocol over gRPC, on the real runtime: a grpc-java client on loopback. */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class GrpcApiTest {
+
+    static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-grpc-")
+            .copy(TestPaths.demoModels(), "demo-portable")
+            .copy(TestPaths.demoModels(), "demo-xnnpack")
+            .withProgramBytes("broken", new byte[] {1, 2, 3, 4, 5, 6, 7, 8})
+            // The probe delegate holds its one instance as long as asked: overload on demand.
+            .copy(TestPaths.testModels(), "caller-stream-probe", "slow")
+            .withFile("slow/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: 1\n");
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry r) {
+        r.add("etserve.model-repository", () -> REPO.root().toString());
+        r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
+        r.add("etserve.inference.queue-timeout", () -> "200ms");
+        r.add("management.server.port", () -> "0");
+    }
+
+    @Autowired
+    GrpcServer server;
+
+    ManagedChannel channel;
+    GRPCInferenceServiceGrpc.GRPCInferenceServiceBlockingStub stub;
+
+    @BeforeEach
+    void connect() {
+        channel = Grpc.newChannelBuilderForAddress("127.0.0.1", server.port(), InsecureChannelCredentials.create())
+                .build();
+        stub = GRPCInferenceServiceGrpc.newBlockingStub(channel).withDeadlineAfter(30, TimeUnit.SECONDS);
+    }
+
+    @AfterEach
+    void close() throws InterruptedException {
+        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void serverHealthAndMetadata() {
+        assertThat(stub.serverLive(ServerLiveRequest.getDefaultInstance()).getLive()).isTrue();
+        assertThat(stub.serverReady(ServerReadyRequest.getDefaultInstance()).getReady()).isTrue();
+        var meta = stub.serverMetadata(ServerMetadataRequest.getDefaultInstance());
+        assertThat(meta.getName()).isEqualTo("etserve");
+        assertThat(meta.getExtensionsList()).contains("binary_tensor_data");
+        assertThat(HealthGrpc.newBlockingStub(channel).check(HealthCheckRequest.getDefaultInstance()).getStatus())
+                .isEqualTo(HealthCheckResponse.ServingStatus.SERVING);
+    }
+
+    @Test
+    void modelMetadataAndReadiness() {
+        ModelMetadataResponse m = stub.modelMetadata(ModelMetadataRequest.newBuilder().setName("demo-portable").build());
+        assertThat(m.getName()).isEqualTo("demo-portable");
+        assertThat(m.getVersionsList()).containsExactly("1");
+        assertThat(m.getPlatform()).isEqualTo("executorch");
+        assertThat(m.getInputs(0).getName()).isEqualTo("x");
+        assertThat(m.getInputs(0).getDatatype()).isEqualTo("FP32");
+        assertThat(m.getInputs(0).getShapeList()).containsExactly(1L, 16L);
+        assertThat(m.getOutputs(0).getShapeList()).containsExactly(1L, 4L);
+        assertThat(stub.modelReady(ModelReadyRequest.newBuilder().setName("demo-xnnpack").build()).getReady()).isTrue();
+        assertThat(stub.modelReady(ModelReadyRequest.newBuilder().setName("broken").build()).getReady()).isFalse();
+    }
+
+    @Test
+    void rawInferenceOnBothDemoModelsMatchesThePyTorchReference() {
+        for (String model : new String[] {"demo-portable", "demo-xnnpack"}) {
+            Reference ref = Reference.load(TestPaths.demoModels().resolve(model + "/1/reference.json"));
+            for (Reference.Case c : ref.cases()) {
+                ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName(model).setId("case");
+                for (Reference.TensorValue in : c.inputs()) {
+                    req.addInputsBuilder().setName(in.name()).setDatatype(in.datatype())
+                            .addAllShape(java.util.Arrays.stream(in.shape()).boxed().toList());
+                    req.addRawInputContents(ByteString.copyFrom(in.bytes()));
+                }
+                ModelInferResponse res = stub.modelInfer(req.build());
+                assertThat(res.getModelName()).isEqualTo(model);
+                assertThat(res.getModelVersion()).isEqualTo("1");
+                assertThat(res.getId()).isEqualTo("case");
+                assertMatches(ref, c, res);
+            }
+        }
+    }
+
+    @Test
+    void typedContentsWorkAsRawDoes() {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
+        Reference.Case c = ref.cases().get(0);
+        Reference.TensorValue in = c.inputs().get(0);
+        InferTensorContents.Builder contents = InferTensorContents.newBuilder();
+        in.data().forEach(v -> contents.addFp32Contents(v.floatValue()));
+        ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName("demo-portable");
+        req.addInputsBuilder().setName("x").setDatatype("FP32").addShape(1).addShape(16).setContents(contents);
+        assertMatches(ref, c, stub.modelInfer(req.build()));
+    }
+
+    @Test
+    void errorsAreStatusCodesWithTheRestMessages() {
+        assertStatus(Status.Code.NOT_FOUND, "no-such-model", request("no-such-model", 16, 64));
+        // a client's shape mistake: refused before execution, as REST's 400
+        assertStatus(Status.Code.INVALID_ARGUMENT, "x", request("demo-portable", 8, 32));
+        assertStatus(Status.Code.INVALID_ARGUMENT, "need 64", request("demo-portable", 16, 60));
+        ModelInferRequest.Builder badType = request("demo-portable", 16, 64).toBuilder();
+        badType.getInputsBuilder(0).setDatatype("FP33");
+        assertStatus(Status.Code.INVALID_ARGUMENT, "unknown datatype", badType.build());
+        StatusRuntimeException broken = assertStatus(Status.Code.UNAVAILABLE, "broken", request("broken", 16, 64));
+        assertThat(broken.getStatus().getDescription()).doesNotContain(REPO.root().toString());
+        assertStatus(Status.Code.UNAVAILABLE, "did not load",
+                ModelMetadataRequest.newBuilder().setName("broken").build());
+        // the service still answers after every refusal
+        assertThat(stub.serverReady(ServerReadyRequest.getDefaultInstance()).getReady()).isTrue();
+    }
+
+    @Test
+    void overloadIsResourceExhaustedWithRetryInfo() throws Exception {
+        ModelInferRequest slow = probe(1500);
+        stub.modelInfer(probe(0));  // warm: the burst measures admission, not first-call costs
+        var first = GRPCInferenceServiceGrpc.newFutureStub(channel).modelInfer(slow);
+        Thread.sleep(300);  // the slow call holds the only instance now
+        StatusRuntimeException e = assertStatus(Status.Code.RESOURCE_EXHAUSTED, "slow", probe(0));
+        com.google.rpc.RetryInfo retry = e.getTrailers().get(
+                io.grpc.protobuf.ProtoUtils.keyForProto(com.google.rpc.RetryInfo.getDefaultInstance()));
+        assertThat(retry).as("RetryInfo trailer").isNotNull();
+        assertThat(retry.getRetryDelay().getSeconds() * 1000 + retry.getRetryDelay().getNanos() / 1_000_000)
+                .isPositive();
+        assertThat(first.get(30, TimeUnit.SECONDS).getOutputsCount()).isEqualTo(1);
+    }
+
+    /** The probe program: x = [0, host milliseconds to hold the instance]. */
+    private static ModelInferRequest probe(float hostMillis) {
+        ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName("slow");
+        req.addInputsBuilder().setName("x").setDatatype("FP32").addShape(2)
+                .setContents(InferTensorContents.newBuilder().addFp32Contents(0).addFp32Contents(hostMillis));
+        return req.build();
+    }
+
+    private static ModelInferRequest request(String model, int features, int rawBytes) {
+        ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName(model);
+        req.addInputsBuilder().setName("x").setDatatype("FP32").addShape(1).addShape(features);
+        req.addRawInputContents(ByteString.copyFrom(new byte[rawBytes]));
+        return req.build();
+    }
+
+    private StatusRuntimeException assertStatus(Status.Code code, String messagePart, Object request) {
+        StatusRuntimeException e = (StatusRuntimeException) org.assertj.core.api.Assertions.catchThrowable(() -> {
+            if (request instanceof ModelInferRequest r) {
+                stub.modelInfer(r);
+            } else {
+                stub.modelMetadata((ModelMetadataRequest) request);
+            }
+        });
+        assertThat(e).as("a %s status", code).isNotNull();
+        assertThat(e.getStatus().getCode()).isEqualTo(code);
+        assertThat(e.getStatus().getDescription()).contains(messagePart);
+        return e;
+    }
+
+    private static void assertMatches(Reference ref, Reference.Case c, ModelInferResponse res) {
+        assertThat(res.getOutputsCount()).isEqualTo(c.outputs().size());
+        for (int i = 0; i < c.outputs().size(); i++) {
+            Reference.TensorValue want = c.outputs().get(i);
+            assertThat(res.getOutputs(i).getName()).isEqualTo(want.name());
+            assertThat(res.getOutputs(i).getDatatype()).isEqualTo(want.datatype());
+            assertThat(res.getOutputs(i).getShapeList()).containsExactlyElementsOf(
+                    java.util.Arrays.stream(want.shape()).boxed().toList());
+            ByteBuffer got = res.getRawOutputContents(i).asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+            assertThat(got.remaining()).isEqualTo(want.data().size() * 4);
+            for (int k = 0; k < want.data().size(); k++) {
+                float actual = got.getFloat(k * 4);
+                assertThat(ref.close(actual, want.data().get(k))).as("%s[%d] = %s, reference %s", want.name(), k,
+                        actual, want.data().get(k)).isTrue();
+            }
+        }
+    }
+}
