@@ -311,6 +311,45 @@ class HelmChartTest {
         assertThatThrownBy(() -> render(Map.of("gpu.resoureName", "nvidia.com/gpu"))).hasMessageContaining("resoureName");
     }
 
+    @Test
+    void kserveServingRuntimeReplacesTheDeployment() {
+        assertThat(kinds(render(Map.of()))).doesNotContain("ClusterServingRuntime", "ServingRuntime");
+        List<Map<String, Object>> docs = render(Map.of("kserve.servingRuntime.enabled", true,
+                "config.etserve.inference.queue-timeout", "5s"));
+        // KServe makes the pods: only the runtime is rendered.
+        assertThat(kinds(docs)).containsExactly("ClusterServingRuntime");
+        Map<String, Object> runtime = find(docs, "ClusterServingRuntime");
+        assertThat(get(runtime, "apiVersion")).isEqualTo("serving.kserve.io/v1alpha1");
+        assertThat(get(runtime, "metadata", "name")).isEqualTo(FULLNAME);
+        assertThat(list(runtime, "spec", "supportedModelFormats")).containsExactly(
+                Map.of("name", "executorch", "version", "1", "autoSelect", true));
+        assertThat(get(runtime, "spec", "protocolVersions")).isEqualTo(List.of("v2", "grpc-v2"));
+        assertThat(get(runtime, "spec", "annotations")).isEqualTo(Map.of("prometheus.kserve.io/port", "8081",
+                "prometheus.kserve.io/path", "/actuator/prometheus"));
+        List<Map<String, Object>> containers = list(runtime, "spec", "containers");
+        assertThat(containers).hasSize(1);
+        Map<String, Object> c = containers.get(0);
+        assertThat(c.get("name")).isEqualTo("kserve-container");
+        assertThat((String) c.get("image")).isNotBlank();
+        assertThat(list(c, "ports")).extracting(p -> p.get("containerPort")).containsExactly(8080);
+        Map<String, Map<String, Object>> env = byName(list(c, "env"));
+        assertThat(env.get("ETSERVE_MODEL_REPOSITORY").get("value")).isEqualTo("/mnt/models");
+        // the chart's application config travels as SPRING_APPLICATION_JSON: ports and the user's keys
+        Map<String, Object> app = new Yaml().load((String) env.get("SPRING_APPLICATION_JSON").get("value"));
+        assertThat(get(app, "server", "port")).isEqualTo(8080);
+        assertThat(get(app, "etserve", "grpc", "port")).isEqualTo(8001);
+        assertThat(get(app, "etserve", "inference", "queue-timeout")).isEqualTo("5s");
+        for (String probe : List.of("startupProbe", "livenessProbe", "readinessProbe")) {
+            assertThat(get(c, probe, "httpGet", "port")).as(probe).isEqualTo(8081);
+        }
+        assertThat(get(c, "readinessProbe", "httpGet", "path")).isEqualTo("/actuator/health/readiness");
+
+        List<Map<String, Object>> namespaced = render(Map.of("kserve.servingRuntime.enabled", true,
+                "kserve.servingRuntime.clusterScoped", false, "kserve.servingRuntime.name", "executorch"));
+        assertThat(get(find(namespaced, "ServingRuntime"), "metadata", "name")).isEqualTo("executorch");
+        assertThatThrownBy(() -> render(Map.of("kserve.servingRuntime.enable", true))).hasMessageContaining("enable");
+    }
+
     // --- rendering and navigation ---
 
     private TemplateCommand template(Map<String, Object> sets) {
