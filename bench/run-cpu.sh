@@ -6,7 +6,8 @@
 # Knobs (environment):
 #   BENCH_PORT (18080) and BENCH_MGMT_PORT (18081): loopback ports for the service
 #   BENCH_WARMUP (5) and BENCH_DURATION (15): seconds per load-generator run
-#   BENCH_CONCURRENCY ("1 2"), BENCH_MODELS ("demo-portable demo-xnnpack"), BENCH_FORMATS ("json binary")
+#   BENCH_GRPC_PORT (18001): loopback port for the service's gRPC
+#   BENCH_CONCURRENCY ("1 2"), BENCH_MODELS ("demo-portable demo-xnnpack"), BENCH_FORMATS ("json binary grpc")
 #   JMH_ARGS ("-wi 3 -i 5 -f 1 -w 2s -r 3s"); BENCH_SKIP_JMH=1 or BENCH_SKIP_REST=1 to run one half
 set -euo pipefail
 
@@ -19,7 +20,8 @@ WARMUP=${BENCH_WARMUP:-5}
 DURATION=${BENCH_DURATION:-15}
 CONCURRENCY=${BENCH_CONCURRENCY:-1 2}
 MODELS=${BENCH_MODELS:-demo-portable demo-xnnpack}
-FORMATS=${BENCH_FORMATS:-json binary}
+FORMATS=${BENCH_FORMATS:-json binary grpc}
+GRPC_PORT=${BENCH_GRPC_PORT:-18001}
 JMH_ARGS=${JMH_ARGS:--wi 3 -i 5 -f 1 -w 2s -r 3s}
 JAR=$ROOT/target/etserve-0.1.0-SNAPSHOT.jar
 
@@ -56,12 +58,13 @@ fi
 
 # --- REST ------------------------------------------------------------------------------------
 if [[ ${BENCH_SKIP_REST:-0} != 1 ]]; then
-  bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT" "$PORT" "$MGMT_PORT"
+  bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_GRPC_PORT" "$PORT" "$MGMT_PORT" "$GRPC_PORT"
   # A private copy: a concurrent `mvn package` must not replace the jar under the running JVM.
   cp "$JAR" "$OUT/etserve.jar"
   log "starting the service on 127.0.0.1:$PORT (log: $OUT/server.log)"
   "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
     --server.address=127.0.0.1 --server.port="$PORT" --etserve.grpc.address=127.0.0.1 \
+    --etserve.grpc.port="$GRPC_PORT" \
     --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
     --etserve.model-repository="$ROOT/models" > "$OUT/server.log" 2>&1 &
   SERVER_PID=$!
@@ -84,7 +87,7 @@ if [[ ${BENCH_SKIP_REST:-0} != 1 ]]; then
   # The load generator gets a small serial-GC heap: fewer threads competing with the server.
   loadgen() {
     java -XX:+UseSerialGC -Xmx256m -cp "$CP" io.etserve.bench.LoadGenerator \
-      --url "http://127.0.0.1:$PORT" --server-pid "$SERVER_PID" "$@"
+      --url "http://127.0.0.1:$PORT" --grpc-port "$GRPC_PORT" --server-pid "$SERVER_PID" "$@"
   }
   # One unrecorded pass so the first measured run does not pay for the server's JIT warmup.
   log "server JIT warmup (not recorded)"

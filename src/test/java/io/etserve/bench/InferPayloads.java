@@ -21,13 +21,14 @@ import tools.jackson.databind.node.ObjectNode;
  */
 final class InferPayloads {
 
-    enum Format { JSON, BINARY }
+    enum Format { JSON, BINARY, GRPC }
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private final Reference reference;
     private final Format format;
     private final List<byte[]> requests = new ArrayList<>();
+    private final List<io.etserve.grpc.protocol.ModelInferRequest> grpcRequests = new ArrayList<>();
     private final List<Integer> bodyLengths = new ArrayList<>();
     private final List<Long> tensorBytes = new ArrayList<>();
 
@@ -38,9 +39,15 @@ final class InferPayloads {
         this.reference = reference;
         this.format = format;
         for (Reference.Case c : reference.cases()) {
-            byte[] request = encode(c, format, model, port);
-            requests.add(request);
-            bodyLengths.add(request.length - headEnd(request));
+            if (format == Format.GRPC) {
+                io.etserve.grpc.protocol.ModelInferRequest request = grpcRequest(c, model);
+                grpcRequests.add(request);
+                bodyLengths.add(request.getSerializedSize());
+            } else {
+                byte[] request = encode(c, format, model, port);
+                requests.add(request);
+                bodyLengths.add(request.length - headEnd(request));
+            }
             tensorBytes.add(bytes(c.inputs()) + bytes(c.outputs()));
         }
     }
@@ -87,7 +94,51 @@ final class InferPayloads {
     }
 
     int cases() {
-        return requests.size();
+        return reference.cases().size();
+    }
+
+    /** The gRPC ModelInfer request for reference case {@code i}: raw inputs, as Triton's clients send. */
+    io.etserve.grpc.protocol.ModelInferRequest grpcRequest(int i) {
+        return grpcRequests.get(i);
+    }
+
+    private static io.etserve.grpc.protocol.ModelInferRequest grpcRequest(Reference.Case c, String model) {
+        var b = io.etserve.grpc.protocol.ModelInferRequest.newBuilder().setModelName(model);
+        for (Reference.TensorValue t : c.inputs()) {
+            var in = b.addInputsBuilder().setName(t.name()).setDatatype(t.datatype());
+            for (long d : t.shape()) {
+                in.addShape(d);
+            }
+            b.addRawInputContents(com.google.protobuf.ByteString.copyFrom(t.bytes()));
+        }
+        return b.build();
+    }
+
+    /** Null when the gRPC response matches case {@code i}; otherwise why it does not. */
+    String checkGrpc(int i, io.etserve.grpc.protocol.ModelInferResponse response) {
+        Reference.Case expected = reference.cases().get(i);
+        if (response.getOutputsCount() != expected.outputs().size()
+                || response.getRawOutputContentsCount() != expected.outputs().size()) {
+            return "expected " + expected.outputs().size() + " raw outputs, got " + response.getOutputsCount();
+        }
+        for (int o = 0; o < expected.outputs().size(); o++) {
+            Reference.TensorValue want = expected.outputs().get(o);
+            var out = response.getOutputs(o);
+            if (!want.name().equals(out.getName()) || !want.datatype().equals(out.getDatatype())) {
+                return "output " + o + " is " + out.getName() + " " + out.getDatatype();
+            }
+            byte[] raw = response.getRawOutputContents(o).toByteArray();
+            List<Double> got = decode(want.datatype(), raw, 0, raw.length);
+            if (got == null || got.size() != want.data().size()) {
+                return "output " + want.name() + " does not decode to " + want.data().size() + " values";
+            }
+            for (int k = 0; k < got.size(); k++) {
+                if (!reference.close(got.get(k), want.data().get(k))) {
+                    return "output " + want.name() + "[" + k + "] = " + got.get(k) + ", reference " + want.data().get(k);
+                }
+            }
+        }
+        return null;
     }
 
     /** The full HTTP request for reference case {@code i}. */

@@ -47,7 +47,7 @@ public final class LoadGenerator {
 
     record Options(int port, String model, Path reference, InferPayloads.Format format, int concurrency,
             double warmupSeconds, double durationSeconds, long requests, int timeoutMillis, String label,
-            Path jsonOut, OptionalLong serverPid, boolean echo, int checkEvery) {}
+            Path jsonOut, OptionalLong serverPid, boolean echo, int checkEvery, int grpcPort) {}
 
     /** One worker's tallies; only its own thread writes them until the run ends. */
     private static final class Worker {
@@ -60,6 +60,8 @@ public final class LoadGenerator {
         long bodyBytes;    // request and response bodies, measured window
         long tensorBytes;  // raw tensor data those bodies carried
         LoopbackHttpConnection connection;
+        io.grpc.ManagedChannel channel;  // --format grpc: one HTTP/2 connection per worker
+        io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.GRPCInferenceServiceBlockingStub grpc;
 
         void record(long nanos) {
             if (measured == latenciesNanos.length) {
@@ -104,7 +106,13 @@ public final class LoadGenerator {
         Thread[] threads = new Thread[o.concurrency()];
         for (int w = 0; w < workers.length; w++) {
             Worker worker = new Worker();
-            worker.connection = new LoopbackHttpConnection(o.port(), o.timeoutMillis());
+            if (o.format() == InferPayloads.Format.GRPC) {
+                worker.channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", o.grpcPort(),
+                        io.grpc.InsecureChannelCredentials.create()).maxInboundMessageSize(256 << 20).build();
+                worker.grpc = io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.newBlockingStub(worker.channel);
+            } else {
+                worker.connection = new LoopbackHttpConnection(o.port(), o.timeoutMillis());
+            }
             workers[w] = worker;
             int firstCase = w % payloads.cases();
             threads[w] = new Thread(() -> drive(worker, payloads, o, firstCase, warmEnd, end, measuredBudget,
@@ -156,7 +164,28 @@ public final class LoadGenerator {
                 int c = next;
                 next = (next + 1) % payloads.cases();
                 String error;
-                try {
+                if (worker.grpc != null) {
+                    try {
+                        var response = worker.grpc.withDeadlineAfter(o.timeoutMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
+                                .modelInfer(payloads.grpcRequest(c));
+                        long done = System.nanoTime();
+                        error = exchanged++ % o.checkEvery() == 0 ? payloads.checkGrpc(c, response) : null;
+                        if (measured && error == null) {
+                            worker.record(done - sent);
+                            worker.bodyBytes += payloads.bodyLength(c) + response.getSerializedSize();
+                            worker.tensorBytes += payloads.tensorBytes(c);
+                        }
+                        if (measured) {
+                            worker.lastCompletionNanos = done;
+                        }
+                    } catch (RuntimeException e) {
+                        error = e.getClass().getSimpleName() + ": " + e.getMessage();
+                        if (measured) {
+                            worker.lastCompletionNanos = System.nanoTime();
+                        }
+                        pause();
+                    }
+                } else try {
                     LoopbackHttpConnection.Response response = worker.connection.exchange(payloads.request(c));
                     long done = System.nanoTime();
                     // Values are checked on every checkEvery-th response (all by default); the
@@ -195,7 +224,12 @@ public final class LoadGenerator {
                 }
             }
         } finally {
-            worker.connection.close();
+            if (worker.connection != null) {
+                worker.connection.close();
+            }
+            if (worker.channel != null) {
+                worker.channel.shutdownNow();
+            }
         }
     }
 
@@ -216,7 +250,7 @@ public final class LoadGenerator {
             errors += w.errors;
             warmupRequests += w.warmupRequests;
             warmupErrors += w.warmupErrors;
-            connects += w.connection.connects();
+            connects += w.connection != null ? w.connection.connects() : 1;
             lastCompletion = Math.max(lastCompletion, w.lastCompletionNanos);
         }
         long[] all = new long[total];
@@ -324,7 +358,7 @@ public final class LoadGenerator {
             a.put(args[i].substring(2), args[++i]);
         }
         List<String> known = List.of("url", "model", "reference", "format", "concurrency", "warmup", "duration",
-                "requests", "timeout-ms", "label", "json-out", "server-pid", "echo", "check-every");
+                "requests", "timeout-ms", "label", "json-out", "server-pid", "echo", "check-every", "grpc-port");
         List<String> unknown = new ArrayList<>(a.keySet());
         unknown.removeAll(known);
         if (!unknown.isEmpty()) {
@@ -343,7 +377,8 @@ public final class LoadGenerator {
         InferPayloads.Format format = switch (a.getOrDefault("format", "json")) {
             case "json" -> InferPayloads.Format.JSON;
             case "binary" -> InferPayloads.Format.BINARY;
-            default -> throw new IllegalArgumentException("--format is json or binary");
+            case "grpc" -> InferPayloads.Format.GRPC;
+            default -> throw new IllegalArgumentException("--format is json, binary or grpc");
         };
         int concurrency = (int) bounded(a, "concurrency", 1, 1, MAX_CONCURRENCY);
         double warmup = boundedSeconds(a, "warmup", 5, MAX_WARMUP_S);
@@ -359,7 +394,7 @@ public final class LoadGenerator {
         int checkEvery = (int) bounded(a, "check-every", 1, 1, 1_000_000);
         return new Options(url.getPort(), model, reference, format, concurrency, warmup, duration, requests, timeout,
                 a.getOrDefault("label", "rest"), a.containsKey("json-out") ? Path.of(a.get("json-out")) : null, pid,
-                echo, checkEvery);
+                echo, checkEvery, (int) bounded(a, "grpc-port", 8001, 1, 65535));
     }
 
     private static long bounded(Map<String, String> a, String key, long dflt, long min, long max) {
@@ -380,9 +415,10 @@ public final class LoadGenerator {
     }
 
     private static String usage() {
-        return "usage: LoadGenerator [--url http://127.0.0.1:8080] [--model demo-portable] [--format json|binary]\n"
+        return "usage: LoadGenerator [--url http://127.0.0.1:8080] [--model demo-portable] [--format json|binary|grpc]\n"
                 + "  [--concurrency 1] [--warmup 5] [--duration 10] [--requests N] [--timeout-ms 10000]\n"
                 + "  [--reference models/<model>/1/reference.json] [--label rest] [--json-out FILE] [--server-pid PID]\n"
-                + "  [--echo true (the target is bench EchoServer: the request body comes back)] [--check-every N]";
+                + "  [--echo true (the target is bench EchoServer: the request body comes back)] [--check-every N]\n"
+                + "  [--grpc-port 8001 (--format grpc: raw tensors to inference.GRPCInferenceService on 127.0.0.1)]";
     }
 }
