@@ -26,6 +26,7 @@ import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -52,6 +53,7 @@ class GrpcApiTest {
         r.add("etserve.model-repository", () -> REPO.root().toString());
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         r.add("etserve.inference.queue-timeout", () -> "200ms");
+        r.add("etserve.grpc.max-message-size", () -> "1MB");
         r.add("management.server.port", () -> "0");
     }
 
@@ -149,10 +151,10 @@ class GrpcApiTest {
 
     @Test
     void overloadIsResourceExhaustedWithRetryInfo() throws Exception {
-        ModelInferRequest slow = probe(1500);
+        ModelInferRequest slow = probe(2500);
         stub.modelInfer(probe(0));  // warm: the burst measures admission, not first-call costs
         var first = GRPCInferenceServiceGrpc.newFutureStub(channel).modelInfer(slow);
-        Thread.sleep(300);  // the slow call holds the only instance now
+        Thread.sleep(600);  // the slow call holds the only instance now
         StatusRuntimeException e = assertStatus(Status.Code.RESOURCE_EXHAUSTED, "slow", probe(0));
         com.google.rpc.RetryInfo retry = e.getTrailers().get(
                 io.grpc.protobuf.ProtoUtils.keyForProto(com.google.rpc.RetryInfo.getDefaultInstance()));
@@ -160,6 +162,41 @@ class GrpcApiTest {
         assertThat(retry.getRetryDelay().getSeconds() * 1000 + retry.getRetryDelay().getNanos() / 1_000_000)
                 .isPositive();
         assertThat(first.get(30, TimeUnit.SECONDS).getOutputsCount()).isEqualTo(1);
+    }
+
+    @Test
+    void aMessageOverTheConfiguredSizeIsRefusedByGrpcItself() {
+        assertStatus(Status.Code.RESOURCE_EXHAUSTED, "", request("demo-portable", 16, 2 << 20));
+        assertThat(stub.serverReady(ServerReadyRequest.getDefaultInstance()).getReady()).isTrue();
+    }
+
+    @Test
+    void stoppingTheServerLetsCallsInFlightFinishAndRefusesNewOnes(@Autowired io.etserve.inference.ModelRegistry registry,
+            @Autowired io.etserve.inference.InferenceService inference,
+            @Autowired io.etserve.health.ServerReadiness readiness, @Autowired io.etserve.health.ProbeHealth probes,
+            @Autowired io.etserve.api.PublicMessages messages) throws Exception {
+        // A second server over the same services, so this context's own keeps serving the other tests.
+        GrpcServer second = new GrpcServer("127.0.0.1", 0, 1 << 20, 4, java.time.Duration.ofSeconds(20),
+                new InferenceGrpcService(registry, inference, readiness, probes,
+                        new io.etserve.api.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of()), probes);
+        second.start();
+        ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
+                InsecureChannelCredentials.create()).build();
+        try {
+            var future = GRPCInferenceServiceGrpc.newFutureStub(ch).modelInfer(probe(2500));
+            Thread.sleep(600);  // in flight
+            long t0 = System.nanoTime();
+            second.stop();  // returns once the call in flight is done
+            assertThat((System.nanoTime() - t0) / 1_000_000).as("stop waited for the call").isGreaterThan(500);
+            assertThat(future.get(5, TimeUnit.SECONDS).getOutputsCount()).isEqualTo(1);
+            StatusRuntimeException refused = (StatusRuntimeException) org.assertj.core.api.Assertions.catchThrowable(
+                    () -> GRPCInferenceServiceGrpc.newBlockingStub(ch).withDeadlineAfter(5, TimeUnit.SECONDS)
+                            .serverLive(ServerLiveRequest.getDefaultInstance()));
+            assertThat(refused.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+        } finally {
+            ch.shutdownNow();
+            second.stop();
+        }
     }
 
     /** The probe program: x = [0, host milliseconds to hold the instance]. */
