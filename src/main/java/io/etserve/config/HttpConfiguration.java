@@ -47,6 +47,18 @@ public class HttpConfiguration {
         return registration;
     }
 
+    /** REST inference calls by model and status (io.etserve.metrics.ProtocolMetrics), outside the body filter. */
+    @Bean
+    FilterRegistrationBean<io.etserve.api.RestRequestMetricsFilter> restRequestMetricsFilter(
+            io.etserve.metrics.ProtocolMetrics metrics) {
+        var registration = new FilterRegistrationBean<>(new io.etserve.api.RestRequestMetricsFilter(metrics));
+        registration.addUrlPatterns("/v2/models/*");
+        registration.setDispatcherTypes(DispatcherType.REQUEST);
+        registration.setAsyncSupported(true);
+        registration.setOrder(org.springframework.core.Ordered.HIGHEST_PRECEDENCE + 10);
+        return registration;
+    }
+
     /** Error pages of {@code /v2} requests in the protocol's shape. */
     @Bean
     FilterRegistrationBean<ProtocolErrorPageFilter> protocolErrorPageFilter(

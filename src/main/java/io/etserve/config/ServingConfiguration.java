@@ -59,6 +59,11 @@ public class ServingConfiguration {
     }
 
     @Bean
+    io.etserve.metrics.ProtocolMetrics protocolMetrics(MeterRegistry meters, ModelRegistry registry) {
+        return new io.etserve.metrics.ProtocolMetrics(meters, registry::knows);
+    }
+
+    @Bean
     TritonMetrics tritonMetrics(MeterRegistry meters) {
         return new TritonMetrics(meters);
     }

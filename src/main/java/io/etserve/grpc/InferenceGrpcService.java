@@ -22,6 +22,7 @@ import io.etserve.inference.ModelDescription;
 import io.etserve.inference.ModelRegistry;
 import io.etserve.inference.ModelVersionState;
 import io.etserve.inference.TensorMetadata;
+import io.etserve.metrics.ProtocolMetrics;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
@@ -43,9 +44,11 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     private final GrpcStatuses statuses;
     private final String version;
     private final List<String> extensions;
+    private final ProtocolMetrics metrics;
 
     public InferenceGrpcService(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
-            ProbeHealth probes, DecodeLimits limits, PublicMessages messages, String version, List<String> extensions) {
+            ProbeHealth probes, DecodeLimits limits, PublicMessages messages, String version, List<String> extensions,
+            ProtocolMetrics metrics) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
@@ -54,6 +57,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         this.statuses = new GrpcStatuses(messages);
         this.version = version;
         this.extensions = List.copyOf(extensions);
+        this.metrics = metrics;
     }
 
     @Override
@@ -98,7 +102,27 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
 
     @Override
     public void modelInfer(ModelInferRequest request, StreamObserver<ModelInferResponse> out) {
-        answer(out, () -> {
+        long start = System.nanoTime();
+        StreamObserver<ModelInferResponse> counted = new StreamObserver<>() {
+            @Override
+            public void onNext(ModelInferResponse value) {
+                out.onNext(value);
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                metrics.record("grpc", request.getModelName(), Status.fromThrowable(t).getCode().name(),
+                        System.nanoTime() - start);
+                out.onError(t);
+            }
+
+            @Override
+            public void onCompleted() {
+                metrics.record("grpc", request.getModelName(), "OK", System.nanoTime() - start);
+                out.onCompleted();
+            }
+        };
+        answer(counted, () -> {
             var refused = readiness.whyNotAccepting();
             if (refused.isPresent()) {
                 throw statuses.status(Status.UNAVAILABLE, "server is not ready: " + refused.get(), Duration.ofSeconds(1));

@@ -159,6 +159,11 @@ public final class ModelRegistry implements AutoCloseable {
         return state;
     }
 
+    /** Whether {@code name} is a model of the repository (loaded or not). */
+    public boolean knows(String name) {
+        return name != null && models.containsKey(name);
+    }
+
     /** Versions of a model, ascending (for metadata). */
     public List<String> versions(String name) {
         TreeMap<Long, ModelVersionState> v = models.get(name);

@@ -165,6 +165,44 @@ class GrpcApiTest {
     }
 
     @Test
+    void callsAreCountedByProtocolModelAndAnswer(@Autowired io.micrometer.core.instrument.MeterRegistry meters,
+            @org.springframework.beans.factory.annotation.Value("${local.server.port}") int httpPort) {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
+        ModelInferRequest.Builder ok = ModelInferRequest.newBuilder().setModelName("demo-portable");
+        Reference.TensorValue in = ref.cases().get(0).inputs().get(0);
+        ok.addInputsBuilder().setName("x").setDatatype("FP32").addShape(1).addShape(16);
+        ok.addRawInputContents(ByteString.copyFrom(in.bytes()));
+        double grpcOk = count(meters, "grpc", "demo-portable", "OK");
+        double grpcUnknown = count(meters, "grpc", "unknown", "NOT_FOUND");
+        double restOk = count(meters, "rest", "demo-portable", "200");
+        double restUnknown = count(meters, "rest", "unknown", "404");
+        stub.modelInfer(ok.build());
+        stub.modelInfer(ok.build());
+        catchStatus(() -> stub.modelInfer(request("made-up-name", 16, 64)));
+        io.etserve.support.Http http = io.etserve.support.Http.local(httpPort);
+        String json = "{\"inputs\":[" + in.json() + "]}";
+        assertThat(http.post("/v2/models/demo-portable/infer", json).status()).isEqualTo(200);
+        assertThat(http.post("/v2/models/made-up-name/infer", json).status()).isEqualTo(404);
+        assertThat(count(meters, "grpc", "demo-portable", "OK") - grpcOk).isEqualTo(2);
+        assertThat(count(meters, "grpc", "unknown", "NOT_FOUND") - grpcUnknown).isEqualTo(1);
+        assertThat(count(meters, "rest", "demo-portable", "200") - restOk).isEqualTo(1);
+        assertThat(count(meters, "rest", "unknown", "404") - restUnknown).isEqualTo(1);
+        // a client's made-up name is never a series of its own
+        assertThat(meters.find(io.etserve.metrics.ProtocolMetrics.NAME).tag("model", "made-up-name").timers()).isEmpty();
+    }
+
+    private static double count(io.micrometer.core.instrument.MeterRegistry meters, String protocol, String model,
+            String code) {
+        var timer = meters.find(io.etserve.metrics.ProtocolMetrics.NAME).tag("protocol", protocol).tag("model", model)
+                .tag("code", code).timer();
+        return timer == null ? 0 : timer.count();
+    }
+
+    private static void catchStatus(Runnable call) {
+        assertThat(org.assertj.core.api.Assertions.catchThrowable(call::run)).isInstanceOf(StatusRuntimeException.class);
+    }
+
+    @Test
     void aMessageOverTheConfiguredSizeIsRefusedByGrpcItself() {
         assertStatus(Status.Code.RESOURCE_EXHAUSTED, "", request("demo-portable", 16, 2 << 20));
         assertThat(stub.serverReady(ServerReadyRequest.getDefaultInstance()).getReady()).isTrue();
@@ -178,7 +216,9 @@ class GrpcApiTest {
         // A second server over the same services, so this context's own keeps serving the other tests.
         GrpcServer second = new GrpcServer("127.0.0.1", 0, 1 << 20, 4, java.time.Duration.ofSeconds(20),
                 new InferenceGrpcService(registry, inference, readiness, probes,
-                        new io.etserve.api.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of()), probes);
+                        new io.etserve.api.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
+                        new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
+                                registry::knows)), probes);
         second.start();
         ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
                 InsecureChannelCredentials.create()).build();
