@@ -20,7 +20,7 @@ import org.springframework.web.method.annotation.MethodArgumentTypeMismatchExcep
  * The protocol fixes its error body: {@code {"error": "..."}} with 400, 404, 503 or 500.
  * Scoped to the protocol controllers; everything else keeps Spring's problem details.
  */
-@RestControllerAdvice(assignableTypes = InferenceProtocolController.class)
+@RestControllerAdvice(assignableTypes = {InferenceProtocolController.class, RepositoryController.class})
 // Before Spring Boot's problem-details advice, which would answer binding errors in its shape.
 @org.springframework.core.annotation.Order(org.springframework.core.Ordered.HIGHEST_PRECEDENCE + 1)
 class ApiExceptionHandler {

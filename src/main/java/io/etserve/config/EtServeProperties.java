@@ -22,7 +22,8 @@ public record EtServeProperties(
         @DefaultValue Cuda cuda,
         @DefaultValue Inference inference,
         @DefaultValue Health health,
-        @DefaultValue Grpc grpc) {
+        @DefaultValue Grpc grpc,
+        @DefaultValue Repository repository) {
 
     /**
      * @param libraryDir a directory holding the bridge and its libraries; empty = use the jar's
@@ -154,6 +155,34 @@ public record EtServeProperties(
                 throw new IllegalArgumentException("etserve.grpc.port must be 0..65535, not " + port);
             }
             atLeastOne("etserve.grpc.threads", threads);
+        }
+    }
+
+    /**
+     * Model repository control (Triton's repository extension).
+     *
+     * @param mode {@code startup}: load everything once; {@code poll}: also load, reload and unload
+     *     what changes on disk every {@code pollInterval}; {@code explicit}: load and unload through
+     *     {@code POST /v2/repository/models/{m}/load|unload}
+     * @param pollInterval how often the poll mode looks
+     * @param drainTimeout how long an unloaded version may take to finish its requests before it
+     *     is freed (after that it is left allocated and logged)
+     */
+    public record Repository(
+            @DefaultValue("startup") Mode mode,
+            @DefaultValue("15s") Duration pollInterval,
+            @DefaultValue("30s") Duration drainTimeout) {
+
+        public enum Mode {
+            STARTUP,
+            POLL,
+            EXPLICIT
+        }
+
+        public Repository {
+            if (pollInterval.isNegative() || pollInterval.isZero()) {
+                throw new IllegalArgumentException("etserve.repository.poll-interval must be positive");
+            }
         }
     }
 

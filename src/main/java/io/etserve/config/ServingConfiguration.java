@@ -55,7 +55,23 @@ public class ServingConfiguration {
             org.slf4j.LoggerFactory.getLogger(ModelLoader.class).info("etserve.native.verification=minimal applies "
                     + "only to programs whose declared sha256 matches; the others are verified fully");
         }
-        return new ModelRegistry(props.modelRepository(), loader, metrics);
+        ModelRegistry registry = new ModelRegistry(props.modelRepository(), loader, metrics);
+        registry.setDrainTimeout(props.repository().drainTimeout());
+        return registry;
+    }
+
+    @Bean
+    io.etserve.api.RepositoryController repositoryController(ModelRegistry registry, EtServeProperties props,
+            io.etserve.api.PublicMessages messages) {
+        return new io.etserve.api.RepositoryController(registry, props.repository().mode(), messages);
+    }
+
+    /** etserve.repository.mode=poll: what changes on disk loads, reloads or unloads. */
+    @Bean
+    @org.springframework.boot.autoconfigure.condition.ConditionalOnProperty(name = "etserve.repository.mode",
+            havingValue = "poll")
+    io.etserve.inference.RepositoryPoller repositoryPoller(ModelRegistry registry, EtServeProperties props) {
+        return new io.etserve.inference.RepositoryPoller(registry, props.repository().pollInterval());
     }
 
     @Bean

@@ -83,11 +83,18 @@ public final class InferenceService {
                     + " is not ready: " + state.notReadyReason().orElse(""));
         }
         LoadedModel model = ready.model();
+        if (!model.tryUse()) {
+            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
+                    System.nanoTime() - start);
+            throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
+                    + " is being unloaded", Duration.ofSeconds(1));
+        }
         observer.pending(model.name(), model.version(), 1);
         try {
             return run(model, request, outputs, start);
         } finally {
             observer.pending(model.name(), model.version(), -1);
+            model.release();
         }
     }
 

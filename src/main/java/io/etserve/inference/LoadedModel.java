@@ -1,5 +1,8 @@
 package io.etserve.inference;
 
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+
 import io.etserve.runtime.MethodSignature;
 import io.etserve.runtime.Program;
 import java.util.List;
@@ -18,6 +21,9 @@ public final class LoadedModel implements AutoCloseable {
     private final InstancePool instances;
     private final long maxElementsPerTensor;
     private final DynamicBatcher batcher;
+    /** Requests using this model now; {@link #RETIRING} set once it is being unloaded. */
+    private final AtomicLong uses = new AtomicLong();
+    private static final long RETIRING = 1L << 62;
 
     /** @param batcher joins this model's requests into batches, or null when it runs each alone */
     public LoadedModel(ModelDescription description, Program program, InstancePool instances,
@@ -64,6 +70,62 @@ public final class LoadedModel implements AutoCloseable {
     /** The model's batcher, when its config.yml asks for dynamic batching. */
     public Optional<DynamicBatcher> batcher() {
         return Optional.ofNullable(batcher);
+    }
+
+    /**
+     * Takes a use of this model for one request; false once it is being unloaded (the request
+     * then goes elsewhere or is refused, it never runs on a model that is closing).
+     */
+    public boolean tryUse() {
+        while (true) {
+            long s = uses.get();
+            if ((s & RETIRING) != 0) {
+                return false;
+            }
+            if (uses.compareAndSet(s, s + 1)) {
+                return true;
+            }
+        }
+    }
+
+    /** Gives back a use taken by {@link #tryUse()}. */
+    public void release() {
+        if (uses.decrementAndGet() == RETIRING) {
+            synchronized (uses) {
+                uses.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * Unloads it: no new use from now on; the requests using it finish (at most {@code timeout}),
+     * then its batcher, instances and program are freed. A model still in use after the timeout is
+     * left allocated (logged by the caller): freeing it under running native work would crash.
+     *
+     * @return whether it drained and was freed
+     */
+    public boolean retire(Duration timeout) throws InterruptedException {
+        long s;
+        do {
+            s = uses.get();
+        } while ((s & RETIRING) == 0 && !uses.compareAndSet(s, s | RETIRING));
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (uses) {
+            while (uses.get() != RETIRING) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                uses.wait(Math.max(1, left / 1_000_000));
+            }
+        }
+        close();
+        return true;
+    }
+
+    /** Requests using it now. */
+    public long inUse() {
+        return uses.get() & ~RETIRING;
     }
 
     @Override

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -18,8 +19,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The model repository: {@code <root>/<model>/[config.yml]} and {@code <root>/<model>/<version>/model.pte}.
- * Loads everything once at startup; a model that fails to load is reported and skipped while
- * the others serve.
+ * Loads everything at startup; a model that fails to load is reported and skipped while the
+ * others serve. {@link #load} and {@link #unload} change one model while the rest serve (the
+ * repository extension, and the poll mode through {@link #poll}): its new versions load before
+ * they replace the old ones, and an old version stops taking requests, lets those it has finish,
+ * then frees its instances and program.
  */
 public final class ModelRegistry implements AutoCloseable {
 
@@ -30,6 +34,9 @@ public final class ModelRegistry implements AutoCloseable {
     private final ModelLoader loader;
     private final InferenceObserver observer;
     private final Map<String, TreeMap<Long, ModelVersionState>> models = new ConcurrentHashMap<>();
+    /** What each model's directory held when it was (re)loaded: the poll mode reloads on change. */
+    private final Map<String, String> fingerprints = new ConcurrentHashMap<>();
+    private volatile Duration drainTimeout = Duration.ofSeconds(30);
     private final AtomicBoolean loading = new AtomicBoolean();
     private volatile boolean loaded;
     private volatile String repositoryError;
@@ -68,20 +75,123 @@ public final class ModelRegistry implements AutoCloseable {
                 log.warn("skipping {}: not a valid model name", modelDir);
                 continue;
             }
-            loadModel(name, modelDir);
+            fingerprints.put(name, fingerprint(modelDir));
+            models.put(name, readModel(name, modelDir));
         }
     }
 
-    private void loadModel(String name, Path modelDir) {
+    /** How long an unloaded version may take to finish the requests it has (default 30 s). */
+    public void setDrainTimeout(Duration timeout) {
+        this.drainTimeout = timeout;
+    }
+
+    /**
+     * Loads, or reloads, {@code name} from its directory: every version is read and loaded
+     * before it replaces what served under that name, which is then retired.
+     *
+     * @throws ModelNotFoundException when the repository has no such model directory
+     */
+    public synchronized void load(String name) {
+        Path dir = ModelNames.isValidModelName(name) ? root.resolve(name) : null;
+        if (dir == null || !Files.isDirectory(dir)) {
+            throw new ModelNotFoundException("no model directory '" + abbreviate(name) + "' in the repository");
+        }
+        String print = fingerprint(dir);
+        TreeMap<Long, ModelVersionState> loaded = readModel(name, dir);
+        fingerprints.put(name, print);
+        retire(models.put(name, loaded));
+    }
+
+    /**
+     * Unloads {@code name}: new requests get 404 at once, those in flight finish, then each version
+     * is freed.
+     *
+     * @throws ModelNotFoundException when no such model is loaded
+     */
+    public synchronized void unload(String name) {
+        TreeMap<Long, ModelVersionState> old = ModelNames.isValidModelName(name) ? models.remove(name) : null;
+        if (old == null) {
+            throw new ModelNotFoundException("unknown model '" + abbreviate(name) + "'");
+        }
+        fingerprints.remove(name);
+        retire(old);
+    }
+
+    /**
+     * The poll mode's step: loads model directories that appeared, reloads those whose files
+     * changed (names, sizes, modification times), unloads those that went away.
+     */
+    public synchronized void poll() {
+        java.util.Set<String> present = new java.util.HashSet<>();
+        for (Path modelDir : Files.isDirectory(root) ? list(root) : List.<Path>of()) {
+            String name = modelDir.getFileName().toString();
+            if (!Files.isDirectory(modelDir) || name.startsWith(".") || !ModelNames.isValidModelName(name)) {
+                continue;
+            }
+            present.add(name);
+            if (!fingerprint(modelDir).equals(fingerprints.get(name))) {
+                log.info("model {} {} on disk: loading it", name, models.containsKey(name) ? "changed" : "appeared");
+                load(name);
+            }
+        }
+        for (String name : List.copyOf(models.keySet())) {
+            if (!present.contains(name)) {
+                log.info("model {} is gone from the repository: unloading it", name);
+                unload(name);
+            }
+        }
+    }
+
+    private void retire(TreeMap<Long, ModelVersionState> versions) {
+        if (versions == null) {
+            return;
+        }
+        for (ModelVersionState s : versions.values()) {
+            if (s instanceof ModelVersionState.Ready ready) {
+                try {
+                    if (!ready.model().retire(drainTimeout)) {
+                        log.warn("model {} version {} still had {} requests after {}: left allocated", s.name(),
+                                s.version(), ready.model().inUse(), drainTimeout);
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    log.warn("interrupted while model {} version {} drained: left allocated", s.name(), s.version());
+                }
+            }
+            if (s.description().isPresent()) {
+                observer.unloaded(s.name(), s.version());
+            }
+            log.info("model {} version {} unloaded", s.name(), s.version());
+        }
+    }
+
+    /** Names, sizes and modification times of the files in a model directory, two levels deep. */
+    private static String fingerprint(Path modelDir) {
+        StringBuilder b = new StringBuilder();
+        try (java.util.stream.Stream<Path> files = Files.walk(modelDir, 2)) {
+            files.filter(Files::isRegularFile).sorted().forEach(f -> {
+                try {
+                    b.append(modelDir.relativize(f)).append(':').append(Files.size(f)).append(':')
+                            .append(Files.getLastModifiedTime(f).toMillis()).append('\n');
+                } catch (IOException e) {
+                    b.append(f.getFileName()).append(":?\n");
+                }
+            });
+        } catch (IOException | java.io.UncheckedIOException e) {
+            return "unreadable";
+        }
+        return b.toString();
+    }
+
+    private TreeMap<Long, ModelVersionState> readModel(String name, Path modelDir) {
         TreeMap<Long, ModelVersionState> versions = new TreeMap<>();
         ModelConfig config;
         try {
             config = ModelConfig.read(modelDir);
         } catch (ModelConfig.InvalidModelConfigException e) {
             versions.put(0L, new ModelVersionState.Failed(name, "", e.getMessage()));
-            models.put(name, versions);
             log.error("model {} failed: {}", name, e.getMessage());
-            return;
+            return versions;
         }
         for (Path versionDir : list(modelDir)) {
             String version = versionDir.getFileName().toString();
@@ -107,7 +217,7 @@ public final class ModelRegistry implements AutoCloseable {
         if (versions.isEmpty()) {
             versions.put(0L, new ModelVersionState.Failed(name, "", "no version directory with a " + PROGRAM_FILE));
         }
-        models.put(name, versions);
+        return versions;
     }
 
     private static List<Path> list(Path dir) {

@@ -23,8 +23,9 @@ import org.springframework.web.servlet.mvc.method.annotation.RequestMappingHandl
 import org.yaml.snakeyaml.Yaml;
 
 /**
- * The OpenAPI document the service serves ({@code /openapi.yaml}) is the API the controller
- * maps: every operation of {@link InferenceProtocolController} is described, nothing else is,
+ * The OpenAPI document the service serves ({@code /openapi.yaml}) is the API the controllers
+ * map: every operation of {@link InferenceProtocolController} and {@link RepositoryController}
+ * is described, nothing else is,
  * and every reference in it resolves.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
@@ -60,7 +61,8 @@ class OpenApiDocumentTest {
 
         Set<String> mapped = new TreeSet<>();
         for (Map.Entry<RequestMappingInfo, HandlerMethod> e : mappings.getHandlerMethods().entrySet()) {
-            if (e.getValue().getBeanType() != InferenceProtocolController.class) {
+            if (e.getValue().getBeanType() != InferenceProtocolController.class
+                    && e.getValue().getBeanType() != RepositoryController.class) {
                 continue;
             }
             for (String pattern : e.getKey().getPatternValues()) {
@@ -83,6 +85,17 @@ class OpenApiDocumentTest {
             }
             assertThat(node).as("%s resolves", ref).isNotNull();
         }
+    }
+
+    @Test
+    void inStartupModeTheIndexAnswersAndExplicitLoadIsRefused() {
+        Http http = Http.local(port);
+        Http.Response index = http.post("/v2/repository/index", "");
+        assertThat(index.status()).isEqualTo(200);
+        assertThat(index.text()).contains("\"name\":\"demo-portable\"").contains("\"state\":\"READY\"");
+        Http.Response load = http.post("/v2/repository/models/demo-portable/load", "");
+        assertThat(load.status()).isEqualTo(400);
+        assertThat(load.json().path("error").asString()).contains("etserve.repository.mode is startup");
     }
 
     private static void collectRefs(Object node, List<String> refs) {

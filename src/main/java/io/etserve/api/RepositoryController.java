@@ -1,0 +1,73 @@
+package io.etserve.api;
+
+import io.etserve.config.EtServeProperties;
+import io.etserve.inference.ModelRegistry;
+import io.etserve.inference.ModelVersionState;
+import java.util.List;
+import java.util.Map;
+import org.springframework.http.HttpStatus;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/**
+ * Triton's model repository extension: the index (every mode), and load / unload of one model
+ * ({@code etserve.repository.mode=explicit} only: in the other modes the repository on disk
+ * decides what serves).
+ */
+@RestController
+@RequestMapping("/v2/repository")
+public class RepositoryController {
+
+    /** One row of the index, as Triton answers it. */
+    record IndexEntry(String name, String version, String state, String reason) {}
+
+    private final ModelRegistry registry;
+    private final EtServeProperties.Repository.Mode mode;
+    private final PublicMessages messages;
+
+    public RepositoryController(ModelRegistry registry, EtServeProperties.Repository.Mode mode, PublicMessages messages) {
+        this.registry = registry;
+        this.mode = mode;
+        this.messages = messages;
+    }
+
+    /** Body (optional): {@code {"ready": true}} for the models that serve only. */
+    @PostMapping("/index")
+    List<IndexEntry> index(@RequestBody(required = false) Map<String, Object> body) {
+        boolean readyOnly = body != null && Boolean.TRUE.equals(body.get("ready"));
+        return registry.states().stream().filter(s -> !readyOnly || s.ready())
+                .map(s -> new IndexEntry(s.name(), s.version(), s.status().name(),
+                        s.notReadyReason().map(messages::redact).orElse(null)))
+                .toList();
+    }
+
+    @PostMapping("/models/{model}/load")
+    Map<String, Object> load(@PathVariable String model) {
+        requireExplicit("load");
+        registry.load(model);
+        ModelVersionState served = registry.resolve(model, null);
+        if (!served.ready()) {
+            throw new ApiException(HttpStatus.BAD_REQUEST, "failed to load '" + model + "': "
+                    + served.notReadyReason().orElse(""));
+        }
+        return Map.of();
+    }
+
+    @PostMapping("/models/{model}/unload")
+    Map<String, Object> unload(@PathVariable String model) {
+        requireExplicit("unload");
+        registry.unload(model);
+        return Map.of();
+    }
+
+    private void requireExplicit(String what) {
+        if (mode != EtServeProperties.Repository.Mode.EXPLICIT) {
+            throw new ApiException(HttpStatus.BAD_REQUEST, "explicit model " + what + " is not allowed: "
+                    + "etserve.repository.mode is " + mode.name().toLowerCase(java.util.Locale.ROOT)
+                    + " (set it to explicit)");
+        }
+    }
+}

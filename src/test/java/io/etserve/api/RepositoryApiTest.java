@@ -1,0 +1,131 @@
+package io.etserve.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etserve.support.Http;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.Reference;
+import io.etserve.support.TestPaths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+import tools.jackson.databind.JsonNode;
+
+/** Triton's repository extension in explicit mode, over real HTTP on the real runtime. */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class RepositoryApiTest {
+
+    static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-repository-")
+            .copy(TestPaths.demoModels(), "demo-portable")
+            .withProgramBytes("broken", new byte[] {1, 2, 3, 4, 5, 6, 7, 8})
+            .copy(TestPaths.testModels(), "caller-stream-probe", "slow")
+            .withFile("slow/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: 1\n");
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry r) {
+        r.add("etserve.model-repository", () -> REPO.root().toString());
+        r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
+        r.add("etserve.repository.mode", () -> "explicit");
+        r.add("management.server.port", () -> "0");
+    }
+
+    @Value("${local.server.port}")
+    int port;
+
+    Http http;
+
+    @BeforeEach
+    void client() {
+        http = Http.local(port);
+    }
+
+    static String probe(float hostMillis) {
+        return "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[0," + hostMillis + "]}]}";
+    }
+
+    String demoRequest() {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        return "{\"inputs\":[" + ref.cases().get(0).inputs().get(0).json() + "]}";
+    }
+
+    List<String> index(boolean readyOnly) {
+        Http.Response r = http.post("/v2/repository/index", readyOnly ? "{\"ready\": true}" : "");
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        List<String> rows = new ArrayList<>();
+        for (JsonNode e : r.json()) {
+            rows.add(e.path("name").asString() + "/" + e.path("version").asString() + " " + e.path("state").asString());
+        }
+        return rows;
+    }
+
+    @Test
+    void theIndexListsEveryVersionWithItsState() {
+        assertThat(index(false)).contains("demo-portable/1 READY", "broken/1 FAILED", "slow/1 READY");
+        assertThat(index(true)).contains("demo-portable/1 READY").doesNotContain("broken/1 FAILED");
+        JsonNode broken = null;
+        for (JsonNode e : http.post("/v2/repository/index", "").json()) {
+            if (e.path("name").asString().equals("broken")) {
+                broken = e;
+            }
+        }
+        assertThat(broken.path("reason").asString()).contains("cannot load").doesNotContain(REPO.root().toString());
+    }
+
+    @Test
+    void unloadLetsTheRequestInFlightFinishThenTheModelIsGone() throws Exception {
+        assertThat(http.post("/v2/models/slow/infer", probe(0)).status()).isEqualTo(200);
+        CompletableFuture<Http.Response> inFlight = CompletableFuture.supplyAsync(
+                () -> http.post("/v2/models/slow/infer", probe(1500)));
+        Thread.sleep(500);
+        long t0 = System.nanoTime();
+        Http.Response unload = http.post("/v2/repository/models/slow/unload", "");
+        long tookMs = (System.nanoTime() - t0) / 1_000_000;
+        assertThat(unload.status()).as(unload.text()).isEqualTo(200);
+        assertThat(tookMs).as("unload waited for the request in flight").isGreaterThan(500);
+        assertThat(inFlight.get(10, TimeUnit.SECONDS).status()).isEqualTo(200);
+        assertThat(http.post("/v2/models/slow/infer", probe(0)).status()).isEqualTo(404);
+        assertThat(index(false)).noneMatch(row -> row.startsWith("slow/"));
+        assertThat(http.post("/v2/repository/models/slow/unload", "").status()).isEqualTo(404);
+
+        // ... and loads again from its directory
+        assertThat(http.post("/v2/repository/models/slow/load", "").status()).isEqualTo(200);
+        assertThat(http.post("/v2/models/slow/infer", probe(0)).status()).isEqualTo(200);
+    }
+
+    @Test
+    void aModelAddedToTheRepositoryLoadsOnRequestAndServesItsReference() throws Exception {
+        assertThat(http.post("/v2/models/late/infer", demoRequest()).status()).isEqualTo(404);
+        REPO.copy(TestPaths.demoModels(), "demo-xnnpack", "late");
+        Http.Response load = http.post("/v2/repository/models/late/load", "");
+        assertThat(load.status()).as(load.text()).isEqualTo(200);
+        Http.Response r = http.post("/v2/models/late/infer", demoRequest());
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        JsonNode data = r.json().path("outputs").get(0).path("data");
+        List<Double> want = ref.cases().get(0).outputs().get(0).data();
+        for (int i = 0; i < want.size(); i++) {
+            assertThat(ref.close(data.get(i).asDouble(), want.get(i))).isTrue();
+        }
+        // reloading a model that serves replaces it without a gap in what the index shows
+        assertThat(http.post("/v2/repository/models/demo-portable/load", "").status()).isEqualTo(200);
+        assertThat(index(true)).contains("demo-portable/1 READY", "late/1 READY");
+    }
+
+    @Test
+    void loadRefusalsSayWhy() {
+        Http.Response missing = http.post("/v2/repository/models/no-such-dir/load", "");
+        assertThat(missing.status()).isEqualTo(404);
+        assertThat(missing.json().path("error").asString()).contains("no model directory");
+        Http.Response broken = http.post("/v2/repository/models/broken/load", "");
+        assertThat(broken.status()).isEqualTo(400);
+        assertThat(broken.json().path("error").asString()).contains("failed to load 'broken'");
+        assertThat(http.post("/v2/repository/models/..%2F..%2Fetc/load", "").status()).isIn(400, 404);
+    }
+}
