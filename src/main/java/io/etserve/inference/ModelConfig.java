@@ -23,6 +23,7 @@ import java.util.Optional;
  *                            # (a protocol JSON request in the version directory)
  * sha256: 9f86d08...         # model.pte's digest, checked at load (or a model.pte.sha256 file)
  * max-planned-memory: 2GB    # planned working memory per instance (default etserve.inference.max-planned-memory)
+ * version-policy: all        # which version directories load: all, {latest: N}, {specific: [1, 3]}
  * dynamic-batching:          # join requests along dimension 0 (every input's first dimension dynamic)
  *   max-batch-size: 32       # rows per forward call
  *   max-queue-delay: 500us   # how long the first queued request waits for company
@@ -32,7 +33,8 @@ import java.util.Optional;
 public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
         Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices,
         Optional<Placement> placement, Warmup warmup, Optional<List<String>> dataFiles, Optional<String> sha256,
-        Optional<Long> maxPlannedMemory, Map<String, List<Long>> inputDims, Optional<DynamicBatching> dynamicBatching) {
+        Optional<Long> maxPlannedMemory, Map<String, List<Long>> inputDims, Optional<DynamicBatching> dynamicBatching,
+        VersionPolicy versionPolicy) {
 
     /** Where a model runs when its config.yml says so; otherwise its delegates decide. */
     public enum Placement {
@@ -45,7 +47,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
     public ModelConfig(String method, List<String> inputNames, List<String> outputNames, Optional<Integer> instances,
             Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
         this(method, inputNames, outputNames, instances, maxElementsPerTensor, devices, Optional.empty(), Warmup.NONE,
-                Optional.empty(), Optional.empty(), Optional.empty(), Map.of(), Optional.empty());
+                Optional.empty(), Optional.empty(), Optional.empty(), Map.of(), Optional.empty(), VersionPolicy.ALL);
     }
 
     public static final String FILE_NAME = "config.yml";

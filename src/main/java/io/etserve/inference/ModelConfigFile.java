@@ -49,7 +49,11 @@ final class ModelConfigFile {
     /** config.yml's shape, as the Binder fills it (kebab-case keys in the file). */
     record Yaml(String method, List<TensorEntry> inputs, List<TensorEntry> outputs, Integer instances,
             Integer maxElementsPerTensor, List<String> devices, Placement placement, WarmupEntry warmup,
-            List<String> dataFiles, String sha256, DataSize maxPlannedMemory, BatchingEntry dynamicBatching) {
+            List<String> dataFiles, String sha256, DataSize maxPlannedMemory, BatchingEntry dynamicBatching,
+            PolicyEntry versionPolicy) {
+    }
+
+    record PolicyEntry(Boolean all, Integer latest, List<Long> specific) {
     }
 
     record TensorEntry(String name, List<Long> dims) {
@@ -71,6 +75,8 @@ final class ModelConfigFile {
             Map.entry("max-planned-memory", "must be a positive size such as 512MB"),
             Map.entry("inputs.dims", "must be a list of sizes, -1 for a dimension that varies ('dims')"),
             Map.entry("warmup.samples", "must be 0..100 ('warmup' samples)"),
+            Map.entry("version-policy.latest", "must be a positive integer"),
+            Map.entry("version-policy.specific", "must be a list of version numbers"),
             Map.entry("dynamic-batching.max-batch-size", "must be a positive integer"),
             Map.entry("dynamic-batching.preferred-batch-sizes", "must be a list of positive integers"));
 
@@ -149,6 +155,13 @@ final class ModelConfigFile {
         if (out.get("data-files") != null && !(out.get("data-files") instanceof List<?>)) {
             throw invalid("'data-files' must be a list of file names");
         }
+        Object policy = out.get("version-policy");
+        if ("all".equals(policy)) {
+            out.put("version-policy", mapOf("all", true));
+        } else if (policy != null && !(policy instanceof Map<?, ?> p && p.size() == 1
+                && (p.containsKey("latest") || p.containsKey("specific")))) {
+            throw invalid("'version-policy' must be all, { latest: N } or { specific: [1, 3] }");
+        }
         Object devices = out.get("devices");
         if (devices != null && !"all".equals(devices) && !(devices instanceof List<?>)) {
             throw invalid("'devices' " + EXPECTED.get("devices"));
@@ -224,7 +237,18 @@ final class ModelConfigFile {
                 Optional.ofNullable(y.maxElementsPerTensor()).map(v -> (long) positive("max-elements-per-tensor", v)),
                 devices(y.devices()), Optional.ofNullable(y.placement()), warmup(y.warmup()), dataFiles(y.dataFiles()),
                 sha256(y.sha256()), plannedMemory(y.maxPlannedMemory()), dims(y.inputs()),
-                batching(y.dynamicBatching(), raw.get("dynamic-batching")));
+                batching(y.dynamicBatching(), raw.get("dynamic-batching")), versionPolicy(y.versionPolicy()));
+    }
+
+    private VersionPolicy versionPolicy(PolicyEntry p) {
+        if (p == null || Boolean.TRUE.equals(p.all())) {
+            return VersionPolicy.ALL;
+        }
+        try {
+            return p.latest() != null ? VersionPolicy.latest(p.latest()) : VersionPolicy.specific(p.specific());
+        } catch (IllegalArgumentException | NullPointerException e) {
+            throw invalid("'version-policy' must be all, { latest: N } (N >= 1) or { specific: [1, 3] }");
+        }
     }
 
     private List<String> names(String key, List<TensorEntry> entries) {

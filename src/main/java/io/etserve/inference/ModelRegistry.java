@@ -193,9 +193,18 @@ public final class ModelRegistry implements AutoCloseable {
             log.error("model {} failed: {}", name, e.getMessage());
             return versions;
         }
+        java.util.TreeSet<Long> available = new java.util.TreeSet<>();
         for (Path versionDir : list(modelDir)) {
             String version = versionDir.getFileName().toString();
-            if (!Files.isDirectory(versionDir) || !ModelNames.isValidVersion(version)) {
+            if (Files.isDirectory(versionDir) && ModelNames.isValidVersion(version)) {
+                available.add(Long.parseLong(version));
+            }
+        }
+        java.util.SortedSet<Long> selected = config.versionPolicy().select(available);
+        for (Path versionDir : list(modelDir)) {
+            String version = versionDir.getFileName().toString();
+            if (!Files.isDirectory(versionDir) || !ModelNames.isValidVersion(version)
+                    || !selected.contains(Long.parseLong(version))) {
                 continue;
             }
             Path file = versionDir.resolve(PROGRAM_FILE);
@@ -215,7 +224,9 @@ public final class ModelRegistry implements AutoCloseable {
             }
         }
         if (versions.isEmpty()) {
-            versions.put(0L, new ModelVersionState.Failed(name, "", "no version directory with a " + PROGRAM_FILE));
+            versions.put(0L, new ModelVersionState.Failed(name, "", available.isEmpty()
+                    ? "no version directory with a " + PROGRAM_FILE
+                    : "version-policy selects none of the versions " + available));
         }
         return versions;
     }

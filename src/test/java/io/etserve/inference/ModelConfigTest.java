@@ -101,6 +101,23 @@ class ModelConfigTest {
     }
 
     @Test
+    void versionPolicyIsAllLatestOrSpecific() throws Exception {
+        assertThat(read("instances: 1\n").versionPolicy()).isEqualTo(VersionPolicy.ALL);
+        assertThat(read("version-policy: all\n").versionPolicy()).isEqualTo(VersionPolicy.ALL);
+        assertThat(read("version-policy: { latest: 2 }\n").versionPolicy()).isEqualTo(VersionPolicy.latest(2));
+        assertThat(read("version-policy: { specific: [1, 3] }\n").versionPolicy())
+                .isEqualTo(VersionPolicy.specific(List.of(1L, 3L)));
+        java.util.TreeSet<Long> on = new java.util.TreeSet<>(List.of(1L, 2L, 3L, 7L));
+        assertThat(VersionPolicy.latest(2).select(on)).containsExactly(3L, 7L);
+        assertThat(VersionPolicy.specific(List.of(2L, 9L)).select(on)).containsExactly(2L);
+        assertThat(VersionPolicy.ALL.select(on)).containsExactly(1L, 2L, 3L, 7L);
+        assertThatThrownBy(() -> read("version-policy: newest\n")).hasMessageContaining("'version-policy' must be");
+        assertThatThrownBy(() -> read("version-policy: { latest: 0 }\n")).hasMessageContaining("N >= 1");
+        assertThatThrownBy(() -> read("version-policy: { latest: 1, specific: [1] }\n"))
+                .hasMessageContaining("'version-policy' must be");
+    }
+
+    @Test
     void everyKeyMustBindAtAnyDepth() {
         // Spring's Binder with no unbound elements: a typo inside a list entry is refused too.
         assertThatThrownBy(() -> read("inputs: [ { nmae: x } ]\n")).hasMessageContaining("unknown key 'inputs[0].nmae'");

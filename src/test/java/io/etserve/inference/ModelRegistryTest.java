@@ -26,6 +26,12 @@ class ModelRegistryTest {
         Path v1 = repo.root().resolve("two-versions/1/model.pte");
         Files.createDirectories(repo.root().resolve("two-versions/3"));
         Files.copy(v1, repo.root().resolve("two-versions/3/model.pte"));
+        // the same two versions under each version policy
+        for (String[] policy : new String[][] {{"latest-one", "{ latest: 1 }"}, {"only-first", "{ specific: [1] }"},
+                {"none-selected", "{ specific: [2] }"}}) {
+            repo.copy(repo.root(), "two-versions", policy[0]);
+            Files.writeString(repo.root().resolve(policy[0] + "/config.yml"), "version-policy: " + policy[1] + "\n");
+        }
         registry = new ModelRegistry(repo.root(), CpuModelLoaders.create(), InferenceObserver.NONE);
         registry.loadAll();
     }
@@ -54,6 +60,16 @@ class ModelRegistryTest {
     }
 
     @Test
+    void theVersionPolicyDecidesWhichVersionsLoad() {
+        assertThat(registry.versions("latest-one")).containsExactly("3");
+        assertThat(registry.versions("only-first")).containsExactly("1");
+        assertThat(registry.resolve("only-first", null).ready()).isTrue();
+        ModelVersionState none = registry.resolve("none-selected", null);
+        assertThat(none.ready()).isFalse();
+        assertThat(none.notReadyReason()).hasValueSatisfying(r -> assertThat(r).contains("selects none of the versions [1, 3]"));
+    }
+
+    @Test
     void aFileThatIsNotAProgramFailsAloneWithItsReason() {
         ModelVersionState corrupt = registry.resolve("corrupt", null);
         assertThat(corrupt.ready()).isFalse();
@@ -61,6 +77,7 @@ class ModelRegistryTest {
         assertThat(corrupt.description()).isEmpty();
         assertThat(corrupt.notReadyReason().orElseThrow()).contains("model.pte");
         assertThat(registry.resolve("demo-portable", null).ready()).isTrue();
-        assertThat(registry.modelNames()).containsExactlyInAnyOrder("corrupt", "demo-portable", "two-versions");
+        assertThat(registry.modelNames()).containsExactlyInAnyOrder("corrupt", "demo-portable", "two-versions",
+                "latest-one", "only-first", "none-selected");
     }
 }

@@ -29,7 +29,8 @@ class ProgramIntegrityTest {
     static ModelConfig withSha(String sha) {
         ModelConfig d = ModelConfig.defaults();
         return new ModelConfig(d.method(), List.of(), List.of(), Optional.empty(), Optional.empty(), Optional.empty(),
-                Optional.empty(), d.warmup(), Optional.empty(), Optional.ofNullable(sha), Optional.empty(), java.util.Map.of(), Optional.empty());
+                Optional.empty(), d.warmup(), Optional.empty(), Optional.ofNullable(sha), Optional.empty(), java.util.Map.of(), Optional.empty(),
+                VersionPolicy.ALL);
     }
 
     Path program() throws Exception {
