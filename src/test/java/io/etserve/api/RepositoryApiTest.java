@@ -119,6 +119,44 @@ class RepositoryApiTest {
     }
 
     @Test
+    void reloadsUnderLoadLoseNoRequest() throws Exception {
+        // demo-portable's reference input (the same program as demo-xnnpack's inputs: [1, 16] FP32)
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
+        String request = "{\"inputs\":[" + ref.cases().get(0).inputs().get(0).json() + "]}";
+        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+        java.util.Map<Integer, java.util.concurrent.atomic.AtomicInteger> statuses = new java.util.concurrent.ConcurrentHashMap<>();
+        java.util.concurrent.atomic.AtomicInteger retryAfterMissing = new java.util.concurrent.atomic.AtomicInteger();
+        List<CompletableFuture<Void>> clients = new ArrayList<>();
+        for (int c = 0; c < 4; c++) {
+            clients.add(CompletableFuture.runAsync(() -> {
+                Http client = Http.local(port);
+                while (running.get()) {
+                    Http.Response r = client.post("/v2/models/demo-portable/infer", request);
+                    statuses.computeIfAbsent(r.status(), k -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet();
+                    if (r.status() == 503 && r.header("Retry-After") == null) {
+                        retryAfterMissing.incrementAndGet();
+                    }
+                }
+            }));
+        }
+        try {
+            for (int i = 0; i < 5; i++) {
+                Thread.sleep(150);
+                assertThat(http.post("/v2/repository/models/demo-portable/load", "").status()).isEqualTo(200);
+            }
+            Thread.sleep(150);
+        } finally {
+            running.set(false);
+        }
+        CompletableFuture.allOf(clients.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+        // every answer is a result, or a 503 that says when to come back (a request that found the
+        // version being replaced); never a 404, a 500 or a lost connection
+        assertThat(statuses.keySet()).as("statuses %s", statuses).isSubsetOf(200, 503);
+        assertThat(statuses.get(200).get()).isGreaterThan(20);
+        assertThat(retryAfterMissing.get()).isZero();
+    }
+
+    @Test
     void loadRefusalsSayWhy() {
         Http.Response missing = http.post("/v2/repository/models/no-such-dir/load", "");
         assertThat(missing.status()).isEqualTo(404);
