@@ -1,7 +1,6 @@
 package io.etserve.api;
 
-import io.etserve.config.EtServeProperties;
-import io.etserve.inference.ModelRegistry;
+import io.etserve.inference.RepositoryControl;
 import io.etserve.inference.ModelVersionState;
 import java.util.List;
 import java.util.Map;
@@ -24,13 +23,11 @@ public class RepositoryController {
     /** One row of the index, as Triton answers it. */
     record IndexEntry(String name, String version, String state, String reason) {}
 
-    private final ModelRegistry registry;
-    private final EtServeProperties.Repository.Mode mode;
+    private final RepositoryControl repository;
     private final PublicMessages messages;
 
-    public RepositoryController(ModelRegistry registry, EtServeProperties.Repository.Mode mode, PublicMessages messages) {
-        this.registry = registry;
-        this.mode = mode;
+    public RepositoryController(RepositoryControl repository, PublicMessages messages) {
+        this.repository = repository;
         this.messages = messages;
     }
 
@@ -38,7 +35,7 @@ public class RepositoryController {
     @PostMapping("/index")
     List<IndexEntry> index(@RequestBody(required = false) Map<String, Object> body) {
         boolean readyOnly = body != null && Boolean.TRUE.equals(body.get("ready"));
-        return registry.states().stream().filter(s -> !readyOnly || s.ready())
+        return repository.index(readyOnly).stream()
                 .map(s -> new IndexEntry(s.name(), s.version(), s.status().name(),
                         s.notReadyReason().map(messages::redact).orElse(null)))
                 .toList();
@@ -46,9 +43,7 @@ public class RepositoryController {
 
     @PostMapping("/models/{model}/load")
     Map<String, Object> load(@PathVariable String model) {
-        requireExplicit("load");
-        registry.load(model);
-        ModelVersionState served = registry.resolve(model, null);
+        ModelVersionState served = allowed(() -> repository.load(model));
         if (!served.ready()) {
             throw new ApiException(HttpStatus.BAD_REQUEST, "failed to load '" + model + "': "
                     + served.notReadyReason().orElse(""));
@@ -58,16 +53,18 @@ public class RepositoryController {
 
     @PostMapping("/models/{model}/unload")
     Map<String, Object> unload(@PathVariable String model) {
-        requireExplicit("unload");
-        registry.unload(model);
+        allowed(() -> {
+            repository.unload(model);
+            return null;
+        });
         return Map.of();
     }
 
-    private void requireExplicit(String what) {
-        if (mode != EtServeProperties.Repository.Mode.EXPLICIT) {
-            throw new ApiException(HttpStatus.BAD_REQUEST, "explicit model " + what + " is not allowed: "
-                    + "etserve.repository.mode is " + mode.name().toLowerCase(java.util.Locale.ROOT)
-                    + " (set it to explicit)");
+    private static <T> T allowed(java.util.function.Supplier<T> call) {
+        try {
+            return call.get();
+        } catch (RepositoryControl.NotAllowedException e) {
+            throw new ApiException(HttpStatus.BAD_REQUEST, e.getMessage());
         }
     }
 }

@@ -169,15 +169,9 @@ public record EtServeProperties(
      *     is freed (after that it is left allocated and logged)
      */
     public record Repository(
-            @DefaultValue("startup") Mode mode,
+            @DefaultValue("startup") io.etserve.inference.RepositoryControl.Mode mode,
             @DefaultValue("15s") Duration pollInterval,
             @DefaultValue("30s") Duration drainTimeout) {
-
-        public enum Mode {
-            STARTUP,
-            POLL,
-            EXPLICIT
-        }
 
         public Repository {
             if (pollInterval.isNegative() || pollInterval.isZero()) {

@@ -23,7 +23,7 @@ class GrpcConfiguration {
     @Bean
     GrpcServer grpcServer(EtServeProperties props, ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, PublicMessages messages,
-            io.etserve.metrics.ProtocolMetrics metrics,
+            io.etserve.metrics.ProtocolMetrics metrics, io.etserve.inference.RepositoryControl repository,
             @Value("${spring.lifecycle.timeout-per-shutdown-phase:30s}") Duration drainTimeout) {
         EtServeProperties.Grpc grpc = props.grpc();
         EtServeProperties.Inference limits = props.inference();
@@ -32,7 +32,7 @@ class GrpcConfiguration {
         String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
-                version == null ? "dev" : version, InferenceProtocolController.EXTENSIONS, metrics);
+                version == null ? "dev" : version, InferenceProtocolController.EXTENSIONS, metrics, repository);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), drainTimeout, service, probes);
     }

@@ -61,9 +61,14 @@ public class ServingConfiguration {
     }
 
     @Bean
-    io.etserve.api.RepositoryController repositoryController(ModelRegistry registry, EtServeProperties props,
+    io.etserve.inference.RepositoryControl repositoryControl(ModelRegistry registry, EtServeProperties props) {
+        return new io.etserve.inference.RepositoryControl(registry, props.repository().mode());
+    }
+
+    @Bean
+    io.etserve.api.RepositoryController repositoryController(io.etserve.inference.RepositoryControl repository,
             io.etserve.api.PublicMessages messages) {
-        return new io.etserve.api.RepositoryController(registry, props.repository().mode(), messages);
+        return new io.etserve.api.RepositoryController(repository, messages);
     }
 
     /** etserve.repository.mode=poll: what changes on disk loads, reloads or unloads. */

@@ -14,6 +14,13 @@ import io.etserve.grpc.protocol.ServerMetadataRequest;
 import io.etserve.grpc.protocol.ServerMetadataResponse;
 import io.etserve.grpc.protocol.ServerReadyRequest;
 import io.etserve.grpc.protocol.ServerReadyResponse;
+import io.etserve.grpc.protocol.RepositoryIndexRequest;
+import io.etserve.grpc.protocol.RepositoryIndexResponse;
+import io.etserve.grpc.protocol.RepositoryModelLoadRequest;
+import io.etserve.grpc.protocol.RepositoryModelLoadResponse;
+import io.etserve.grpc.protocol.RepositoryModelUnloadRequest;
+import io.etserve.grpc.protocol.RepositoryModelUnloadResponse;
+import io.etserve.inference.RepositoryControl;
 import io.etserve.api.PublicMessages;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
@@ -45,10 +52,12 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     private final String version;
     private final List<String> extensions;
     private final ProtocolMetrics metrics;
+    private final RepositoryControl repository;
+    private final PublicMessages messages;
 
     public InferenceGrpcService(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             ProbeHealth probes, DecodeLimits limits, PublicMessages messages, String version, List<String> extensions,
-            ProtocolMetrics metrics) {
+            ProtocolMetrics metrics, RepositoryControl repository) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
@@ -58,6 +67,52 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         this.version = version;
         this.extensions = List.copyOf(extensions);
         this.metrics = metrics;
+        this.repository = repository;
+        this.messages = messages;
+    }
+
+    @Override
+    public void repositoryIndex(RepositoryIndexRequest request, StreamObserver<RepositoryIndexResponse> out) {
+        answer(out, () -> {
+            RepositoryIndexResponse.Builder b = RepositoryIndexResponse.newBuilder();
+            for (ModelVersionState s : repository.index(request.getReady())) {
+                b.addModelsBuilder().setName(s.name()).setVersion(s.version()).setState(s.status().name())
+                        .setReason(s.notReadyReason().map(messages::redact).orElse(""));
+            }
+            return b.build();
+        });
+    }
+
+    @Override
+    public void repositoryModelLoad(RepositoryModelLoadRequest request, StreamObserver<RepositoryModelLoadResponse> out) {
+        answer(out, () -> {
+            ModelVersionState served = allowed(() -> repository.load(request.getModelName()));
+            if (!served.ready()) {
+                throw statuses.status(Status.INVALID_ARGUMENT, "failed to load '" + request.getModelName() + "': "
+                        + served.notReadyReason().orElse(""), null);
+            }
+            return RepositoryModelLoadResponse.getDefaultInstance();
+        });
+    }
+
+    @Override
+    public void repositoryModelUnload(RepositoryModelUnloadRequest request,
+            StreamObserver<RepositoryModelUnloadResponse> out) {
+        answer(out, () -> {
+            allowed(() -> {
+                repository.unload(request.getModelName());
+                return null;
+            });
+            return RepositoryModelUnloadResponse.getDefaultInstance();
+        });
+    }
+
+    private <T> T allowed(Supplier<T> call) {
+        try {
+            return call.get();
+        } catch (RepositoryControl.NotAllowedException e) {
+            throw statuses.status(Status.INVALID_ARGUMENT, e.getMessage(), null);
+        }
     }
 
     @Override

@@ -157,6 +157,30 @@ class RepositoryApiTest {
     }
 
     @Test
+    void grpcUnloadsAndLoadsLikeRest(@org.springframework.beans.factory.annotation.Autowired io.etserve.grpc.GrpcServer server)
+            throws Exception {
+        REPO.copy(TestPaths.demoModels(), "demo-portable", "via-grpc");
+        io.grpc.ManagedChannel channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", server.port(),
+                io.grpc.InsecureChannelCredentials.create()).build();
+        try {
+            var stub = io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.newBlockingStub(channel)
+                    .withDeadlineAfter(30, TimeUnit.SECONDS);
+            stub.repositoryModelLoad(io.etserve.grpc.protocol.RepositoryModelLoadRequest.newBuilder()
+                    .setModelName("via-grpc").build());
+            assertThat(index(true)).contains("via-grpc/1 READY");
+            stub.repositoryModelUnload(io.etserve.grpc.protocol.RepositoryModelUnloadRequest.newBuilder()
+                    .setModelName("via-grpc").build());
+            assertThat(index(false)).noneMatch(row -> row.startsWith("via-grpc/"));
+            io.grpc.StatusRuntimeException missing = (io.grpc.StatusRuntimeException)
+                    org.assertj.core.api.Assertions.catchThrowable(() -> stub.repositoryModelUnload(
+                            io.etserve.grpc.protocol.RepositoryModelUnloadRequest.newBuilder().setModelName("via-grpc").build()));
+            assertThat(missing.getStatus().getCode()).isEqualTo(io.grpc.Status.Code.NOT_FOUND);
+        } finally {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
     void loadRefusalsSayWhy() {
         Http.Response missing = http.post("/v2/repository/models/no-such-dir/load", "");
         assertThat(missing.status()).isEqualTo(404);

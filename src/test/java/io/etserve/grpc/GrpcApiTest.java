@@ -203,6 +203,20 @@ class GrpcApiTest {
     }
 
     @Test
+    void repositoryIndexAnswersAndLoadIsRefusedOutsideExplicitMode() {
+        var index = stub.repositoryIndex(io.etserve.grpc.protocol.RepositoryIndexRequest.getDefaultInstance());
+        assertThat(index.getModelsList()).extracting(m -> m.getName() + "/" + m.getVersion() + " " + m.getState())
+                .contains("demo-portable/1 READY", "broken/1 FAILED");
+        var readyOnly = stub.repositoryIndex(io.etserve.grpc.protocol.RepositoryIndexRequest.newBuilder().setReady(true).build());
+        assertThat(readyOnly.getModelsList()).extracting(m -> m.getName()).doesNotContain("broken");
+        StatusRuntimeException e = (StatusRuntimeException) org.assertj.core.api.Assertions.catchThrowable(() ->
+                stub.repositoryModelLoad(io.etserve.grpc.protocol.RepositoryModelLoadRequest.newBuilder()
+                        .setModelName("demo-portable").build()));
+        assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+        assertThat(e.getStatus().getDescription()).contains("etserve.repository.mode is startup");
+    }
+
+    @Test
     void aMessageOverTheConfiguredSizeIsRefusedByGrpcItself() {
         assertStatus(Status.Code.RESOURCE_EXHAUSTED, "", request("demo-portable", 16, 2 << 20));
         assertThat(stub.serverReady(ServerReadyRequest.getDefaultInstance()).getReady()).isTrue();
@@ -218,7 +232,9 @@ class GrpcApiTest {
                 new InferenceGrpcService(registry, inference, readiness, probes,
                         new io.etserve.api.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
                         new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
-                                registry::knows)), probes);
+                                registry::knows),
+                        new io.etserve.inference.RepositoryControl(registry, io.etserve.inference.RepositoryControl.Mode.STARTUP)),
+                probes);
         second.start();
         ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
                 InsecureChannelCredentials.create()).build();

@@ -1,0 +1,62 @@
+package io.etserve.inference;
+
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Triton's repository extension behind both protocols: the index in every mode; load and unload
+ * of one model only when the repository is controlled explicitly (in the other modes the
+ * repository on disk decides what serves).
+ */
+public final class RepositoryControl {
+
+    /** How the repository changes: read once, polled, or by explicit load / unload. */
+    public enum Mode {
+        STARTUP,
+        POLL,
+        EXPLICIT
+    }
+
+    /** Load or unload asked for while the mode does not allow it. */
+    public static final class NotAllowedException extends RuntimeException {
+        NotAllowedException(String message) {
+            super(message);
+        }
+    }
+
+    private final ModelRegistry registry;
+    private final Mode mode;
+
+    public RepositoryControl(ModelRegistry registry, Mode mode) {
+        this.registry = registry;
+        this.mode = mode;
+    }
+
+    /** Every version of every model ({@code readyOnly}: those that serve), model by model. */
+    public List<ModelVersionState> index(boolean readyOnly) {
+        return registry.states().stream().filter(s -> !readyOnly || s.ready()).toList();
+    }
+
+    /**
+     * Loads or reloads {@code model}.
+     *
+     * @return what now serves under the name (its highest version), ready or with the reason it is not
+     */
+    public ModelVersionState load(String model) {
+        requireExplicit("load");
+        registry.load(model);
+        return registry.resolve(model, null);
+    }
+
+    public void unload(String model) {
+        requireExplicit("unload");
+        registry.unload(model);
+    }
+
+    private void requireExplicit(String what) {
+        if (mode != Mode.EXPLICIT) {
+            throw new NotAllowedException("explicit model " + what + " is not allowed: etserve.repository.mode is "
+                    + mode.name().toLowerCase(Locale.ROOT) + " (set it to explicit)");
+        }
+    }
+}
