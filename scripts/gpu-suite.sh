@@ -7,8 +7,9 @@
 #   scripts/gpu-suite.sh bundle   (on a build machine, after `mvn verify`) pack what a GPU host
 #                                 without Java, Maven or network needs into two parts, each
 #                                 under 60 MiB (so each fits one transfer of a remote runner):
-#                                   .device/stage1: JRE, ExecuTorch SDK, caller-stream library, JNI headers
-#                                   .device/stage2: the fat jar, the test classes, JUnit + AssertJ
+#                                   .device/stage1: JRE, ExecuTorch SDK, caller-stream library, JNI headers,
+#                                                   JUnit console + AssertJ
+#                                   .device/stage2: the fat jar, the test classes
 #   scripts/gpu-suite.sh stage1   on the GPU host: unpack stage1 into /tmp/etserve-gpu, build the
 #                                 bridge and the probe delegate with CUDA, run the GPU ordering
 #                                 check, the C++ tests and the linkage gate
@@ -81,9 +82,10 @@ bundle() {
   # The test models are read from the work tree (src/test/resources), not from the classpath copy.
   tar -C target --exclude='test-classes/models' -cf - test-classes | xz -9 > "$BUNDLE/stage2/test-classes.tar.xz"
   # Plain `mvn` (not -o): the dependency plugin itself may not be in a fresh local repository.
-  mvn -q -B dependency:copy -Dartifact="$JUNIT_CONSOLE" -DoutputDirectory="$BUNDLE/stage2" \
+  # The test runners travel in stage1 (stage1 copies them into $WORK): the fat jar fills stage2.
+  mvn -q -B dependency:copy -Dartifact="$JUNIT_CONSOLE" -DoutputDirectory="$BUNDLE/stage1" \
     || die "could not fetch $JUNIT_CONSOLE"
-  mvn -q -B dependency:copy -Dartifact="$ASSERTJ" -DoutputDirectory="$BUNDLE/stage2" || die "could not fetch $ASSERTJ"
+  mvn -q -B dependency:copy -Dartifact="$ASSERTJ" -DoutputDirectory="$BUNDLE/stage1" || die "could not fetch $ASSERTJ"
   du -sh "$BUNDLE/stage1" "$BUNDLE/stage2"
   local limit=$((60 * 1024 * 1024))
   for part in stage1 stage2; do
@@ -136,6 +138,7 @@ stage1() {
   log "unpacking stage1 into $WORK"
   unpack_xz "$BUNDLE/stage1/jre.tar.xz" "$WORK"
   unpack_xz "$BUNDLE/stage1/sdk.tar.xz" "$WORK"
+  cp "$BUNDLE"/stage1/*.jar "$WORK/"  # the JUnit console and AssertJ, for stage2
   export JAVA_HOME="$WORK/jni"
   native_suite "$WORK/executorch" "$WORK/libextension_cuda.so"
 }
@@ -167,9 +170,9 @@ stage2() {
   cp "$BUNDLE/stage2/etserve.jar" "$WORK/etserve.jar"
   python3 -m zipfile -e "$WORK/etserve.jar" "$app"
   unpack_xz "$BUNDLE/stage2/test-classes.tar.xz" "$WORK"
-  local cp="$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')$(ls "$BUNDLE"/stage2/assertj-core-*.jar)"
+  local cp="$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')$(ls "$WORK"/assertj-core-*.jar)"
   local status=0
-  junit_suite "$WORK/jre/bin/java" "$cp" "$(ls "$BUNDLE"/stage2/junit-platform-console-standalone-*.jar)" || status=1
+  junit_suite "$WORK/jre/bin/java" "$cp" "$(ls "$WORK"/junit-platform-console-standalone-*.jar)" || status=1
   JAVA="$WORK/jre/bin/java" JAR="$WORK/etserve.jar" CHECK_CP="$cp" service || status=1
   return $status
 }
