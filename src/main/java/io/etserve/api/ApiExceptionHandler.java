@@ -43,6 +43,7 @@ class ApiExceptionHandler {
     }
 
     @ExceptionHandler({InvalidRequestException.class, InvalidInputException.class,
+            io.etserve.inference.RepositoryControl.RefusedException.class,
             MethodArgumentTypeMismatchException.class, org.springframework.beans.TypeMismatchException.class,
             org.springframework.web.bind.ServletRequestBindingException.class})
     ResponseEntity<ProtocolDtos.ErrorBody> badRequest(Exception e) {

@@ -85,10 +85,7 @@ public class InferenceProtocolController {
 
     @GetMapping({"/models/{model}", "/models/{model}/versions/{version}"})
     ProtocolDtos.ModelMetadata metadata(@PathVariable String model, @PathVariable(required = false) String version) {
-        ModelVersionState state = registry.resolve(model, version);
-        ModelDescription loaded = state.description().orElseThrow(() -> new ApiException(HttpStatus.SERVICE_UNAVAILABLE,
-                "model '" + state.name() + "' version " + state.version() + " did not load: "
-                        + state.notReadyReason().orElse("")));
+        ModelDescription loaded = registry.describe(model, version);
         return new ProtocolDtos.ModelMetadata(loaded.name(), registry.versions(loaded.name()), "executorch",
                 describe(loaded.inputs()), describe(loaded.outputs()));
     }

@@ -1,10 +1,8 @@
 package io.etserve.api;
 
 import io.etserve.inference.RepositoryControl;
-import io.etserve.inference.ModelVersionState;
 import java.util.List;
 import java.util.Map;
-import org.springframework.http.HttpStatus;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
@@ -43,28 +41,13 @@ public class RepositoryController {
 
     @PostMapping("/models/{model}/load")
     Map<String, Object> load(@PathVariable String model) {
-        ModelVersionState served = allowed(() -> repository.load(model));
-        if (!served.ready()) {
-            throw new ApiException(HttpStatus.BAD_REQUEST, "failed to load '" + model + "': "
-                    + served.notReadyReason().orElse(""));
-        }
+        repository.load(model);
         return Map.of();
     }
 
     @PostMapping("/models/{model}/unload")
     Map<String, Object> unload(@PathVariable String model) {
-        allowed(() -> {
-            repository.unload(model);
-            return null;
-        });
+        repository.unload(model);
         return Map.of();
-    }
-
-    private static <T> T allowed(java.util.function.Supplier<T> call) {
-        try {
-            return call.get();
-        } catch (RepositoryControl.NotAllowedException e) {
-            throw new ApiException(HttpStatus.BAD_REQUEST, e.getMessage());
-        }
     }
 }

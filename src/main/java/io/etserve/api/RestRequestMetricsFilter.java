@@ -30,13 +30,12 @@ public final class RestRequestMetricsFilter implements Filter {
     public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain)
             throws IOException, ServletException {
         HttpServletRequest request = (HttpServletRequest) req;
-        String uri = request.getRequestURI();
-        if (!"POST".equals(request.getMethod()) || !uri.endsWith("/infer")) {
+        if (!InferBodyFilter.isInfer(request)) {
             chain.doFilter(req, res);
             return;
         }
         long start = System.nanoTime();
-        String model = modelOf(uri);
+        String model = modelOf(request.getRequestURI());
         HttpServletResponse response = (HttpServletResponse) res;
         try {
             chain.doFilter(req, res);

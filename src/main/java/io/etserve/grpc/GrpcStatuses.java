@@ -8,6 +8,7 @@ import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
+import io.etserve.inference.RepositoryControl;
 import io.etserve.runtime.ExecuTorchException;
 import io.grpc.Metadata;
 import io.grpc.Status;
@@ -38,7 +39,8 @@ final class GrpcStatuses {
         if (e instanceof StatusRuntimeException s) {
             return s;
         }
-        if (e instanceof InvalidRequestException || e instanceof InvalidInputException) {
+        if (e instanceof InvalidRequestException || e instanceof InvalidInputException
+                || e instanceof RepositoryControl.RefusedException) {
             return status(Status.INVALID_ARGUMENT, e.getMessage(), null);
         }
         if (e instanceof ModelNotFoundException) {

@@ -86,11 +86,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     @Override
     public void repositoryModelLoad(RepositoryModelLoadRequest request, StreamObserver<RepositoryModelLoadResponse> out) {
         answer(out, () -> {
-            ModelVersionState served = allowed(() -> repository.load(request.getModelName()));
-            if (!served.ready()) {
-                throw statuses.status(Status.INVALID_ARGUMENT, "failed to load '" + request.getModelName() + "': "
-                        + served.notReadyReason().orElse(""), null);
-            }
+            repository.load(request.getModelName());
             return RepositoryModelLoadResponse.getDefaultInstance();
         });
     }
@@ -99,20 +95,9 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     public void repositoryModelUnload(RepositoryModelUnloadRequest request,
             StreamObserver<RepositoryModelUnloadResponse> out) {
         answer(out, () -> {
-            allowed(() -> {
-                repository.unload(request.getModelName());
-                return null;
-            });
+            repository.unload(request.getModelName());
             return RepositoryModelUnloadResponse.getDefaultInstance();
         });
-    }
-
-    private <T> T allowed(Supplier<T> call) {
-        try {
-            return call.get();
-        } catch (RepositoryControl.NotAllowedException e) {
-            throw statuses.status(Status.INVALID_ARGUMENT, e.getMessage(), null);
-        }
     }
 
     @Override
@@ -143,10 +128,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     @Override
     public void modelMetadata(ModelMetadataRequest request, StreamObserver<ModelMetadataResponse> out) {
         answer(out, () -> {
-            ModelVersionState state = registry.resolve(request.getName(), emptyToNull(request.getVersion()));
-            ModelDescription model = state.description().orElseThrow(() -> statuses.status(Status.UNAVAILABLE,
-                    "model '" + state.name() + "' version " + state.version() + " did not load: "
-                            + state.notReadyReason().orElse(""), null));
+            ModelDescription model = registry.describe(request.getName(), emptyToNull(request.getVersion()));
             ModelMetadataResponse.Builder b = ModelMetadataResponse.newBuilder().setName(model.name())
                     .addAllVersions(registry.versions(model.name())).setPlatform("executorch");
             model.inputs().forEach(t -> b.addInputs(describe(t)));

@@ -280,6 +280,18 @@ public final class ModelRegistry implements AutoCloseable {
         return state;
     }
 
+    /**
+     * What the named version declares (metadata), whether or not this node can run it.
+     *
+     * @throws ModelNotFoundException for an unknown model or version
+     * @throws ModelUnavailableException when that version did not load
+     */
+    public ModelDescription describe(String name, String version) {
+        ModelVersionState state = resolve(name, version);
+        return state.description().orElseThrow(() -> new ModelUnavailableException("model '" + state.name()
+                + "' version " + state.version() + " did not load: " + state.notReadyReason().orElse("")));
+    }
+
     /** Whether {@code name} is a model of the repository (loaded or not). */
     public boolean knows(String name) {
         return name != null && models.containsKey(name);

@@ -17,9 +17,12 @@ public final class RepositoryControl {
         EXPLICIT
     }
 
-    /** Load or unload asked for while the mode does not allow it. */
-    public static final class NotAllowedException extends RuntimeException {
-        NotAllowedException(String message) {
+    /**
+     * A load or unload refused: the mode does not allow it, or the model did not load. Both
+     * protocols answer it as a bad request (REST 400, gRPC INVALID_ARGUMENT).
+     */
+    public static final class RefusedException extends RuntimeException {
+        RefusedException(String message) {
             super(message);
         }
     }
@@ -40,12 +43,17 @@ public final class RepositoryControl {
     /**
      * Loads or reloads {@code model}.
      *
-     * @return what now serves under the name (its highest version), ready or with the reason it is not
+     * @throws RefusedException when the mode forbids it, or when what now serves under the name
+     *     (its highest version) is not ready, with the reason
      */
-    public ModelVersionState load(String model) {
+    public void load(String model) {
         requireExplicit("load");
         registry.load(model);
-        return registry.resolve(model, null);
+        ModelVersionState served = registry.resolve(model, null);
+        if (!served.ready()) {
+            throw new RefusedException("failed to load '" + ModelRegistry.abbreviate(model) + "': "
+                    + served.notReadyReason().orElse(""));
+        }
     }
 
     public void unload(String model) {
@@ -55,7 +63,7 @@ public final class RepositoryControl {
 
     private void requireExplicit(String what) {
         if (mode != Mode.EXPLICIT) {
-            throw new NotAllowedException("explicit model " + what + " is not allowed: etserve.repository.mode is "
+            throw new RefusedException("explicit model " + what + " is not allowed: etserve.repository.mode is "
                     + mode.name().toLowerCase(Locale.ROOT) + " (set it to explicit)");
         }
     }
