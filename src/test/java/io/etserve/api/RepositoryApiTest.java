@@ -25,8 +25,7 @@ class RepositoryApiTest {
     static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-repository-")
             .copy(TestPaths.demoModels(), "demo-portable")
             .withProgramBytes("broken", new byte[] {1, 2, 3, 4, 5, 6, 7, 8})
-            .copy(TestPaths.testModels(), "caller-stream-probe", "slow")
-            .withFile("slow/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: 1\n");
+            .withSlowProbe("slow");
 
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry r) {

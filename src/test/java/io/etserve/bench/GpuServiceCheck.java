@@ -201,7 +201,7 @@ public final class GpuServiceCheck {
     }
 
     record Measured(int clients, float spin, long[] latencies, double seconds, long cpuTicks, long failed,
-            long warmupRequests, String cpuByThread, long counted) {
+            long counted) {
         double perSecond() {
             return latencies.length / seconds;
         }
@@ -281,7 +281,7 @@ public final class GpuServiceCheck {
         // stderr: the tables stay tables; the suite keeps this beside them
         System.err.printf("[cpu by thread] %s clients=%d kernel=%.0f us: %s (us per call)%n",
                 a.getOrDefault("label", "-"), clients, spin, byThread);
-        return new Measured(clients, spin, all, elapsed, cpu, failed.get(), warmed.get(), byThread, counted);
+        return new Measured(clients, spin, all, elapsed, cpu, failed.get(), counted);
     }
 
     /** A sticky CUDA fault through REST: both health surfaces 503 and agree, the CPU model still serves. */
@@ -404,9 +404,7 @@ public final class GpuServiceCheck {
 
     /** utime + stime of a process, in clock ticks (/proc/PID/stat fields 14 and 15). */
     static long processCpuTicks(long pid) throws IOException {
-        String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
-        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+        return ThreadCpu.cpuTicks(Files.readString(Path.of("/proc/" + pid + "/stat")));
     }
 
     private static long ticksPerSecond() {

@@ -21,7 +21,8 @@ public final class InstanceMemory {
 
     private InstanceMemory() {}
 
-    static long rssKb() throws IOException {
+    /** This process's resident memory (VmRSS), KiB. */
+    public static long rssKb() throws IOException {
         for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
             if (line.startsWith("VmRSS:")) {
                 return Long.parseLong(line.replaceAll("[^0-9]", ""));

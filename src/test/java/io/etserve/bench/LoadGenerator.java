@@ -147,6 +147,31 @@ public final class LoadGenerator {
         return summary;
     }
 
+    /** One exchange: null error when the response matched, its body's bytes, when it arrived (before the check). */
+    private record Exchanged(String error, long responseBytes, long doneNanos) {}
+
+    /**
+     * Sends case {@code c} over the worker's connection (HTTP or gRPC) and checks the answer.
+     * Values are checked when {@code checkValues} (every checkEvery-th response, all by default);
+     * the others by status only, so a large tensor's check does not starve the server of CPU on
+     * a small machine.
+     */
+    private static Exchanged exchange(Worker worker, InferPayloads payloads, Options o, int c, boolean checkValues)
+            throws IOException {
+        if (worker.grpc != null) {
+            var response = worker.grpc.withDeadlineAfter(o.timeoutMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
+                    .modelInfer(payloads.grpcRequest(c));
+            long done = System.nanoTime();
+            return new Exchanged(checkValues ? payloads.checkGrpc(c, response) : null, response.getSerializedSize(), done);
+        }
+        LoopbackHttpConnection.Response response = worker.connection.exchange(payloads.request(c));
+        long done = System.nanoTime();
+        String error = o.echo() ? payloads.checkEcho(c, response)
+                : checkValues ? payloads.check(c, response)
+                : response.status() == 200 ? null : "HTTP " + response.status();
+        return new Exchanged(error, response.body().length, done);
+    }
+
     private static void drive(Worker worker, InferPayloads payloads, Options o, int firstCase, long warmEnd,
             long end, AtomicLong measuredBudget, Map<String, Long> errorSamples) {
         int next = firstCase;
@@ -164,47 +189,16 @@ public final class LoadGenerator {
                 int c = next;
                 next = (next + 1) % payloads.cases();
                 String error;
-                if (worker.grpc != null) {
-                    try {
-                        var response = worker.grpc.withDeadlineAfter(o.timeoutMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
-                                .modelInfer(payloads.grpcRequest(c));
-                        long done = System.nanoTime();
-                        error = exchanged++ % o.checkEvery() == 0 ? payloads.checkGrpc(c, response) : null;
-                        if (measured && error == null) {
-                            worker.record(done - sent);
-                            worker.bodyBytes += payloads.bodyLength(c) + response.getSerializedSize();
-                            worker.tensorBytes += payloads.tensorBytes(c);
-                        }
-                        if (measured) {
-                            worker.lastCompletionNanos = done;
-                        }
-                    } catch (RuntimeException e) {
-                        error = e.getClass().getSimpleName() + ": " + e.getMessage();
-                        if (measured) {
-                            worker.lastCompletionNanos = System.nanoTime();
-                        }
-                        pause();
-                    }
-                } else try {
-                    LoopbackHttpConnection.Response response = worker.connection.exchange(payloads.request(c));
-                    long done = System.nanoTime();
-                    // Values are checked on every checkEvery-th response (all by default); the
-                    // others by status only, so a large tensor's check does not starve the server
-                    // of CPU on a small machine.
-                    if (o.echo()) {
-                        error = payloads.checkEcho(c, response);
-                    } else if (exchanged++ % o.checkEvery() == 0) {
-                        error = payloads.check(c, response);
-                    } else {
-                        error = response.status() == 200 ? null : "HTTP " + response.status();
-                    }
+                try {
+                    Exchanged x = exchange(worker, payloads, o, c, exchanged++ % o.checkEvery() == 0);
+                    error = x.error();
                     if (measured && error == null) {
-                        worker.record(done - sent);
-                        worker.bodyBytes += payloads.bodyLength(c) + response.body().length;
+                        worker.record(x.doneNanos() - sent);
+                        worker.bodyBytes += payloads.bodyLength(c) + x.responseBytes();
                         worker.tensorBytes += o.echo() ? 2 * payloads.inputBytes(c) : payloads.tensorBytes(c);
                     }
                     if (measured) {
-                        worker.lastCompletionNanos = done;
+                        worker.lastCompletionNanos = x.doneNanos();
                     }
                 } catch (IOException | RuntimeException e) {
                     error = e.getClass().getSimpleName() + ": " + e.getMessage();
@@ -321,9 +315,7 @@ public final class LoadGenerator {
         }
         try {
             String stat = Files.readString(Path.of("/proc", Long.toString(pid.getAsLong()), "stat"));
-            // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            return OptionalLong.of((Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L);
+            return OptionalLong.of(ThreadCpu.cpuTicks(stat) * 10_000_000L);
         } catch (IOException | RuntimeException e) {
             return OptionalLong.empty();
         }

@@ -32,12 +32,9 @@ final class ThreadCpu {
             for (Path task : tasks) {
                 try {
                     String stat = Files.readString(task.resolve("stat"));
-                    int open = stat.indexOf('(');
-                    int close = stat.lastIndexOf(')');
-                    String[] f = stat.substring(close + 2).split(" ");
                     long tid = Long.parseLong(task.getFileName().toString());
-                    ticks.put(tid, Long.parseLong(f[11]) + Long.parseLong(f[12]));
-                    kinds.put(tid, kind(stat.substring(open + 1, close)));
+                    ticks.put(tid, cpuTicks(stat));
+                    kinds.put(tid, kind(stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'))));
                 } catch (IOException | RuntimeException e) {
                     // the thread ended while we looked
                 }
@@ -46,6 +43,15 @@ final class ThreadCpu {
             // not Linux, or the process is gone: an empty snapshot
         }
         return new ThreadCpu(ticks, kinds);
+    }
+
+    /**
+     * utime + stime, in clock ticks, from a /proc/PID/stat or /proc/PID/task/TID/stat line: fields 14
+     * and 15, counted after the parenthesised command name (which may hold spaces).
+     */
+    static long cpuTicks(String stat) {
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return Long.parseLong(f[11]) + Long.parseLong(f[12]);
     }
 
     static String kind(String threadName) {

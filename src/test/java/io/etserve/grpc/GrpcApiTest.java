@@ -45,8 +45,7 @@ class GrpcApiTest {
             .copy(TestPaths.demoModels(), "demo-xnnpack")
             .withProgramBytes("broken", new byte[] {1, 2, 3, 4, 5, 6, 7, 8})
             // The probe delegate holds its one instance as long as asked: overload on demand.
-            .copy(TestPaths.testModels(), "caller-stream-probe", "slow")
-            .withFile("slow/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: 1\n");
+            .withSlowProbe("slow");
 
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry r) {

@@ -9,10 +9,8 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -45,7 +43,7 @@ class ModelUnloadMemoryTest {
             registry.loadAll();
             assertThat(registry.resolve("big", null).ready()).as(registry.resolve("big", null).toString()).isTrue();
             InferenceService service = new InferenceService(registry, Duration.ofSeconds(5), InferenceObserver.NONE,
-                    ADMIT_ALL, FaultListener.NONE, new io.etserve.runtime.DirectBufferPool(1 << 20));
+                    ModelAdmission.UNLIMITED, FaultListener.NONE, new io.etserve.runtime.DirectBufferPool(1 << 20));
             long settled = 0;
             for (int cycle = 1; cycle <= 20; cycle++) {
                 registry.unload("big");
@@ -64,33 +62,10 @@ class ModelUnloadMemoryTest {
         }
     }
 
-    private static final ModelAdmission ADMIT_ALL = new ModelAdmission() {
-        public Admission admit(LoadedModel model) {
-            return new Admission() {
-                public void succeeded(long nanos) {}
-
-                public void failed(long nanos, Throwable error) {}
-
-                public void ignored() {}
-
-                public void close() {}
-            };
-        }
-
-        public Optional<String> whyNotAdmitting(LoadedModel model) {
-            return Optional.empty();
-        }
-    };
-
     /** VmRSS minus the Java heap's committed size: what ExecuTorch allocates, not what the GC does. */
     private static long nativeResidentKiB() throws IOException {
         System.gc();
         long heapKiB = java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getCommitted() / 1024;
-        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-            if (line.startsWith("VmRSS:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", "")) - heapKiB;
-            }
-        }
-        throw new IllegalStateException("no VmRSS");
+        return io.etserve.bench.InstanceMemory.rssKb() - heapKiB;
     }
 }

@@ -41,16 +41,7 @@ class ResilienceApiTest {
 
     static {
         // Two more names for the same probe program: one slow (capacity 1), one failing.
-        for (String name : List.of("slow", "failing")) {
-            REPO.copy(TestPaths.testModels(), "caller-stream-probe");
-            try {
-                java.nio.file.Files.move(REPO.root().resolve("caller-stream-probe"), REPO.root().resolve(name));
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-            REPO.withFile(name + "/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: 1\n");
-        }
-        REPO.copy(TestPaths.testModels(), "caller-stream-probe");
+        REPO.withSlowProbe("slow").withSlowProbe("failing");
     }
 
     @DynamicPropertySource

@@ -41,6 +41,16 @@ public final class ModelRepositoryFixture {
         return this;
     }
 
+    /**
+     * The caller-stream probe as {@code name} with one instance: x = [0, host milliseconds] holds
+     * that instance as long as asked, so tests can keep a request in flight or overload the model.
+     * Needs the probe delegate (etserve.native.extra-libraries = TestPaths.probeDelegate()).
+     */
+    public ModelRepositoryFixture withSlowProbe(String name) {
+        return copy(TestPaths.testModels(), "caller-stream-probe", name).withFile(name + "/config.yml",
+                "inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: 1\n");
+    }
+
     /** A model whose version 1 holds the given bytes as model.pte. */
     public ModelRepositoryFixture withProgramBytes(String name, byte[] bytes) {
         try {
