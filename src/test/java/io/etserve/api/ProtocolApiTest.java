@@ -389,12 +389,18 @@ class ProtocolApiTest {
     }
 
     @Test
-    void oversizedBodiesAre413() {
-        byte[] big = new byte[2 * 1024 * 1024];
-        java.util.Arrays.fill(big, (byte) ' ');
-        Http.Response r = http.post("/v2/models/demo-portable/infer", big, Map.of("Content-Type", "application/json"));
-        assertThat(r.status()).isEqualTo(413);
-        assertThat(r.json().path("error").asString()).contains("limit");
+    void oversizedBodiesAre413() throws Exception {
+        // Refused from Content-Length alone, before a byte of the body is read: the client sends
+        // the headers and waits. (A client still uploading when the server answers and closes can
+        // see the connection reset before it reads the 413: a race of the test's client against
+        // the server's close, which made this test fail about once in ten CI runs.)
+        try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
+            io.etserve.support.RawConnection.Response r = c.exchange("POST /v2/models/demo-portable/infer HTTP/1.1\r\n"
+                    + "Host: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + (2 * 1024 * 1024)
+                    + "\r\n\r\n");
+            assertThat(r.status()).isEqualTo(413);
+            assertThat(r.text()).contains("limit");
+        }
     }
 
     @Test
