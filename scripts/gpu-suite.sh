@@ -5,24 +5,30 @@
 #   scripts/gpu-suite.sh run      from a checkout where `mvn verify` ran (Java + Maven here):
 #                                 native, then junit, then service
 #   scripts/gpu-suite.sh bundle   (on a build machine, after `mvn verify`) pack what a GPU host
-#                                 without Java, Maven or network needs into two parts, each
-#                                 under 60 MiB (so each fits one transfer of a remote runner):
+#                                 without Java, Maven or network needs into three parts, each
+#                                 small enough to travel beside the work tree in one transfer of
+#                                 a remote runner (64 MiB):
 #                                   .device/stage1: JRE, ExecuTorch SDK, caller-stream library, JNI headers,
 #                                                   JUnit console + AssertJ
-#                                   .device/stage2: the fat jar, the test classes
+#                                   .device/stage2: the extracted application jar (as in the image) with
+#                                                   the libraries the in-process GPU tests need, the
+#                                                   test classes
+#                                   .device/stage3: the rest of the application's libraries (HTTP, gRPC, ...)
 #   scripts/gpu-suite.sh stage1   on the GPU host: unpack stage1 into /tmp/etserve-gpu, build the
 #                                 bridge and the probe delegate with CUDA, run the GPU ordering
-#                                 check, the C++ tests and the linkage gate
-#   scripts/gpu-suite.sh stage2   on the same host afterwards (/tmp/etserve-gpu kept): unpack the
-#                                 fat jar, run the GPU JUnit suite, the sticky fault, the GPU
-#                                 benchmark, then the packaged service (`service`)
-#   scripts/gpu-suite.sh startup  time to ready: the fat jar, and the extracted jar with a CDS archive
+#                                 check, the C++ tests, the completion-wait benchmark and the
+#                                 linkage gate
+#   scripts/gpu-suite.sh stage2   on the same host afterwards (/tmp/etserve-gpu kept): unpack
+#                                 stage2, run the GPU JUnit suite, the sticky fault and the
+#                                 in-process GPU benchmark
+#   scripts/gpu-suite.sh stage3   then: unpack stage3 and run the packaged service (`service`)
+#   scripts/gpu-suite.sh startup  time to ready: the extracted jar, with and without its AOT cache
 #   scripts/gpu-suite.sh throughput|benchmark|batching|fault
-#                                 after stage1, one step alone: throughput and service CPU (by
-#                                 thread) through REST, the in-process GPU benchmark, dynamic
-#                                 batching, the sticky fault
-#   scripts/gpu-suite.sh service  the fat jar served on the GPU with the GPU bridge and the probe
-#                                 delegate, checked over real HTTP (health, handshake, throughput
+#                                 after stage1 (and stage2, stage3 for the service), one step
+#                                 alone: throughput and service CPU (by thread) through REST, the
+#                                 in-process GPU benchmark, dynamic batching, the sticky fault
+#   scripts/gpu-suite.sh service  the application served on the GPU with the GPU bridge and the probe
+#                                 delegate, checked over real HTTP and gRPC (health, handshake, throughput
 #                                 for K = 1, 4, 16 streams at K and 2K clients, service CPU per
 #                                 call, completion waits, sticky fault, SIGTERM, time to ready)
 #
@@ -54,7 +60,7 @@ bundle() {
   cd "$ROOT"
   local jar; jar="$(ls target/etserve-*.jar 2>/dev/null | grep -v -- '-plain' | head -1 || true)"
   [[ -n "$jar" && -d target/test-classes ]] || die "run mvn verify first (no target/etserve-*.jar or target/test-classes)"
-  rm -rf "$BUNDLE" && mkdir -p "$BUNDLE/stage1" "$BUNDLE/stage2"
+  rm -rf "$BUNDLE" && mkdir -p "$BUNDLE/stage1" "$BUNDLE/stage2" "$BUNDLE/stage3"
   # The JRE is the one the image ships (25: AOT cache); the JDK that built the jar otherwise.
   local jdk; jdk="$(bash "$ROOT/scripts/java-home.sh")"
   [[ -n "$jdk" ]] || { jdk="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"; log "no JDK 25 here: the bundle's JRE is $jdk"; }
@@ -77,20 +83,35 @@ bundle() {
   tar -C "$BUNDLE" -cf - jre | xz -9 -T"$(nproc)" > "$BUNDLE/stage1/jre.tar.xz"
   rm -rf "$BUNDLE/jre"
 
-  log "stage2: the fat jar, the test classes, JUnit and AssertJ"
-  cp "$jar" "$BUNDLE/stage2/etserve.jar"
+  log "stage2 and stage3: the extracted application jar and its libraries, the test classes"
+  local app="$BUNDLE/app"
+  rm -rf "$app" && mkdir -p "$app"
+  (cd "$BUNDLE" && "$jdk/bin/java" -Djarmode=tools -jar "$ROOT/$jar" extract --destination "$app" >/dev/null) \
+    || die "could not extract $jar"
+  [[ -f "$app/$(basename "$jar")" ]] && mv "$app/$(basename "$jar")" "$app/etserve.jar"
+  # The in-process GPU tests and benchmark need the runtime, CUDA and Spring's core only: the
+  # server's libraries (HTTP, gRPC, protobuf, metrics export, JSON) go in stage3.
+  local server_libs='^(grpc|netty|protobuf|proto-google|guava|failureaccess|jetty|jakarta|prometheus|spring-web|spring-boot-(jetty|web|actuator|micrometer|http)|jackson|perfmark|error_prone|animal|j2objc|annotations|gson|opentelemetry|micrometer-registry)'
+  mkdir -p "$app/server-lib"
+  for lib in "$app"/lib/*.jar; do
+    [[ "$(basename "$lib")" =~ $server_libs ]] && mv "$lib" "$app/server-lib/"
+  done
+  tar -C "$app" -cf "$BUNDLE/stage2/app.tar" etserve.jar lib
+  tar -C "$app" -cf "$BUNDLE/stage3/server-lib.tar" server-lib
+  rm -rf "$app"
   # The test models are read from the work tree (src/test/resources), not from the classpath copy.
   tar -C target --exclude='test-classes/models' -cf - test-classes | xz -9 > "$BUNDLE/stage2/test-classes.tar.xz"
   # Plain `mvn` (not -o): the dependency plugin itself may not be in a fresh local repository.
-  # The test runners travel in stage1 (stage1 copies them into $WORK): the fat jar fills stage2.
   mvn -q -B dependency:copy -Dartifact="$JUNIT_CONSOLE" -DoutputDirectory="$BUNDLE/stage1" \
     || die "could not fetch $JUNIT_CONSOLE"
   mvn -q -B dependency:copy -Dartifact="$ASSERTJ" -DoutputDirectory="$BUNDLE/stage1" || die "could not fetch $ASSERTJ"
-  du -sh "$BUNDLE/stage1" "$BUNDLE/stage2"
-  local limit=$((60 * 1024 * 1024))
-  for part in stage1 stage2; do
+  du -sh "$BUNDLE"/stage*
+  # One transfer carries the work tree (its tracked files) and one part: 64 MiB in all.
+  local tree; tree="$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)"
+  local limit=$((63 * 1024 * 1024 - tree))
+  for part in stage1 stage2 stage3; do
     local size; size="$(du -sb "$BUNDLE/$part" | cut -f1)"
-    (( size < limit )) || die "$part is $size bytes, over 60 MiB"
+    (( size < limit )) || die "$part is $size bytes: with the work tree ($tree bytes) over 63 MiB"
   done
 }
 
@@ -120,6 +141,14 @@ native_suite() {
   if [[ -x "$BUILD/tests/etserve_native_tests" ]]; then
     timeout 120 "$BUILD/tests/etserve_native_tests" 2>&1 | tail -3 | tee -a "$RESULTS/ctest-gpu.txt" || status=1
   fi
+  # How the host's cores sleep: the completion wait sleeps through the GPU time, and what runs
+  # after it pays for a deep idle state.
+  { echo "cpuidle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null) / $(cat /sys/devices/system/cpu/cpuidle/current_governor_ro /sys/devices/system/cpu/cpuidle/current_governor 2>/dev/null | head -1)"
+    for st in /sys/devices/system/cpu/cpu0/cpuidle/state*; do
+      [[ -d "$st" ]] && echo "  $(cat "$st/name") latency $(cat "$st/latency") us, residency $(cat "$st/residency") us, disabled $(cat "$st/disable")"
+    done
+    echo "cpufreq: $(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null | tr '\n' ' ')"
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"; } 2>&1 | tee "$RESULTS/host-power.txt"
   log "completion-wait schedules on this host (bare CUDA)"
   if cmake --build "$BUILD" --target etserve_gpu_wait_bench 2>&1 | tail -3; then
     timeout 240 "$BUILD/testing/caller_stream_probe/etserve_gpu_wait_bench" 2>&1 | tee "$RESULTS/wait-gpu.txt" || status=1
@@ -158,23 +187,45 @@ junit_suite() {
     --include-tag gpu-fault --details=tree --disable-banner 2>&1 | tee "$RESULTS/junit-gpu-fault.txt" || status=1
   log "GPU benchmark"
   timeout 300 "$java" "${props[@]}" -cp "$cp" io.etserve.gpu.GpuStreamBenchmark "${ETSERVE_BENCH_SPIN_US:-2000}" \
-    "${ETSERVE_BENCH_SECONDS:-3}" "${ETSERVE_BENCH_CALLS:-20000}" 2>&1 | tee "$RESULTS/benchmark-gpu.txt" || status=1
+    "${ETSERVE_BENCH_SECONDS:-3}" "${ETSERVE_BENCH_CALLS:-20000}" "${ETSERVE_BENCH_SECTIONS:-all}" 2>&1 \
+    | tee "$RESULTS/benchmark-gpu.txt" || status=1
   return $status
 }
 
+# Unpacks the parts of the application this transfer carried into $WORK/app (kept between
+# calls on one host): stage2 (the jar, its core libraries, the test classes), stage3 (the
+# server's libraries). Sets JAVA, JAR and CHECK_CP.
+unpack_app() {
+  local app="$WORK/app"
+  mkdir -p "$app"
+  if [[ -f "$BUNDLE/stage2/app.tar" ]]; then
+    rm -rf "$app/etserve.jar" "$app/lib" && tar -C "$app" -xf "$BUNDLE/stage2/app.tar"
+    unpack_xz "$BUNDLE/stage2/test-classes.tar.xz" "$WORK"
+  fi
+  if [[ -f "$BUNDLE/stage3/server-lib.tar" ]]; then
+    rm -rf "$app/server-lib" && tar -C "$app" -xf "$BUNDLE/stage3/server-lib.tar"
+    mv "$app"/server-lib/*.jar "$app/lib/" 2>/dev/null || die "stage3 before stage2: run stage2 on this host first"
+  fi
+  [[ -f "$app/etserve.jar" ]] || die "no application in $WORK: run stage2 on this host first"
+  JAVA="$WORK/jre/bin/java" JAR="$app/etserve.jar"
+  CHECK_CP="$app/etserve.jar:$WORK/test-classes:$(ls "$app"/lib/*.jar | tr '\n' ':')$(ls "$WORK"/assertj-core-*.jar)"
+}
+
+# The server's libraries are there (stage3 unpacked).
+have_server() { ls "$WORK"/app/lib/jetty-server-*.jar >/dev/null 2>&1 || die "no server libraries in $WORK: run stage3 on this host first"; }
+
 stage2() {
   [[ -f "$STAGE/libetserve_jni.so" ]] || die "no GPU build in $WORK: run stage1 on this host first (same machine)"
-  [[ -d "$BUNDLE/stage2" ]] || die "no $BUNDLE/stage2: run 'scripts/gpu-suite.sh bundle' on a build machine"
-  local app="$WORK/app"
-  rm -rf "$app" && mkdir -p "$app"
-  cp "$BUNDLE/stage2/etserve.jar" "$WORK/etserve.jar"
-  python3 -m zipfile -e "$WORK/etserve.jar" "$app"
-  unpack_xz "$BUNDLE/stage2/test-classes.tar.xz" "$WORK"
-  local cp="$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')$(ls "$WORK"/assertj-core-*.jar)"
-  local status=0
-  junit_suite "$WORK/jre/bin/java" "$cp" "$(ls "$WORK"/junit-platform-console-standalone-*.jar)" || status=1
-  JAVA="$WORK/jre/bin/java" JAR="$WORK/etserve.jar" CHECK_CP="$cp" service || status=1
-  return $status
+  [[ -f "$BUNDLE/stage2/app.tar" ]] || die "no $BUNDLE/stage2: run 'scripts/gpu-suite.sh bundle' on a build machine"
+  unpack_app
+  junit_suite "$JAVA" "$CHECK_CP" "$(ls "$WORK"/junit-platform-console-standalone-*.jar)"
+}
+
+stage3() {
+  [[ -f "$BUNDLE/stage3/server-lib.tar" ]] || die "no $BUNDLE/stage3: run 'scripts/gpu-suite.sh bundle' on a build machine"
+  unpack_app
+  have_server
+  service
 }
 
 # --- the packaged service on the GPU -------------------------------------------------------
@@ -182,6 +233,7 @@ stage2() {
 SERVICE_PID=""
 PORT=18080
 MGMT=18081
+GRPC=18001
 
 # Starts the fat jar and waits for readiness: sets SERVICE_PID, READY_MS (process start to
 # readiness 200) and STARTUP_CPU (CPU-seconds the process used until then).
@@ -193,7 +245,7 @@ start_service() {
   local t0; t0="$(date +%s%N)"
   # shellcheck disable=SC2086
   "$JAVA" --enable-native-access=ALL-UNNAMED ${JAVA_EXTRA:-} -jar "$JAR" \
-    --server.port=$PORT --management.server.port=$MGMT --etserve.model-repository="$repo" \
+    --server.port=$PORT --management.server.port=$MGMT --etserve.grpc.port=$GRPC --etserve.model-repository="$repo" \
     --etserve.native.library-dir="$STAGE" --etserve.native.extra-libraries="$PROBE" "$@" >"$log" 2>&1 &
   SERVICE_PID=$!
   local code=000
@@ -226,25 +278,30 @@ check() { "$JAVA" -cp "$CHECK_CP" io.etserve.bench.GpuServiceCheck "$@" 2> >(tee
 
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 
-# Three starts each: the fat jar, the extracted jar, and the extracted jar with the
-# ahead-of-time cache the image uses (Java 25: -XX:AOTCacheOutput, else a CDS archive), made by
-# a training run that exits after the context refresh.
+# Three starts each: the fat jar (where there is one: FAT_JAR), the extracted jar, and the
+# extracted jar with the ahead-of-time cache the image uses (Java 25: -XX:AOTCacheOutput, else a
+# CDS archive), made by a training run that exits after the context refresh.
 startup_bench() {
   local repo="$1" ms=() cpu=() jar_saved="$JAR"
-  for _ in 1 2 3; do
-    start_service "$repo" --etserve.cuda.streams-per-device=4
-    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
-  done
   echo
   echo "Time to ready (3 starts each, median; $("$JAVA" -version 2>&1 | head -1); GPU models: probe and probe-fault, CPU: demo-xnnpack, demo-portable):"
   echo
   echo "| launch | ms to ready | startup CPU s |"
   echo "|---|---|---|"
-  echo "| java -jar etserve.jar | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
   local extracted="$WORK/extracted"
-  rm -rf "$extracted"
-  (cd "$WORK" && "$JAVA" -Djarmode=tools -jar "$JAR" extract --destination "$extracted" >/dev/null) || return 1
-  JAR="$extracted/$(basename "$JAR")"
+  if [[ -n "${FAT_JAR:-}" ]]; then
+    JAR="$FAT_JAR"
+    for _ in 1 2 3; do
+      start_service "$repo" --etserve.cuda.streams-per-device=4
+      ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+    done
+    echo "| java -jar etserve.jar | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+    rm -rf "$extracted"
+    (cd "$WORK" && "$JAVA" -Djarmode=tools -jar "$FAT_JAR" extract --destination "$extracted" >/dev/null) || return 1
+    JAR="$extracted/$(basename "$FAT_JAR")"
+  else
+    extracted="$(dirname "$JAR")"  # the bundle carries the application extracted
+  fi
   ms=() cpu=()
   for _ in 1 2 3; do
     start_service "$repo" --etserve.cuda.streams-per-device=4
@@ -328,6 +385,7 @@ throughput_rows() {
     echo "| K=$k | $k | adaptive | $READY_MS | $STARTUP_CPU |" >> "$out"
     ROWS+=("$(check health port=$PORT mgmt=$MGMT)") || status=1
     ROWS+=("$(check handshake port=$PORT model=probe clients=$((2 * k)) calls=100 expect=$k spin=100)") || status=1
+    ROWS+=("$(check grpc grpc-port=$GRPC model=probe clients=$((2 * k)) calls=50 expect=$k spin=100)") || status=1
     ROWS+=("$(check throughput port=$PORT model=probe spin=2000 clients=$k seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
     ROWS+=("$(check throughput port=$PORT model=probe spin=2000 clients=$((2 * k)) seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
     if [[ $k == 4 ]]; then
@@ -340,6 +398,16 @@ throughput_rows() {
     fi
     stop_service
   done
+  # The adaptive wait with its sleep sliced (etserve.cuda.sleep-slice): the request thread keeps
+  # its core, for some CPU.
+  make_repo "$repo" 8
+  start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.sleep-slice=50us
+  echo "| K=4 | 4 | adaptive, slice 50 us | $READY_MS | $STARTUP_CPU |" >> "$out"
+  for kernel in 2000 10000; do
+    ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=4 seconds=4 pid=$SERVICE_PID label="K=4 adaptive, slice 50 us")") || status=1
+    ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=8 seconds=4 pid=$SERVICE_PID label="K=4 adaptive, slice 50 us")") || status=1
+  done
+  stop_service
   # The old wait (cudaStreamSynchronize spins a core for the whole GPU time), for comparison.
   make_repo "$repo" 8
   start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.completion-wait=spin
@@ -362,7 +430,7 @@ service() {
   trap stop_service EXIT
   {
     echo "# The packaged service on the GPU ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1))"
-    echo "fat jar $(basename "$JAR"), GPU bridge from $STAGE, probe delegate as an extra library; $(nproc) cores"
+    echo "$JAR, GPU bridge from $STAGE, probe delegate as an extra library; $(nproc) cores"
     echo
     echo "| start | streams | wait | ms to ready | startup CPU s |"
     echo "|---|---|---|---|---|"
@@ -374,8 +442,8 @@ service() {
   local batch_rows=()
   batching_bench "$repo" > "$RESULTS/batching-rows.txt" || status=1
   mapfile -t batch_rows < "$RESULTS/batching-rows.txt"
-  # Time to ready on the demo models + the probe: the fat jar as is, then the extracted jar
-  # with a Class Data Sharing archive from one training run (what the image can ship).
+  # Time to ready on the demo models + the probe: the extracted jar, then with the ahead-of-time
+  # cache from one training run (what the image ships).
   startup_bench "$repo" >> "$out" || status=1
   # The first request after ready, without and with `warmup: 2` on the GPU model.
   for warm in 0 2; do
@@ -393,7 +461,7 @@ service() {
   stop_service
   {
     echo
-    echo "Checks (health, handshake, sticky fault, SIGTERM):"
+    echo "Checks (health, handshake over REST and gRPC, sticky fault, SIGTERM):"
     echo
     printf '%s\n' "${rows[@]}" | grep -v '^| K=' || true
     echo
@@ -428,34 +496,26 @@ run() {
     || die "could not fetch $JUNIT_CONSOLE"
   local cp="target/classes:target/test-classes:$(cat target/gpu-cp.txt)"
   junit_suite java "$cp" "$(ls target/gpu-jars/junit-platform-console-standalone-*.jar)" || status=1
-  local jar; jar="$(ls target/etserve-*.jar | head -1)"
-  JAVA=java JAR="$jar" CHECK_CP="$cp" service || status=1
+  local jar; jar="$(ls target/etserve-*.jar | grep -v -- '-plain' | head -1)"
+  JAVA=java JAR="$jar" FAT_JAR="$jar" CHECK_CP="$cp" service || status=1
   return $status
 }
 
 case "${1:-run}" in
   run) run ;;
   bundle) bundle ;;
-  service)
-    # After stage2 (or run) on this host: the packaged-service step alone.
-    app="$WORK/app"
-    JAVA="${JAVA:-$WORK/jre/bin/java}" JAR="${JAR:-$WORK/etserve.jar}" \
-      CHECK_CP="${CHECK_CP:-$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')}" service ;;
+  service) unpack_app; have_server; service ;;
   stage1) stage1 ;;
   stage2) stage2 ;;
+  stage3) stage3 ;;
   batching|fault|throughput|benchmark|startup)
-    # After stage1 on this host, without the JUnit suite (stage2's jar and test classes are
-    # unpacked first), one step alone: the dynamic-batching step, the sticky fault through REST,
+    # After stage1 on this host (and stage2, plus stage3 for all but the benchmark), one step
+    # alone, without the JUnit suite: the dynamic-batching step, the sticky fault through REST,
     # the throughput and service-CPU step (K = 1, 4, 16, the spinning wait beside, then
     # batching), the in-process GPU benchmark, or time to ready; the output goes to
     # $RESULTS/gpu-h200-<step>.txt.
-    app="$WORK/app"
-    rm -rf "$app" && mkdir -p "$app"
-    cp "$BUNDLE/stage2/etserve.jar" "$WORK/etserve.jar"
-    python3 -m zipfile -e "$WORK/etserve.jar" "$app"
-    unpack_xz "$BUNDLE/stage2/test-classes.tar.xz" "$WORK"
-    JAVA="$WORK/jre/bin/java" JAR="$WORK/etserve.jar"
-    CHECK_CP="$app/BOOT-INF/classes:$WORK/test-classes:$(ls "$app"/BOOT-INF/lib/*.jar | tr '\n' ':')"
+    unpack_app
+    [[ $1 == benchmark ]] || have_server
     cuda_env; mkdir -p "$RESULTS"; : > "$RESULTS/check-stderr.txt"; trap stop_service EXIT
     case $1 in
       batching)
@@ -469,7 +529,7 @@ case "${1:-run}" in
         timeout 300 "$JAVA" -Detserve.native.library-dir="$STAGE" -Detserve.test.probe-delegate="$PROBE" \
           -Detserve.test.native-build-dir="$BUILD" --enable-native-access=ALL-UNNAMED -cp "$CHECK_CP" \
           io.etserve.gpu.GpuStreamBenchmark "${ETSERVE_BENCH_SPIN_US:-2000}" "${ETSERVE_BENCH_SECONDS:-3}" \
-          "${ETSERVE_BENCH_CALLS:-20000}" 2>&1 | tee "$RESULTS/gpu-h200-benchmark.txt" ;;
+          "${ETSERVE_BENCH_CALLS:-20000}" "${ETSERVE_BENCH_SECTIONS:-all}" 2>&1 | tee -a "$RESULTS/gpu-h200-benchmark.txt" ;;
       startup)
         make_repo "$WORK/service-repo" 4
         startup_bench "$WORK/service-repo" | tee "$RESULTS/gpu-h200-startup.txt" ;;
@@ -488,5 +548,5 @@ case "${1:-run}" in
           echo; sleep 1; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
         cat "$out"; exit $st ;;
     esac ;;
-  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|service|startup|batching|fault|throughput" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|stage3|service|startup|batching|fault|throughput|benchmark" >&2; exit 2 ;;
 esac

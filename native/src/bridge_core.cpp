@@ -238,7 +238,7 @@ InstanceHandle::~InstanceHandle() {
   }
 }
 
-int InstanceHandle::wait_for(void* stream, CompletionWait how) {
+int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_slice_ns) {
   auto* s = static_cast<cudaStream_t>(stream);
   if (how == CompletionWait::kSpin) return cudaStreamSynchronize(s);
 
@@ -262,6 +262,7 @@ int InstanceHandle::wait_for(void* stream, CompletionWait how) {
   if (how == CompletionWait::kBlocking) return cudaEventSynchronize(event);
 
   SystemClock clock;
+  wait_policy_.set_sleep_slice_ns(sleep_slice_ns);
   const int r = wait_policy_.wait(
       [event]() {
         const int q = cudaEventQuery(event);
@@ -388,7 +389,8 @@ void InstanceHandle::execute(const std::vector<InputView>& inputs, const StreamS
   if (stream.mode == StreamMode::kCuda) {
     // Wait even when execution failed: work already queued must finish before the stream
     // and this Module go back to their pools.
-    const int rc = wait_for(handle, stream.wait);
+    const int rc = wait_for(handle, stream.wait, stream.sleep_slice_ns);
+    last_wait_end_ns_.store(SystemClock::monotonic_ns(), std::memory_order_relaxed);
     if (rc != 0) {
       throw BridgeError("CudaError", rc, std::string("waiting for the stream failed: ") +
                                              cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc));

@@ -21,6 +21,8 @@
 #include <executorch/runtime/executor/method.h>
 #include <executorch/runtime/executor/memory_manager.h>
 
+#include <atomic>
+
 #include "completion_wait.h"
 
 namespace etserve {
@@ -85,6 +87,7 @@ struct StreamSelection {
   uintptr_t handle = 0;
   int device = 0;
   CompletionWait wait = CompletionWait::kAdaptive;  // kCuda only
+  int64_t sleep_slice_ns = 0;  // the adaptive wait's longest single sleep (0: one sleep)
 };
 
 class ProgramHandle {
@@ -145,6 +148,12 @@ class InstanceHandle {
   // The program's signature plus the loaded method's shape dynamism per tensor.
   const MethodSignature& signature() const { return signature_; }
 
+  // How this instance's completion waits ended so far (safe while another thread executes).
+  AdaptiveWaitPolicy::Stats wait_stats() const { return wait_policy_.stats(); }
+  // When the last completion wait (any kind) returned, CLOCK_MONOTONIC ns (Java's System.nanoTime
+  // on Linux), 0 before the first: a caller can tell the wait from what runs after it.
+  int64_t last_wait_end_ns() const { return last_wait_end_ns_.load(std::memory_order_relaxed); }
+
  private:
   executorch::runtime::Result<std::vector<executorch::runtime::EValue>> run(
       const std::vector<executorch::runtime::EValue>& values);
@@ -162,13 +171,14 @@ class InstanceHandle {
   MethodSignature signature_;
 
   // Waits until the work queued on `stream` so far has completed; returns a cudaError_t.
-  int wait_for(void* stream, CompletionWait how);
+  int wait_for(void* stream, CompletionWait how, int64_t sleep_slice_ns);
 
   // The completion wait's event (created on first use, on the call's device) and what this
   // instance has learned about how long its GPU work takes.
   void* event_ = nullptr;
   unsigned int event_flags_ = 0;
   AdaptiveWaitPolicy wait_policy_;
+  std::atomic<int64_t> last_wait_end_ns_{0};
 };
 
 // Bytes per element of a ScalarType code, or 0 for types the bridge refuses.

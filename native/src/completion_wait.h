@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 
@@ -43,9 +44,14 @@ class AdaptiveWaitPolicy {
     int64_t margin_divisor = 200;  // margin = expected time / this ...
     int64_t min_margin_ns = 10'000;  // ... within these bounds
     int64_t max_margin_ns = 50'000;
+    // The longest single sleep (0: the whole expected time in one). A core that sleeps long is
+    // given away (a hypervisor deschedules the idle vCPU, a bare host puts it in a deep idle
+    // state) and comes back with cold caches, which the work after the wait pays for: on the
+    // H200 host (a VM) 50 us slices kept it, at about 2 us of CPU per slice.
+    int64_t sleep_slice_ns = 0;
   };
 
-  // How each wait ended, counted (the GPU wait benchmark reports them).
+  // How each wait ended, counted (the GPU benchmarks report them).
   struct Stats {
     uint64_t done_at_start = 0;  // complete at the first query
     uint64_t woke_done = 0;      // complete when the sleep ended: it overslept
@@ -67,6 +73,9 @@ class AdaptiveWaitPolicy {
   template <typename Query>
   int wait(Query&& query, Clock& clock);
 
+  // The longest single sleep from the next wait on (a per-call setting: see Tuning).
+  void set_sleep_slice_ns(int64_t ns) { tuning_.sleep_slice_ns = std::max<int64_t>(0, ns); }
+
   // Expected time from the forward's return to completion (0: nothing learned yet).
   int64_t estimate_ns() const { return estimate_ns_; }
 
@@ -74,7 +83,11 @@ class AdaptiveWaitPolicy {
     return std::clamp<int64_t>(estimate_ns / tuning_.margin_divisor, tuning_.min_margin_ns, tuning_.max_margin_ns);
   }
 
-  const Stats& stats() const { return stats_; }
+  // A snapshot; safe to take while another thread waits (the counters are relaxed atomics).
+  Stats stats() const {
+    return {done_at_start_.load(std::memory_order_relaxed), woke_done_.load(std::memory_order_relaxed),
+            exact_.load(std::memory_order_relaxed), backoff_.load(std::memory_order_relaxed)};
+  }
 
   // How late a sleep typically wakes up (learned).
   int64_t lateness_ns() const { return late_ns_; }
@@ -86,7 +99,12 @@ class AdaptiveWaitPolicy {
   void learn_lateness(int64_t late_ns);
 
   Tuning tuning_;
-  Stats stats_;
+  // One waiter at a time writes them (the instance is leased); readers may come from anywhere.
+  static void bump(std::atomic<uint64_t>& n) {
+    n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  static void ended(std::atomic<uint64_t>& how) { bump(how); }
+  std::atomic<uint64_t> done_at_start_{0}, woke_done_{0}, exact_{0}, backoff_{0};
   int64_t estimate_ns_ = 0;
   int64_t down_step_ns_ = 0;  // the next downward step; 0 once a completion was seen exactly
   int64_t late_ns_ = 0;       // wake-up lateness: rises at once, decays slowly
@@ -103,7 +121,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     // delegate that always synchronizes drives the expectation to zero within a few calls,
     // and one descheduled call costs the next ones little (halving here made them wake far
     // too early and finish in the back-off: tails of a millisecond on the H200 host).
-    ++stats_.done_at_start;
+    ended(done_at_start_);
     step_down(margin_for(estimate_ns_));
     return 0;
   }
@@ -111,16 +129,18 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
   // Wake-ups come late (timer slack, idle states, scheduling): ask for that much less.
   const int64_t sleep_for = estimate_ns_ - margin - late_ns_ - (clock.now_ns() - start);
   if (sleep_for >= kMinSleepNs) {
-    const int64_t asleep = clock.now_ns();
-    clock.sleep_ns(sleep_for);
-    learn_lateness(clock.now_ns() - asleep - sleep_for);
+    const int64_t wake_at = clock.now_ns() + sleep_for;
+    for (int64_t left = sleep_for; left > 0; left = wake_at - clock.now_ns()) {
+      clock.sleep_ns(tuning_.sleep_slice_ns > 0 ? std::min(left, tuning_.sleep_slice_ns) : left);
+    }
+    learn_lateness(clock.now_ns() - wake_at);
     r = query();
     if (r < 0) return r;
     if (r > 0) {
       // Complete by the time we woke: the expectation (or the lateness) is too long. Step
       // down by the margin, doubling while it stays too long (the work got shorter); the
       // next call's spin then sees the completion exactly again.
-      ++stats_.woke_done;
+      ended(woke_done_);
       step_down(margin);
       return 0;
     }
@@ -133,7 +153,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     if (r < 0) return r;
     const int64_t now = clock.now_ns();
     if (r > 0) {
-      ++stats_.exact;
+      ended(exact_);
       learn_exact(now - start);
       return 0;
     }
@@ -150,7 +170,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     r = query();
     if (r < 0) return r;
     if (r > 0) {
-      ++stats_.backoff;
+      ended(backoff_);
       learn_upper_bound(clock.now_ns() - start, step);
       return 0;
     }
@@ -163,7 +183,8 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
 class SystemClock final : public AdaptiveWaitPolicy::Clock {
  public:
   SystemClock() { prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); }
-  int64_t now_ns() override {
+  int64_t now_ns() override { return monotonic_ns(); }
+  static int64_t monotonic_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;

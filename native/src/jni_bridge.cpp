@@ -203,6 +203,17 @@ JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_instanceSignat
   });
 }
 
+JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_instanceWaitStats(JNIEnv* env,
+                                                                                   jclass, jlong handle) {
+  return guarded<jlongArray>(env, nullptr, [&] {
+    const auto st = instance_from(handle).wait_stats();
+    const std::vector<int64_t> encoded{static_cast<int64_t>(st.done_at_start), static_cast<int64_t>(st.woke_done),
+                                       static_cast<int64_t>(st.exact), static_cast<int64_t>(st.backoff),
+                                       instance_from(handle).last_wait_end_ns()};
+    return to_java(env, encoded);
+  });
+}
+
 JNIEXPORT void JNICALL Java_io_etserve_runtime_NativeBridge_closeInstance(JNIEnv* env, jclass,
                                                                           jlong handle) {
   guarded<int>(env, 0, [&] {
@@ -250,11 +261,14 @@ JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_execute(
       env->DeleteLocalRef(shape);
     }
 
-    // stream_mode: the StreamMode in the low byte, the CompletionWait in the next one.
+    // stream_mode: the StreamMode in the low byte, the CompletionWait in the next one, the
+    // adaptive wait's sleep slice (us) in the high 16 bits.
     etserve::StreamSelection selection;
-    const jint mode = stream_mode & 0xff;
-    const jint wait = (stream_mode >> 8) & 0xff;
-    if (stream_mode < 0 || mode > 2 || wait > 2 || (stream_mode >> 16) != 0) {
+    const auto bits = static_cast<uint32_t>(stream_mode);
+    const uint32_t mode = bits & 0xff;
+    const uint32_t wait = (bits >> 8) & 0xff;
+    selection.sleep_slice_ns = static_cast<int64_t>(bits >> 16) * 1000;
+    if (mode > 2 || wait > 2) {
       throw BridgeError("InvalidArgument", 0x12, "unknown stream mode");
     }
     selection.mode = static_cast<etserve::StreamMode>(mode);

@@ -84,6 +84,28 @@ TEST(AdaptiveWait, TheSpinOfLongWorkStaysAtItsSmallMargin) {
   EXPECT_LE(cpu / 20, 2 * AdaptiveWaitPolicy::Tuning{}.max_margin_ns);
 }
 
+TEST(AdaptiveWait, ASleepSliceSplitsTheSleepWithoutChangingWhenItEnds) {
+  AdaptiveWaitPolicy::Tuning chunked;
+  chunked.sleep_slice_ns = 100'000;
+  AdaptiveWaitPolicy whole, split(chunked);
+  const int64_t kernel = 2'000'000;
+  for (int i = 0; i < 100; ++i) {
+    run_once(whole, kernel);
+    run_once(split, kernel);
+  }
+  FakeClock clock;
+  clock.wake_delay = 3'000;
+  FakeGpu gpu{clock, kernel};
+  ASSERT_EQ(split.wait(gpu, clock), 0);
+  ASSERT_GT(clock.sleeps.size(), 10u);
+  for (int64_t s : clock.sleeps) EXPECT_LE(s, chunked.sleep_slice_ns);
+  // Each wake-up's delay is learned as lateness only once: the split sleep ends as close to
+  // the completion as the whole one does.
+  EXPECT_LE(clock.now - gpu.done_at, 30'000);
+  EXPECT_LE(gpu.spun, kernel / 10);
+  EXPECT_NEAR(static_cast<double>(split.estimate_ns()), static_cast<double>(whole.estimate_ns()), 0.05 * kernel);
+}
+
 TEST(AdaptiveWait, LearnsHowLateSleepsWakeAndSleepsThatMuchLess) {
   AdaptiveWaitPolicy policy;
   const int64_t kernel = 2'000'000;

@@ -4,7 +4,11 @@
 //   2. how much a spin kernel's completion varies (cudaStreamSynchronize, one caller);
 //   3. for each schedule (spin, a blocking-sync event, the adaptive wait under several tunings),
 //      1 and 4 callers each on its own stream: wait overhead (wall time per call - kernel time)
-//      p50 / p99, host CPU per call (the calling thread's CPU clock), and how adaptive waits ended.
+//      p50 / p99, host CPU per call (the calling thread's CPU clock), and how adaptive waits ended;
+//   4. what the host work right after the wait costs: a pointer chase through 256 KiB (what the
+//      service does next touches memory the same way: outputs, the response, the pool) timed once
+//      right after the wait and once more at once (hot), so a wait that lets the core drop into a
+//      deep idle state shows up as a slow first chase.
 // Usage: etserve_gpu_wait_bench [KERNEL_US ...]   (default 2000 10000)
 #include <cuda_runtime.h>
 #include <time.h>
@@ -58,7 +62,37 @@ struct Schedule {
   AdaptiveWaitPolicy::Tuning tuning;
 };
 
+// A random cyclic walk through 256 KiB of cache lines: every step depends on the last one.
+struct Chase {
+  struct alignas(64) Node {
+    Node* next;
+  };
+  std::vector<Node> nodes;
+  Node* head;
+  explicit Chase(size_t bytes = 256 * 1024) : nodes(bytes / sizeof(Node)) {
+    std::vector<size_t> order(nodes.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    uint64_t x = 88172645463325252ull;  // xorshift: the same walk every run
+    for (size_t i = order.size() - 1; i > 0; --i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      std::swap(order[i], order[x % (i + 1)]);
+    }
+    for (size_t i = 0; i < order.size(); ++i) nodes[order[i]].next = &nodes[order[(i + 1) % order.size()]];
+    head = &nodes[order[0]];
+  }
+  // Returns the walk's time in ns.
+  int64_t run() {
+    const int64_t t0 = mono_ns();
+    Node* n = head;
+    for (size_t i = 0; i < nodes.size(); ++i) n = n->next;
+    head = n;
+    return mono_ns() - t0;
+  }
+};
+
 struct Result {
+  std::vector<int64_t> chase_after;  // the walk right after the wait
+  std::vector<int64_t> chase_hot;    // the same walk again at once
   std::vector<int64_t> overhead;
   int64_t cpu = 0;
   int64_t calls = 0;
@@ -75,6 +109,7 @@ Result run_caller(const Schedule& s, int64_t kernel_ns, int warmup, int calls) {
   check(cudaEventCreateWithFlags(&event, flags), "event");
   AdaptiveWaitPolicy policy(s.tuning);
   AdaptiveWaitPolicy::Stats at_warm{};
+  Chase chase;
   etserve::SystemClock clock;
   for (int i = 0; i < warmup + calls; ++i) {
     const bool measured = i >= warmup;
@@ -103,7 +138,11 @@ Result run_caller(const Schedule& s, int64_t kernel_ns, int warmup, int calls) {
     }
     const int64_t t1 = mono_ns();
     const int64_t cpu1 = thread_cpu_ns();
+    const int64_t after = chase.run();
+    const int64_t hot = chase.run();
     if (measured) {
+      r.chase_after.push_back(after);
+      r.chase_hot.push_back(hot);
       r.overhead.push_back(t1 - t0 - kernel_ns);
       r.cpu += cpu1 - cpu0;
       ++r.calls;
@@ -131,6 +170,8 @@ Result run(const Schedule& s, int64_t kernel_ns, int callers, int warmup, int ca
   Result all;
   for (auto& p : per) {
     all.overhead.insert(all.overhead.end(), p.overhead.begin(), p.overhead.end());
+    all.chase_after.insert(all.chase_after.end(), p.chase_after.begin(), p.chase_after.end());
+    all.chase_hot.insert(all.chase_hot.end(), p.chase_hot.begin(), p.chase_hot.end());
     all.cpu += p.cpu;
     all.calls += p.calls;
     all.stats.done_at_start += p.stats.done_at_start;
@@ -166,18 +207,19 @@ int main(int argc, char** argv) {
                 pct(late, 50), pct(late, 90), pct(late, 99), pct(late, 100));
   }
 
+  // The default, its margin halved and doubled, and its sleep split (sleep_slice_ns).
   const std::vector<Schedule> schedules = {
       {"spin (cudaStreamSynchronize)", Schedule::kSpin, {}},
       {"blocking-sync event", Schedule::kBlocking, {}},
-      {"adaptive 1/40, 25-250 us", Schedule::kAdaptive, {40, 25'000, 250'000}},
-      {"adaptive 1/100, 15-100 us", Schedule::kAdaptive, {100, 15'000, 100'000}},
-      {"adaptive 1/200, 10-50 us (default)", Schedule::kAdaptive, {200, 10'000, 50'000}},
-      {"adaptive 1/400, 5-25 us", Schedule::kAdaptive, {400, 5'000, 25'000}},
+      {"adaptive 1/200, 10-50 us, one sleep", Schedule::kAdaptive, {200, 10'000, 50'000, 0}},
+      {"adaptive 1/200, sleep slice 100 us", Schedule::kAdaptive, {200, 10'000, 50'000, 100'000}},
+      {"adaptive 1/200, sleep slice 75 us", Schedule::kAdaptive, {200, 10'000, 50'000, 75'000}},
+      {"adaptive 1/200, sleep slice 50 us", Schedule::kAdaptive, {200, 10'000, 50'000, 50'000}},
   };
   std::printf("\nWait schedules (each caller on its own stream; overhead = wall time per call - kernel time):\n\n");
   std::printf("| schedule | kernel us | callers | calls | overhead p50 us | p90 | p99 | CPU per call us | CPU %% of kernel "
-              "| done at start | overslept | seen in spin | back-off |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "| done at start | overslept | seen in spin | back-off | chase after wait p50 us | p90 | chase hot p50 us |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int64_t k : kernels_us) {
     const int calls = static_cast<int>(std::max<int64_t>(200, 2'000'000 / k));
     for (int callers : {1, 4}) {
@@ -186,13 +228,15 @@ int main(int argc, char** argv) {
         const double cpu_us = static_cast<double>(r.cpu) / 1e3 / static_cast<double>(r.calls);
         const double n = static_cast<double>(r.calls) / 100.0;
         const bool adaptive = s.kind == Schedule::kAdaptive;
-        std::printf("| %s | %lld | %d | %lld | %.1f | %.1f | %.1f | %.0f | %.1f | %s | %s | %s | %s |\n", s.name.c_str(),
+        std::printf("| %s | %lld | %d | %lld | %.1f | %.1f | %.1f | %.0f | %.1f | %s | %s | %s | %s | %.1f | %.1f | %.1f |\n",
+                    s.name.c_str(),
                     static_cast<long long>(k), callers, static_cast<long long>(r.calls), pct(r.overhead, 50),
                     pct(r.overhead, 90), pct(r.overhead, 99), cpu_us, 100.0 * cpu_us / static_cast<double>(k),
                     adaptive ? std::to_string(static_cast<int>(r.stats.done_at_start / n)).append(" %").c_str() : "-",
                     adaptive ? std::to_string(static_cast<int>(r.stats.woke_done / n)).append(" %").c_str() : "-",
                     adaptive ? std::to_string(static_cast<int>(r.stats.exact / n)).append(" %").c_str() : "-",
-                    adaptive ? std::to_string(static_cast<int>(r.stats.backoff / n)).append(" %").c_str() : "-");
+                    adaptive ? std::to_string(static_cast<int>(r.stats.backoff / n)).append(" %").c_str() : "-",
+                    pct(r.chase_after, 50), pct(r.chase_after, 90), pct(r.chase_hot, 50));
         std::fflush(stdout);
       }
     }

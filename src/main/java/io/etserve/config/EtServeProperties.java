@@ -62,6 +62,10 @@ public record EtServeProperties(
      *     runs on the CPU (no stream, no guard) unless its config.yml says {@code placement: gpu}
      * @param completionWait how a GPU call waits for its stream: {@code adaptive} (sleep for the
      *     learned GPU time, then poll an event), {@code spin} or {@code blocking}
+     * @param sleepSlice the adaptive wait's longest single sleep ({@code 0}: one sleep for the whole
+     *     expected GPU time). A core that sleeps long may be parked (a hypervisor, a deep idle
+     *     state) and comes back with cold caches, which the work after the wait pays for; slices
+     *     short enough that the host keeps the core trade CPU for that latency
      * @param earlyStart start CUDA (driver, primary contexts) on its own thread while the
      *     context is built (read by {@link io.etserve.cuda.CudaEarlyStart} before binding)
      */
@@ -75,11 +79,16 @@ public record EtServeProperties(
             @DefaultValue("1") int defaultInstances,
             @DefaultValue({"TensorRTBackend", "CudaBackend"}) List<String> gpuBackends,
             @DefaultValue("adaptive") StreamSelection.CompletionWait completionWait,
+            @DefaultValue("0") Duration sleepSlice,
             @DefaultValue("true") boolean earlyStart) {
 
         public Cuda {
             atLeastOne("etserve.cuda.streams-per-device", streamsPerDevice);
             atLeastOne("etserve.cuda.default-instances", defaultInstances);
+            if (sleepSlice.isNegative() || sleepSlice.toNanos() / 1000 > StreamSelection.MAX_SLEEP_SLICE_MICROS) {
+                throw new IllegalArgumentException("etserve.cuda.sleep-slice must be between 0 and "
+                        + StreamSelection.MAX_SLEEP_SLICE_MICROS + "us, got " + sleepSlice);
+            }
         }
     }
 

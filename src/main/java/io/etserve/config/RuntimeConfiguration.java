@@ -99,7 +99,7 @@ public class RuntimeConfiguration {
             if (!cuda.available()) {
                 return StreamPools.none(cuda.unavailableReason().orElse("CUDA unavailable"));
             }
-            factory = new CudaStreamFactory(cuda, c.completionWait());
+            factory = new CudaStreamFactory(cuda, c.completionWait(), c.sleepSlice());
         }
         List<Integer> visible = factory.devices();
         List<Integer> devices = c.devices().isEmpty() ? visible : c.devices();

@@ -10,13 +10,26 @@ public final class CudaStreamFactory implements StreamFactory {
 
     private final CudaRuntime runtime;
     private final StreamSelection.CompletionWait completionWait;
+    private final int sleepSliceMicros;
 
     public CudaStreamFactory(CudaRuntime runtime, StreamSelection.CompletionWait completionWait) {
+        this(runtime, completionWait, java.time.Duration.ZERO);
+    }
+
+    /** @param sleepSlice the adaptive wait's longest single sleep (zero: one sleep), whole microseconds */
+    public CudaStreamFactory(CudaRuntime runtime, StreamSelection.CompletionWait completionWait,
+            java.time.Duration sleepSlice) {
         if (!runtime.available()) {
             throw new IllegalArgumentException("CUDA unavailable: " + runtime.unavailableReason().orElse("?"));
         }
         this.runtime = runtime;
         this.completionWait = completionWait;
+        long micros = sleepSlice.toNanos() / 1000;
+        if (sleepSlice.isNegative() || micros > StreamSelection.MAX_SLEEP_SLICE_MICROS) {
+            throw new IllegalArgumentException("a sleep slice must be 0 to " + StreamSelection.MAX_SLEEP_SLICE_MICROS
+                    + " us, got " + sleepSlice);
+        }
+        this.sleepSliceMicros = (int) micros;
     }
 
     private record CudaStream(int device, CUstream_st stream) implements ComputeStream {
@@ -61,5 +74,10 @@ public final class CudaStreamFactory implements StreamFactory {
     @Override
     public StreamSelection.CompletionWait completionWait() {
         return completionWait;
+    }
+
+    @Override
+    public int sleepSliceMicros() {
+        return sleepSliceMicros;
     }
 }

@@ -27,4 +27,9 @@ public interface StreamFactory {
     default StreamSelection.CompletionWait completionWait() {
         return StreamSelection.CompletionWait.ADAPTIVE;
     }
+
+    /** The adaptive wait's longest single sleep in microseconds (0: one sleep). */
+    default int sleepSliceMicros() {
+        return 0;
+    }
 }

@@ -35,7 +35,8 @@ public final class StreamLease implements AutoCloseable {
     /** What the bridge needs to run a forward call on this stream. */
     public StreamSelection selection() {
         return switch (pool.selectionMode()) {
-            case CUDA -> StreamSelection.cuda(stream.handle(), stream.device(), pool.completionWait());
+            case CUDA -> StreamSelection.cuda(stream.handle(), stream.device(), pool.completionWait(),
+                    pool.sleepSliceMicros());
             case SELECT_ONLY -> StreamSelection.selectOnly(stream.handle());
             case NONE -> StreamSelection.none();
         };

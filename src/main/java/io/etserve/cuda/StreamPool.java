@@ -83,6 +83,10 @@ public final class StreamPool implements AutoCloseable {
         return factory.completionWait();
     }
 
+    public int sleepSliceMicros() {
+        return factory.sleepSliceMicros();
+    }
+
     /** Stops this device's pool from leasing (a sticky fault of its context), keeping the first reason. */
     public void markFaulted(String reason) {
         fault.compareAndSet(null, reason);

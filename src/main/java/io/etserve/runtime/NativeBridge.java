@@ -29,6 +29,9 @@ final class NativeBridge {
 
     static native void closeInstance(long instance);
 
+    /** [done at start, overslept, seen in the spin, seen in the back-off, last completion seen (ns)]. */
+    static native long[] instanceWaitStats(long instance);
+
     /** {@link #methodSignature}'s encoding, with the loaded method's shape dynamism. */
     static native long[] instanceSignature(long instance);
 

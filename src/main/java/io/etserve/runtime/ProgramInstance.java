@@ -72,6 +72,23 @@ public final class ProgramInstance implements AutoCloseable {
         }
     }
 
+    /**
+     * How this instance's GPU completion waits ended so far (all zero for CPU calls); waits for a
+     * running call to finish.
+     */
+    public CompletionWaits completionWaits() {
+        inUse.lock();
+        try {
+            if (handle == 0) {
+                throw new InstanceClosedException();
+            }
+            long[] s = NativeBridge.instanceWaitStats(handle);
+            return new CompletionWaits(s[0], s[1], s[2], s[3], s[4]);
+        } finally {
+            inUse.unlock();
+        }
+    }
+
     /** The instance was freed (the model is unloading, e.g. at shutdown). */
     public static final class InstanceClosedException extends IllegalStateException {
         InstanceClosedException() {

@@ -5,7 +5,16 @@ package io.etserve.runtime;
  * {@code CallerStreamGuard} for the handle, runs the method, and (for {@link Mode#CUDA})
  * waits for the stream, all inside one native call.
  */
-public record StreamSelection(Mode mode, long handle, int device, CompletionWait completionWait) {
+public record StreamSelection(Mode mode, long handle, int device, CompletionWait completionWait, int sleepSliceMicros) {
+
+    /** The longest sleep slice the bridge takes (16 bits of {@link #nativeMode()}). */
+    public static final int MAX_SLEEP_SLICE_MICROS = 0xffff;
+
+    public StreamSelection {
+        if (sleepSliceMicros < 0 || sleepSliceMicros > MAX_SLEEP_SLICE_MICROS) {
+            throw new IllegalArgumentException("sleep slice must be 0.." + MAX_SLEEP_SLICE_MICROS + " us");
+        }
+    }
 
     public enum Mode {
         /** No guard: each delegate picks its own stream. */
@@ -29,14 +38,14 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
         BLOCKING
     }
 
-    private static final StreamSelection NONE = new StreamSelection(Mode.NONE, 0, 0, CompletionWait.ADAPTIVE);
+    private static final StreamSelection NONE = new StreamSelection(Mode.NONE, 0, 0, CompletionWait.ADAPTIVE, 0);
 
     public static StreamSelection none() {
         return NONE;
     }
 
     public static StreamSelection selectOnly(long handle) {
-        return new StreamSelection(Mode.SELECT_ONLY, handle, 0, CompletionWait.ADAPTIVE);
+        return new StreamSelection(Mode.SELECT_ONLY, handle, 0, CompletionWait.ADAPTIVE, 0);
     }
 
     public static StreamSelection cuda(long handle, int device) {
@@ -44,11 +53,22 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
     }
 
     public static StreamSelection cuda(long handle, int device, CompletionWait wait) {
-        return new StreamSelection(Mode.CUDA, handle, device, wait);
+        return cuda(handle, device, wait, 0);
     }
 
-    /** The mode and the wait as the bridge takes them: mode in the low byte, wait in the next. */
+    /**
+     * @param sleepSliceMicros the adaptive wait's longest single sleep (0: one sleep for the whole
+     *     expected time); see {@code etserve.cuda.sleep-slice}
+     */
+    public static StreamSelection cuda(long handle, int device, CompletionWait wait, int sleepSliceMicros) {
+        return new StreamSelection(Mode.CUDA, handle, device, wait, sleepSliceMicros);
+    }
+
+    /**
+     * The mode, the wait and the sleep slice as the bridge takes them: mode in the low byte, wait
+     * in the next, the slice in microseconds in the high 16 bits.
+     */
     int nativeMode() {
-        return mode.ordinal() | completionWait.ordinal() << 8;
+        return mode.ordinal() | completionWait.ordinal() << 8 | sleepSliceMicros << 16;
     }
 }

@@ -1,6 +1,8 @@
 package io.etserve.bench;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -50,6 +52,7 @@ public final class GpuServiceCheck {
         boolean ok = switch (args[0]) {
             case "health" -> health(a);
             case "handshake" -> handshake(a);
+            case "grpc" -> grpc(a);
             case "throughput" -> throughput(a);
             case "batching" -> batching(a);
             case "fault" -> fault(a);
@@ -165,6 +168,60 @@ public final class GpuServiceCheck {
         System.out.printf("| handshake | %d clients x %d calls | distinct stream handles %d (streams %d) | unguarded %d "
                 + "| failed %d | %s |%n", clients, calls, handles.size(), expect, unguarded.get(), failed.get(),
                 ok ? "ok" : "FAILED");
+        return ok;
+    }
+
+    /**
+     * The same handshake over gRPC (inference.GRPCInferenceService on {@code grpc-port}): server and
+     * model readiness, then concurrent ModelInfer calls with raw tensors, each of which must have
+     * run under a caller stream, on as many distinct streams as the pool has.
+     */
+    static boolean grpc(Map<String, String> a) throws Exception {
+        int clients = Integer.parseInt(a.get("clients"));
+        int calls = Integer.parseInt(a.get("calls"));
+        int expect = Integer.parseInt(a.get("expect"));
+        String model = a.get("model");
+        float spin = Float.parseFloat(a.getOrDefault("spin", "200"));
+        var request = io.etserve.grpc.protocol.ModelInferRequest.newBuilder().setModelName(model);
+        request.addInputsBuilder().setName("x").setDatatype("FP32").addShape(2);
+        request.addRawInputContents(com.google.protobuf.ByteString.copyFrom(ByteBuffer.allocate(8)
+                .order(ByteOrder.LITTLE_ENDIAN).putFloat(spin).putFloat(0f).array()));
+        var built = request.build();
+        var channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", port(a, "grpc-port"),
+                io.grpc.InsecureChannelCredentials.create()).build();
+        Set<Long> handles = ConcurrentHashMap.newKeySet();
+        AtomicLong unguarded = new AtomicLong();
+        AtomicLong failed = new AtomicLong();
+        boolean live;
+        boolean ready;
+        try {
+            var stub = io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.newBlockingStub(channel)
+                    .withDeadlineAfter(60, java.util.concurrent.TimeUnit.SECONDS);
+            live = stub.serverLive(io.etserve.grpc.protocol.ServerLiveRequest.getDefaultInstance()).getLive();
+            ready = stub.modelReady(io.etserve.grpc.protocol.ModelReadyRequest.newBuilder().setName(model).build())
+                    .getReady();
+            runClients(clients, c -> {
+                for (int i = 0; i < calls; i++) {
+                    try {
+                        var r = stub.modelInfer(built);
+                        ByteBuffer out = r.getRawOutputContents(0).asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+                        if (out.getLong(0) != 1) {
+                            unguarded.incrementAndGet();
+                        } else {
+                            handles.add(out.getLong(8));
+                        }
+                    } catch (RuntimeException e) {
+                        failed.incrementAndGet();
+                    }
+                }
+            });
+        } finally {
+            channel.shutdownNow();
+        }
+        boolean ok = live && ready && handles.size() == expect && unguarded.get() == 0 && failed.get() == 0;
+        System.out.printf("| gRPC | live %s, %s ready %s | %d clients x %d ModelInfer | distinct stream handles %d "
+                + "(streams %d) | unguarded %d | failed %d | %s |%n", live, model, ready, clients, calls, handles.size(),
+                expect, unguarded.get(), failed.get(), ok ? "ok" : "FAILED");
         return ok;
     }
 

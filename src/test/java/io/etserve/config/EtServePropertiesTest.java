@@ -45,4 +45,13 @@ class EtServePropertiesTest {
         assertThatThrownBy(() -> bind(Map.of("etserve.inference.max-inputs", "-1")))
                 .hasRootCauseMessage("etserve.inference.max-inputs must be at least 1, not -1");
     }
+
+    @Test
+    void theSleepSliceIsADurationOfAtMostTheBridgesSixteenBitsOfMicroseconds() {
+        assertThat(bind(Map.of()).cuda().sleepSlice()).isZero();
+        assertThat(bind(Map.of("etserve.cuda.sleep-slice", "50us")).cuda().sleepSlice())
+                .isEqualTo(java.time.Duration.ofNanos(50_000));
+        assertThatThrownBy(() -> bind(Map.of("etserve.cuda.sleep-slice", "100ms")))
+                .hasRootCauseMessage("etserve.cuda.sleep-slice must be between 0 and 65535us, got PT0.1S");
+    }
 }

@@ -4,6 +4,7 @@ import io.etserve.cuda.CudaRuntime;
 import io.etserve.cuda.CudaStreamFactory;
 import io.etserve.cuda.StreamLease;
 import io.etserve.cuda.StreamPool;
+import io.etserve.runtime.CompletionWaits;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.ProgramInstance;
 import io.etserve.runtime.StreamSelection;
@@ -19,14 +20,32 @@ import java.util.concurrent.atomic.AtomicLong;
  * GPU-bound probe workload, the per-call cost of lease + guard + completion wait, and the
  * completion waits compared (wait overhead over the kernel, host CPU per call, throughput with
  * as many and twice as many callers as streams).
- * Usage: GpuStreamBenchmark [spinMicros=2000] [secondsPerPoint=3] [costCalls=20000]
+ * Usage: GpuStreamBenchmark [spinMicros=2000] [secondsPerPoint=3] [costCalls=20000] [sections=all|waits]
  */
 public final class GpuStreamBenchmark {
+
+    /** A completion wait as configured: the kind and the adaptive wait's sleep slice. */
+    record Wait(StreamSelection.CompletionWait kind, Duration slice) {
+        static final List<Wait> ALL = List.of(new Wait(StreamSelection.CompletionWait.SPIN, Duration.ZERO),
+                new Wait(StreamSelection.CompletionWait.ADAPTIVE, Duration.ZERO),
+                new Wait(StreamSelection.CompletionWait.ADAPTIVE, Duration.ofNanos(50_000)),
+                new Wait(StreamSelection.CompletionWait.BLOCKING, Duration.ZERO));
+
+        CudaStreamFactory factory(CudaRuntime cuda) {
+            return new CudaStreamFactory(cuda, kind, slice);
+        }
+
+        @Override
+        public String toString() {
+            return slice.isZero() ? kind.toString() : kind + ", slice " + slice.toNanos() / 1000 + " us";
+        }
+    }
 
     public static void main(String[] args) throws Exception {
         float spin = args.length > 0 ? Float.parseFloat(args[0]) : 2000f;
         double seconds = args.length > 1 ? Double.parseDouble(args[1]) : 3;
         int costCalls = args.length > 2 ? Integer.parseInt(args[2]) : 20000;
+        boolean all = args.length <= 3 || args[3].equals("all");
         GpuFixtures.loadRuntime();
         CudaRuntime cuda = CudaRuntime.probe();
         if (!cuda.available()) {
@@ -35,6 +54,10 @@ public final class GpuStreamBenchmark {
         System.out.printf("device: %s; probe work %.0f us per call (one-block spin kernel)%n",
                 cuda.devices().get(0).name(), spin);
         try (Program program = Program.load(GpuFixtures.PROBE_MODEL, Program.Verification.INTERNAL_CONSISTENCY)) {
+            if (!all) {
+                completionWaits(program, cuda, seconds);
+                return;
+            }
             System.out.println();
             System.out.println("| K | K leased streams (calls/s) | 1 shared stream (calls/s) | ratio |");
             System.out.println("|---|---|---|---|");
@@ -61,40 +84,58 @@ public final class GpuStreamBenchmark {
                 .getOperatingSystemMXBean();
         System.out.println("Completion wait, one caller on one stream (overhead = wall time per call - kernel time;");
         System.out.println("over spin = the same percentile minus spin's: what the wait adds to the fastest possible one):");
+        System.out.println("after wait = from the moment the native wait saw completion to the call's end in Java (outputs,");
+        System.out.println("JNI return, lease release); ended = how adaptive waits ended: at start / overslept / in spin / back-off, %):");
         System.out.println("| wait | kernel us | calls | overhead p50 us | overhead p99 us | over spin p50 us | over spin p99 us "
-                + "| CPU per call us | CPU % of kernel |");
-        System.out.println("|---|---|---|---|---|---|---|---|---|");
+                + "| CPU per call us | CPU % of kernel | after wait p50 us | after wait p99 us | ended |");
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|");
         for (float kernel : new float[] {2000f, 10000f}) {
             // Spin first: it is the baseline the others are compared with.
             double[] spinOverhead = null;
-            for (StreamSelection.CompletionWait wait : List.of(StreamSelection.CompletionWait.SPIN,
-                    StreamSelection.CompletionWait.ADAPTIVE, StreamSelection.CompletionWait.BLOCKING)) {
-                StreamPool pool = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda, wait), x -> {});
+            for (Wait wait : Wait.ALL) {
+                StreamPool pool = new StreamPool(0, 1, 0, wait.factory(cuda), x -> {});
                 try (ProgramInstance probe = program.newInstance("forward")) {
                     int calls = (int) Math.max(300, 3e6 / kernel);
                     long[] wall = new long[calls];
+                    long[] afterWait = new long[calls];
                     for (int warm = 0; warm < 50; warm++) {
                         try (StreamLease lease = pool.lease(Duration.ofSeconds(5))) {
                             GpuFixtures.probe(probe, lease.selection(), kernel);
                         }
                     }
+                    CompletionWaits before = probe.completionWaits();
                     long cpu0 = os.getProcessCpuTime();
+                    long statsCpu = 0;
                     for (int i = 0; i < calls; i++) {
                         long t0 = System.nanoTime();
                         try (StreamLease lease = pool.lease(Duration.ofSeconds(5))) {
                             GpuFixtures.probe(probe, lease.selection(), kernel);
                         }
-                        wall[i] = System.nanoTime() - t0 - (long) (kernel * 1000);
+                        long t1 = System.nanoTime();
+                        wall[i] = t1 - t0 - (long) (kernel * 1000);
+                        long last = probe.completionWaits().lastCompletionNanos();
+                        afterWait[i] = last == 0 ? 0 : t1 - last;
+                        statsCpu += System.nanoTime() - t1;
                     }
-                    double cpuPerCall = (os.getProcessCpuTime() - cpu0) / 1000.0 / calls;
+                    // The stats read is not part of a call: its (busy, one-thread) time comes off.
+                    double cpuPerCall = (os.getProcessCpuTime() - cpu0 - statsCpu) / 1000.0 / calls;
+                    CompletionWaits ended = probe.completionWaits().since(before);
                     double p50 = percentile(wall, 50) / 1000.0;
                     double p99 = percentile(wall, 99) / 1000.0;
                     if (spinOverhead == null) {
                         spinOverhead = new double[] {p50, p99};
                     }
-                    System.out.printf("| %s | %.0f | %d | %.1f | %.1f | %+.1f | %+.1f | %.0f | %.1f |%n", wait, kernel,
-                            calls, p50, p99, p50 - spinOverhead[0], p99 - spinOverhead[1], cpuPerCall,
-                            100 * cpuPerCall / kernel);
+                    String how = wait.kind() == StreamSelection.CompletionWait.ADAPTIVE
+                            ? String.format("%d / %d / %d / %d", 100 * ended.doneAtStart() / calls,
+                                    100 * ended.overslept() / calls, 100 * ended.inSpin() / calls,
+                                    100 * ended.inBackoff() / calls)
+                            : "-";
+                    System.out.printf("| %s | %.0f | %d | %.1f | %.1f | %+.1f | %+.1f | %.0f | %.1f | %s | %s | %s |%n", wait,
+                            kernel, calls, p50, p99, p50 - spinOverhead[0], p99 - spinOverhead[1], cpuPerCall,
+                            100 * cpuPerCall / kernel,
+                            String.format("%.1f", percentile(afterWait, 50) / 1000.0),
+                            String.format("%.1f", percentile(afterWait, 99) / 1000.0),
+                            how);
                 }
                 pool.close(Duration.ofSeconds(10));
             }
@@ -103,7 +144,7 @@ public final class GpuStreamBenchmark {
         System.out.println("Completion wait, 4 streams, 2 ms kernel (calls/s):");
         System.out.println("| wait | 4 callers | 8 callers | ratio | CPU per call us (8 callers) |");
         System.out.println("|---|---|---|---|---|");
-        for (StreamSelection.CompletionWait wait : StreamSelection.CompletionWait.values()) {
+        for (Wait wait : Wait.ALL) {
             double four = throughput(program, cuda, 4, 4, 2000f, seconds, wait, null);
             double[] cpu = new double[1];
             double eight = throughput(program, cuda, 8, 4, 2000f, seconds, wait, cpu);
@@ -114,15 +155,16 @@ public final class GpuStreamBenchmark {
     /** Calls per second with {@code threads} callers sharing a pool of {@code streams} streams. */
     static double throughput(Program program, CudaRuntime cuda, int threads, int streams, float spin, double seconds)
             throws Exception {
-        return throughput(program, cuda, threads, streams, spin, seconds, StreamSelection.CompletionWait.ADAPTIVE, null);
+        return throughput(program, cuda, threads, streams, spin, seconds,
+                new Wait(StreamSelection.CompletionWait.ADAPTIVE, Duration.ZERO), null);
     }
 
     /** As above with a given completion wait; {@code cpuPerCall[0]} gets process CPU us per call if given. */
     static double throughput(Program program, CudaRuntime cuda, int threads, int streams, float spin, double seconds,
-            StreamSelection.CompletionWait wait, double[] cpuPerCall) throws Exception {
+            Wait wait, double[] cpuPerCall) throws Exception {
         var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
                 .getOperatingSystemMXBean();
-        StreamPool pool = new StreamPool(0, streams, 0, new CudaStreamFactory(cuda, wait), n -> {});
+        StreamPool pool = new StreamPool(0, streams, 0, wait.factory(cuda), n -> {});
         List<ProgramInstance> bySlot = new ArrayList<>();
         for (int i = 0; i < streams; i++) {
             bySlot.add(program.newInstance("forward"));
