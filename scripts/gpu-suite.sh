@@ -244,7 +244,8 @@ start_service() {
   local log="$RESULTS/service-$(date +%s%N).log"
   local t0; t0="$(date +%s%N)"
   # shellcheck disable=SC2086
-  "$JAVA" --enable-native-access=ALL-UNNAMED ${JAVA_EXTRA:-} -jar "$JAR" \
+  # SERVICE_CPUS: the service's CPU list (taskset), e.g. 0-3; the checks stay unpinned.
+  ${SERVICE_CPUS:+taskset -c "$SERVICE_CPUS"} "$JAVA" --enable-native-access=ALL-UNNAMED ${JAVA_EXTRA:-} -jar "$JAR" \
     --server.port=$PORT --management.server.port=$MGMT --etserve.grpc.port=$GRPC --etserve.model-repository="$repo" \
     --etserve.native.library-dir="$STAGE" --etserve.native.extra-libraries="$PROBE" "$@" >"$log" 2>&1 &
   SERVICE_PID=$!
@@ -508,6 +509,32 @@ case "${1:-run}" in
   stage1) stage1 ;;
   stage2) stage2 ;;
   stage3) stage3 ;;
+  unpack) unpack_app ;;  # only unpack the part this transfer carried (stage2 or stage3)
+  jvm-options)
+    # Throughput and service CPU through REST (K = 4 at 4 clients, 2 and 10 ms kernels; K = 16
+    # at 16 clients) for each JVM option set in ETSERVE_JVM_VARIANTS, ';'-separated ("" = none),
+    # e.g. ETSERVE_JVM_VARIANTS=';-XX:+UseTransparentHugePages'. After stage1, stage2, stage3.
+    unpack_app; have_server; cuda_env; mkdir -p "$RESULTS"; : > "$RESULTS/check-stderr.txt"; trap stop_service EXIT
+    out="$RESULTS/gpu-h200-jvm-options.txt"; st=0
+    { echo "# JVM options against service CPU per call ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
+      echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null)"
+      echo; echo "$THR_HEADER"; } > "$out"
+    IFS=';' read -r -a variants <<< "${ETSERVE_JVM_VARIANTS:-;-XX:+UseTransparentHugePages}"
+    [[ -z "${SERVICE_CPUS:-}" ]] || echo "service pinned to CPUs $SERVICE_CPUS (taskset)" >> "$out"
+    for v in "${variants[@]}"; do
+      for k in 4 16; do
+        make_repo "$WORK/service-repo" $((2 * k))
+        JAVA_EXTRA="$v" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=$k
+        for kernel in 2000 10000; do
+          [[ $k == 16 && $kernel == 10000 ]] && continue
+          check throughput port=$PORT model=probe spin=$kernel clients=$k seconds=4 pid=$SERVICE_PID \
+            label="K=$k ${v:-(no options)}" >> "$out" || st=1
+        done
+        stop_service
+      done
+    done
+    { echo; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
+    cat "$out"; exit $st ;;
   batching|fault|throughput|benchmark|startup)
     # After stage1 on this host (and stage2, plus stage3 for all but the benchmark), one step
     # alone, without the JUnit suite: the dynamic-batching step, the sticky fault through REST,
