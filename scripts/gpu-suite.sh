@@ -385,7 +385,7 @@ throughput_rows() {
     start_service "$repo" --etserve.cuda.streams-per-device=$k
     echo "| K=$k | $k | adaptive | $READY_MS | $STARTUP_CPU |" >> "$out"
     ROWS+=("$(check health port=$PORT mgmt=$MGMT)") || status=1
-    ROWS+=("$(check handshake port=$PORT model=probe clients=$((2 * k)) calls=100 expect=$k spin=100)") || status=1
+    ROWS+=("$(check handshake port=$PORT mgmt=$MGMT model=probe clients=$((2 * k)) calls=100 expect=$k spin=100)") || status=1
     ROWS+=("$(check grpc grpc-port=$GRPC model=probe clients=$((2 * k)) calls=50 expect=$k spin=100)") || status=1
     ROWS+=("$(check throughput port=$PORT model=probe spin=2000 clients=$k seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
     ROWS+=("$(check throughput port=$PORT model=probe spin=2000 clients=$((2 * k)) seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
@@ -525,6 +525,7 @@ case "${1:-run}" in
       for k in 4 16; do
         make_repo "$WORK/service-repo" $((2 * k))
         JAVA_EXTRA="$v" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=$k
+        check handshake port=$PORT mgmt=$MGMT model=probe clients=$((2 * k)) calls=50 expect=$k spin=100 >> "$out" || st=1
         for kernel in 2000 10000; do
           [[ $k == 16 && $kernel == 10000 ]] && continue
           check throughput port=$PORT model=probe spin=$kernel clients=$k seconds=4 pid=$SERVICE_PID \

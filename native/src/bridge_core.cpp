@@ -239,6 +239,7 @@ InstanceHandle::~InstanceHandle() {
 }
 
 int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_slice_ns) {
+  last_adaptive_.store(AdaptiveWaitPolicy::Ended::kNone, std::memory_order_relaxed);
   auto* s = static_cast<cudaStream_t>(stream);
   if (how == CompletionWait::kSpin) return cudaStreamSynchronize(s);
 
@@ -271,6 +272,8 @@ int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_sli
         return -q;  // a real error, e.g. a sticky illegal address
       },
       clock);
+  last_adaptive_.store(r < 0 ? AdaptiveWaitPolicy::Ended::kNone : wait_policy_.last_ended(),
+                       std::memory_order_relaxed);
   return r < 0 ? -r : 0;
 }
 

@@ -153,6 +153,8 @@ class InstanceHandle {
   // When the last completion wait (any kind) returned, CLOCK_MONOTONIC ns (Java's System.nanoTime
   // on Linux), 0 before the first: a caller can tell the wait from what runs after it.
   int64_t last_wait_end_ns() const { return last_wait_end_ns_.load(std::memory_order_relaxed); }
+  // How the last call's adaptive wait ended; kNone when the last call waited otherwise (or not).
+  AdaptiveWaitPolicy::Ended last_adaptive_wait() const { return last_adaptive_.load(std::memory_order_relaxed); }
 
  private:
   executorch::runtime::Result<std::vector<executorch::runtime::EValue>> run(
@@ -179,6 +181,7 @@ class InstanceHandle {
   unsigned int event_flags_ = 0;
   AdaptiveWaitPolicy wait_policy_;
   std::atomic<int64_t> last_wait_end_ns_{0};
+  std::atomic<AdaptiveWaitPolicy::Ended> last_adaptive_{AdaptiveWaitPolicy::Ended::kNone};
 };
 
 // Bytes per element of a ScalarType code, or 0 for types the bridge refuses.

@@ -51,6 +51,9 @@ class AdaptiveWaitPolicy {
     int64_t sleep_slice_ns = 0;
   };
 
+  // How a wait ended (Stats counts them); kNone before the first.
+  enum class Ended : int { kNone = 0, kAtStart = 1, kOverslept = 2, kInSpin = 3, kInBackoff = 4 };
+
   // How each wait ended, counted (the GPU benchmarks report them).
   struct Stats {
     uint64_t done_at_start = 0;  // complete at the first query
@@ -72,6 +75,9 @@ class AdaptiveWaitPolicy {
   // Returns 0 once complete, or the error.
   template <typename Query>
   int wait(Query&& query, Clock& clock);
+
+  // How the last wait ended (kNone before the first).
+  Ended last_ended() const { return last_ended_.load(std::memory_order_relaxed); }
 
   // The longest single sleep from the next wait on (a per-call setting: see Tuning).
   void set_sleep_slice_ns(int64_t ns) { tuning_.sleep_slice_ns = std::max<int64_t>(0, ns); }
@@ -103,8 +109,12 @@ class AdaptiveWaitPolicy {
   static void bump(std::atomic<uint64_t>& n) {
     n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
-  static void ended(std::atomic<uint64_t>& how) { bump(how); }
+  void ended(std::atomic<uint64_t>& count, Ended how) {
+    bump(count);
+    last_ended_.store(how, std::memory_order_relaxed);
+  }
   std::atomic<uint64_t> done_at_start_{0}, woke_done_{0}, exact_{0}, backoff_{0};
+  std::atomic<Ended> last_ended_{Ended::kNone};
   int64_t estimate_ns_ = 0;
   int64_t down_step_ns_ = 0;  // the next downward step; 0 once a completion was seen exactly
   int64_t late_ns_ = 0;       // wake-up lateness: rises at once, decays slowly
@@ -121,7 +131,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     // delegate that always synchronizes drives the expectation to zero within a few calls,
     // and one descheduled call costs the next ones little (halving here made them wake far
     // too early and finish in the back-off: tails of a millisecond on the H200 host).
-    ended(done_at_start_);
+    ended(done_at_start_, Ended::kAtStart);
     step_down(margin_for(estimate_ns_));
     return 0;
   }
@@ -140,7 +150,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
       // Complete by the time we woke: the expectation (or the lateness) is too long. Step
       // down by the margin, doubling while it stays too long (the work got shorter); the
       // next call's spin then sees the completion exactly again.
-      ended(woke_done_);
+      ended(woke_done_, Ended::kOverslept);
       step_down(margin);
       return 0;
     }
@@ -153,7 +163,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     if (r < 0) return r;
     const int64_t now = clock.now_ns();
     if (r > 0) {
-      ended(exact_);
+      ended(exact_, Ended::kInSpin);
       learn_exact(now - start);
       return 0;
     }
@@ -170,7 +180,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     r = query();
     if (r < 0) return r;
     if (r > 0) {
-      ended(backoff_);
+      ended(backoff_, Ended::kInBackoff);
       learn_upper_bound(clock.now_ns() - start, step);
       return 0;
     }

@@ -209,7 +209,8 @@ JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_instanceWaitSt
     const auto st = instance_from(handle).wait_stats();
     const std::vector<int64_t> encoded{static_cast<int64_t>(st.done_at_start), static_cast<int64_t>(st.woke_done),
                                        static_cast<int64_t>(st.exact), static_cast<int64_t>(st.backoff),
-                                       instance_from(handle).last_wait_end_ns()};
+                                       instance_from(handle).last_wait_end_ns(),
+                                       static_cast<int64_t>(instance_from(handle).last_adaptive_wait())};
     return to_java(env, encoded);
   });
 }

@@ -106,6 +106,19 @@ TEST(AdaptiveWait, ASleepSliceSplitsTheSleepWithoutChangingWhenItEnds) {
   EXPECT_NEAR(static_cast<double>(split.estimate_ns()), static_cast<double>(whole.estimate_ns()), 0.05 * kernel);
 }
 
+TEST(AdaptiveWait, TheLastWaitSaysHowItEnded) {
+  AdaptiveWaitPolicy policy;
+  EXPECT_EQ(policy.last_ended(), AdaptiveWaitPolicy::Ended::kNone);
+  run_once(policy, 2'000'000);  // nothing learned: found in the back-off
+  EXPECT_EQ(policy.last_ended(), AdaptiveWaitPolicy::Ended::kInBackoff);
+  for (int i = 0; i < 100; ++i) run_once(policy, 2'000'000);
+  EXPECT_EQ(policy.last_ended(), AdaptiveWaitPolicy::Ended::kInSpin);
+  run_once(policy, 0);  // complete before the wait
+  EXPECT_EQ(policy.last_ended(), AdaptiveWaitPolicy::Ended::kAtStart);
+  const auto s = policy.stats();
+  EXPECT_EQ(s.done_at_start + s.woke_done + s.exact + s.backoff, 102u);
+}
+
 TEST(AdaptiveWait, LearnsHowLateSleepsWakeAndSleepsThatMuchLess) {
   AdaptiveWaitPolicy policy;
   const int64_t kernel = 2'000'000;

@@ -1,5 +1,7 @@
 package io.etserve.inference;
 
+import io.etserve.runtime.CompletionWaits;
+
 /** Hooks for metrics around each request (Triton's names: see io.etserve.metrics). */
 public interface InferenceObserver {
 
@@ -33,6 +35,9 @@ public interface InferenceObserver {
      * @param batchRows the rows a batched model joined into it, 0 when the model does not batch
      */
     default void executed(String model, String version, int batchRows) {}
+
+    /** A GPU forward call's adaptive completion wait ended so (native/src/completion_wait.h). */
+    default void completionWait(String model, String version, CompletionWaits.Ended ended) {}
 
     void failure(String model, String version, FailureReason reason, long requestNanos);
 

@@ -252,6 +252,10 @@ public final class InferenceService {
             List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection(), outputs);
             admitted.succeeded(System.nanoTime() - executing);
             observer.executed(model.name(), model.version(), batchRows);
+            if (slot.selection().mode() == StreamSelection.Mode.CUDA
+                    && slot.selection().completionWait() == StreamSelection.CompletionWait.ADAPTIVE) {
+                observer.completionWait(model.name(), model.version(), slot.instance().lastAdaptiveWait());
+            }
             return outs;
         } catch (RuntimeException e) {
             if (Outcome.of(e) == Outcome.BACKEND_FAILURE) {

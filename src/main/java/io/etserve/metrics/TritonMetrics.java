@@ -1,6 +1,8 @@
 package io.etserve.metrics;
 
 import io.etserve.inference.InferenceObserver;
+import io.etserve.runtime.CompletionWaits;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -31,6 +33,8 @@ public final class TritonMetrics implements InferenceObserver {
     private static final String OUTPUT_US = "nv_inference_compute_output_duration_us";
     /** Not Triton's (it has none): rows per forward call, a histogram with the batch sizes as buckets. */
     private static final String BATCH_SIZE = "etserve.inference.batch.size";
+    /** Not Triton's: how GPU calls' adaptive completion waits ended, by {@code ended}. */
+    private static final String COMPLETION_WAITS = "etserve.gpu.completion.waits";
 
     private static final Map<String, String> DESCRIPTIONS = Map.of(
             PENDING, "Requests waiting for or in execution",
@@ -47,6 +51,7 @@ public final class TritonMetrics implements InferenceObserver {
     private final MeterRegistry registry;
     private final Map<Key, Series> series = new ConcurrentHashMap<>();
     private final Map<Key, DistributionSummary> batchSizes = new ConcurrentHashMap<>();
+    private final Map<Key, Counter> completionWaits = new ConcurrentHashMap<>();
 
     public TritonMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -86,6 +91,24 @@ public final class TritonMetrics implements InferenceObserver {
         if (sizes != null) {
             registry.remove(sizes);
         }
+        for (CompletionWaits.Ended ended : CompletionWaits.Ended.values()) {
+            Counter c = completionWaits.remove(new Key(COMPLETION_WAITS, model, version, ended.name()));
+            if (c != null) {
+                registry.remove(c);
+            }
+        }
+    }
+
+    /**
+     * Counted from a model's first GPU wait on (a CPU model has none): how often the adaptive wait
+     * slept past the completion or had to back off tells whether it fits the model's GPU time.
+     */
+    @Override
+    public void completionWait(String model, String version, CompletionWaits.Ended ended) {
+        completionWaits.computeIfAbsent(new Key(COMPLETION_WAITS, model, version, ended.name()), k -> Counter
+                .builder(COMPLETION_WAITS).description("GPU forward calls by how their adaptive completion wait ended")
+                .tag("model", model).tag("version", version).tag("ended", ended.name().toLowerCase(java.util.Locale.ROOT))
+                .register(registry)).increment();
     }
 
     @Override

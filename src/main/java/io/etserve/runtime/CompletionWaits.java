@@ -10,6 +10,25 @@ package io.etserve.runtime;
  */
 public record CompletionWaits(long doneAtStart, long overslept, long inSpin, long inBackoff, long lastCompletionNanos) {
 
+    /** How one adaptive wait ended. Order matters: the bridge reports the ordinal. */
+    public enum Ended {
+        /** The call did not wait adaptively (no GPU wait, another kind of wait, or it failed). */
+        NONE,
+        /** Complete at the first query: the work was tiny or the delegate synchronized itself. */
+        AT_START,
+        /** Complete when the sleep ended: it slept past the completion. */
+        OVERSLEPT,
+        /** Seen by the short spin after the sleep: what the wait aims at. */
+        IN_SPIN,
+        /** Seen only while backing off: the work took longer than learned. */
+        IN_BACKOFF;
+
+        static Ended ofNative(long code) {
+            Ended[] all = values();
+            return code >= 0 && code < all.length ? all[(int) code] : NONE;
+        }
+    }
+
     public long total() {
         return doneAtStart + overslept + inSpin + inBackoff;
     }

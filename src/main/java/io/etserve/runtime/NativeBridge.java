@@ -29,7 +29,10 @@ final class NativeBridge {
 
     static native void closeInstance(long instance);
 
-    /** [done at start, overslept, seen in the spin, seen in the back-off, last completion seen (ns)]. */
+    /**
+     * [done at start, overslept, seen in the spin, seen in the back-off, when the last wait returned
+     * (ns), how the last call's adaptive wait ended (0 none, then as {@link CompletionWaits.Ended} + 1)].
+     */
     static native long[] instanceWaitStats(long instance);
 
     /** {@link #methodSignature}'s encoding, with the loaded method's shape dynamism. */

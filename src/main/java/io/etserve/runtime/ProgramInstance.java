@@ -89,6 +89,20 @@ public final class ProgramInstance implements AutoCloseable {
         }
     }
 
+    /**
+     * How the last call's adaptive completion wait ended ({@link CompletionWaits.Ended#NONE} when it
+     * did not wait adaptively); for the thread that just ran it, before giving the instance back.
+     */
+    public CompletionWaits.Ended lastAdaptiveWait() {
+        inUse.lock();
+        try {
+            long h = handle;
+            return h == 0 ? CompletionWaits.Ended.NONE : CompletionWaits.Ended.ofNative(NativeBridge.instanceWaitStats(h)[5]);
+        } finally {
+            inUse.unlock();
+        }
+    }
+
     /** The instance was freed (the model is unloading, e.g. at shutdown). */
     public static final class InstanceClosedException extends IllegalStateException {
         InstanceClosedException() {

@@ -165,8 +165,15 @@ public final class GpuServiceCheck {
             }
         });
         boolean ok = handles.size() == expect && unguarded.get() == 0 && failed.get() == 0;
+        String waits = "";
+        if (a.containsKey("mgmt")) {
+            // Every one of these GPU calls waited adaptively once: the metric counts each by how it ended.
+            double counted = completionWaits(port(a, "mgmt"), a.get("model")) - Double.parseDouble(a.getOrDefault("waits-before", "0"));
+            ok &= counted == (double) clients * calls;
+            waits = String.format(" | etserve_gpu_completion_waits_total %.0f", counted);
+        }
         System.out.printf("| handshake | %d clients x %d calls | distinct stream handles %d (streams %d) | unguarded %d "
-                + "| failed %d | %s |%n", clients, calls, handles.size(), expect, unguarded.get(), failed.get(),
+                + "| failed %d%s | %s |%n", clients, calls, handles.size(), expect, unguarded.get(), failed.get(), waits,
                 ok ? "ok" : "FAILED");
         return ok;
     }
@@ -223,6 +230,17 @@ public final class GpuServiceCheck {
                 + "(streams %d) | unguarded %d | failed %d | %s |%n", live, model, ready, clients, calls, handles.size(),
                 expect, unguarded.get(), failed.get(), ok ? "ok" : "FAILED");
         return ok;
+    }
+
+    /** The sum over {@code ended} of a model's etserve_gpu_completion_waits_total (Prometheus). */
+    static double completionWaits(int mgmt, String model) throws IOException {
+        Matcher m = Pattern.compile("etserve_gpu_completion_waits_total\\{[^}]*model=\"" + Pattern.quote(model)
+                + "\"[^}]*\\} ([0-9.eE+]+)").matcher(body(mgmt, "/actuator/prometheus"));
+        double sum = 0;
+        while (m.find()) {
+            sum += Double.parseDouble(m.group(1));
+        }
+        return sum;
     }
 
     /** Closed loop for a fixed time: calls/s, latency p50/p99, and the service's CPU per call. */

@@ -11,11 +11,13 @@ import io.etserve.cuda.TensorRtProbe;
 import io.etserve.health.CallerStreamCheck;
 import io.etserve.health.CudaFaultMonitor;
 import io.etserve.health.CudaHealthIndicator;
+import io.etserve.runtime.CompletionWaits;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.ProgramInstance;
 import io.etserve.runtime.StreamSelection;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -97,6 +99,41 @@ class GpuStreamsTest {
             assertThat(unguarded[2]).as("the delegate still ran its work on its own stream").isEqualTo(1);
         }
         pool.close(Duration.ofSeconds(5));
+    }
+
+    @Test
+    void everyAdaptiveWaitIsCountedWithHowItEndedSlicedOrNot() throws Exception {
+        try (Program program = Program.load(GpuFixtures.PROBE_MODEL, Program.Verification.INTERNAL_CONSISTENCY)) {
+            for (Duration slice : List.of(Duration.ZERO, Duration.ofNanos(50_000))) {
+                StreamPool pool = new StreamPool(0, 1, 0,
+                        new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE, slice), n -> {});
+                try (ProgramInstance probe = program.newInstance("forward")) {
+                    Map<CompletionWaits.Ended, Integer> ended = new EnumMap<>(CompletionWaits.Ended.class);
+                    for (int i = 0; i < 60; i++) {
+                        try (StreamLease lease = pool.lease(Duration.ofSeconds(1))) {
+                            assertThat(GpuFixtures.probe(probe, lease.selection(), 1000f)[2]).isEqualTo(1);
+                        }
+                        CompletionWaits.Ended how = probe.lastAdaptiveWait();
+                        assertThat(how).as("call %d, slice %s", i, slice).isNotEqualTo(CompletionWaits.Ended.NONE);
+                        if (i >= 30) {
+                            ended.merge(how, 1, Integer::sum);
+                        }
+                    }
+                    assertThat(probe.completionWaits().total()).isEqualTo(60);
+                    // Once it has learned the 1 ms of work, most waits see the completion in the spin.
+                    assertThat(ended.getOrDefault(CompletionWaits.Ended.IN_SPIN, 0)).as("%s", ended).isGreaterThan(15);
+                }
+                pool.close(Duration.ofSeconds(5));
+            }
+            StreamPool spin = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda, StreamSelection.CompletionWait.SPIN),
+                    n -> {});
+            try (ProgramInstance probe = program.newInstance("forward");
+                    StreamLease lease = spin.lease(Duration.ofSeconds(1))) {
+                GpuFixtures.probe(probe, lease.selection(), 200f);
+                assertThat(probe.lastAdaptiveWait()).isEqualTo(CompletionWaits.Ended.NONE);
+            }
+            spin.close(Duration.ofSeconds(5));
+        }
     }
 
     @Test

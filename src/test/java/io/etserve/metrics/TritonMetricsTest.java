@@ -3,6 +3,7 @@ package io.etserve.metrics;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.inference.InferenceObserver;
+import io.etserve.runtime.CompletionWaits;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
 
@@ -52,5 +53,20 @@ class TritonMetricsTest {
         assertThat(registry.find("nv_inference_request_success").tag("version", "1").gauges()).isEmpty();
         assertThat(registry.find("nv_inference_request_failure").tag("version", "1").gauges()).isEmpty();
         assertThat(value("nv_inference_request_success", "m", "2")).isZero();
+    }
+
+    @Test
+    void completionWaitsAreCountedByHowTheyEndedFromTheFirstAndGoAtUnload() {
+        metrics.loaded("gpu", "1");
+        assertThat(registry.find("etserve.gpu.completion.waits").counters()).isEmpty();
+        metrics.completionWait("gpu", "1", CompletionWaits.Ended.IN_SPIN);
+        metrics.completionWait("gpu", "1", CompletionWaits.Ended.IN_SPIN);
+        metrics.completionWait("gpu", "1", CompletionWaits.Ended.OVERSLEPT);
+        assertThat(registry.get("etserve.gpu.completion.waits").tag("model", "gpu").tag("ended", "in_spin")
+                .counter().count()).isEqualTo(2);
+        assertThat(registry.get("etserve.gpu.completion.waits").tag("ended", "overslept").counter().count())
+                .isEqualTo(1);
+        metrics.unloaded("gpu", "1");
+        assertThat(registry.find("etserve.gpu.completion.waits").counters()).isEmpty();
     }
 }
