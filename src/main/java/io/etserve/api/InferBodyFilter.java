@@ -29,6 +29,12 @@ import org.springframework.http.HttpStatus;
  * I/O (a container thread runs only when bytes have arrived, to copy them) and the request is
  * dispatched to the controller once the whole body is here. A body that has not arrived within
  * {@code etserve.inference.body-timeout} is answered 408.
+ *
+ * <p>A refused body (503: the byte budget is spent; 413: over the size limit) is read to its end
+ * and thrown away before the answer, up to one more limit's worth: a client that sends its whole
+ * body before reading (most do) would otherwise find the connection reset under its upload and
+ * never see why. Past that bound, or when the client asked {@code Expect: 100-continue} and has
+ * sent nothing, the answer goes at once and the connection closes.
  */
 public final class InferBodyFilter implements Filter {
 
@@ -75,7 +81,20 @@ public final class InferBodyFilter implements Filter {
         try {
             body = new RequestBody(inflight, pool, maxBytes, declared, RequestBody.headerLength(request));
         } catch (ApiException e) {
-            ErrorResponses.write(response, e, true);
+            // Declared over the limit. Within one more limit's worth the body is read and thrown
+            // away first, so the client reads the 413 instead of a reset; a client that waits for
+            // 100-continue has sent nothing and is answered at once.
+            if (declared - maxBytes > maxBytes || "100-continue".equalsIgnoreCase(request.getHeader("Expect"))) {
+                ErrorResponses.write(response, e, true);
+                return;
+            }
+            AsyncContext async = request.startAsync();
+            async.setTimeout(bodyTimeout.toMillis());
+            Reader reader = new Reader(request, response, async, null);
+            reader.refusal = e;
+            reader.drain = new Drain(declared);
+            async.addListener(reader);
+            request.getInputStream().setReadListener(reader);
             return;
         }
         if (declared >= 0 && request.getInputStream().available() >= declared) {
@@ -87,8 +106,7 @@ public final class InferBodyFilter implements Filter {
                 } catch (ApiException e) {
                     body.close();
                     // The rest is already buffered, so reading it past the refusal cannot block.
-                    boolean drained = e.status() == HttpStatus.SERVICE_UNAVAILABLE
-                            && Drain.rest(request.getInputStream(), maxBytes);
+                    boolean drained = drainsFirst(e) && Drain.rest(request.getInputStream(), maxBytes);
                     ErrorResponses.write(response, e, !drained);
                     return;
                 }
@@ -140,6 +158,11 @@ public final class InferBodyFilter implements Filter {
         }
     }
 
+    /** Refusals answered only once the rest of the body has been read and thrown away. */
+    private static boolean drainsFirst(ApiException e) {
+        return e.status() == HttpStatus.SERVICE_UNAVAILABLE || e.status() == HttpStatus.CONTENT_TOO_LARGE;
+    }
+
     /** A POST to an {@code .../infer} path: an inference call. */
     public static boolean isInfer(HttpServletRequest request) {
         return "POST".equals(request.getMethod()) && request.getRequestURI().endsWith("/infer");
@@ -151,7 +174,7 @@ public final class InferBodyFilter implements Filter {
         private final HttpServletRequest request;
         private final HttpServletResponse response;
         private final AsyncContext async;
-        private final RequestBody body;
+        private final RequestBody body;  // null when the body was refused before it was read
         private final AtomicBoolean settled = new AtomicBoolean();
         /** A refusal waiting for the rest of its body to be discarded; then it is answered. */
         private ApiException refusal;
@@ -191,17 +214,19 @@ public final class InferBodyFilter implements Filter {
         }
 
         /**
-         * A spent budget (503) is answered once the rest of the body has been read and thrown
-         * away: the client then reads the answer on a connection that stays open. Closing a
-         * connection with unread bytes in it resets it, and the client may never see the 503.
-         * Discarding costs a small scratch array, not the budget; the body timeout and the size
-         * limit still bound it. Anything else (413, a broken body) is answered at once and closes.
+         * A spent budget (503) or a body over the limit (413) is answered once the rest of the
+         * body has been read and thrown away: the client then reads the answer on a connection
+         * that stays open. Closing a connection with unread bytes in it resets it, and the client
+         * may never see why. Discarding costs a small scratch array, not the budget; the body
+         * timeout and one more limit's worth of bytes bound it (past that: 413 and close).
+         * Anything else (a broken body) is answered at once and closes.
          */
         private void refuse(ApiException e) {
-            if (refusal == null && e.status() == HttpStatus.SERVICE_UNAVAILABLE) {
+            if (refusal == null && drainsFirst(e)) {
+                long read = body.length();
                 body.close();
                 refusal = e;
-                drain = new Drain(maxBytes - body.length());
+                drain = new Drain(e.status() == HttpStatus.SERVICE_UNAVAILABLE ? maxBytes - read : maxBytes);
                 return;
             }
             fail(e);
@@ -215,6 +240,10 @@ public final class InferBodyFilter implements Filter {
 
         @Override
         public void onTimeout(AsyncEvent event) {
+            if (refusal != null) {
+                fail(refusal);  // the answer was decided; the rest of the body never came
+                return;
+            }
             fail(new ApiException(HttpStatus.REQUEST_TIMEOUT, "the request body did not arrive within "
                     + bodyTimeout.toMillis() + " ms (" + body.length() + " bytes received)"));
         }
@@ -226,7 +255,9 @@ public final class InferBodyFilter implements Filter {
 
         @Override
         public void onComplete(AsyncEvent event) {
-            body.close();
+            if (body != null) {
+                body.close();
+            }
         }
 
         @Override
@@ -241,7 +272,9 @@ public final class InferBodyFilter implements Filter {
             if (!settled.compareAndSet(false, true)) {
                 return;
             }
-            body.close();
+            if (body != null) {
+                body.close();
+            }
             try {
                 if (!response.isCommitted()) {
                     ErrorResponses.write(response, e, closeConnection);

@@ -390,16 +390,48 @@ class ProtocolApiTest {
 
     @Test
     void oversizedBodiesAre413() throws Exception {
-        // Refused from Content-Length alone, before a byte of the body is read: the client sends
-        // the headers and waits. (A client still uploading when the server answers and closes can
-        // see the connection reset before it reads the 413: a race of the test's client against
-        // the server's close, which made this test fail about once in ten CI runs.)
+        // Declared far over the limit (more than twice it): refused from Content-Length alone, at
+        // once, before a byte of the body is read; the client sends the headers and waits.
         try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
             io.etserve.support.RawConnection.Response r = c.exchange("POST /v2/models/demo-portable/infer HTTP/1.1\r\n"
-                    + "Host: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + (2 * 1024 * 1024)
+                    + "Host: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + (3 * 1024 * 1024)
                     + "\r\n\r\n");
             assertThat(r.status()).isEqualTo(413);
             assertThat(r.text()).contains("limit");
+        }
+        // A client that waits for 100-continue is answered before it sends anything.
+        try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
+            io.etserve.support.RawConnection.Response r = c.exchange("POST /v2/models/demo-portable/infer HTTP/1.1\r\n"
+                    + "Host: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: "
+                    + (1536 * 1024) + "\r\n\r\n");
+            assertThat(r.status()).isEqualTo(413);
+        }
+    }
+
+    @Test
+    void aClientThatSendsItsWholeOversizedBodyFirstReadsThe413NotAReset() throws Exception {
+        byte[] body = new byte[1536 * 1024];  // half as much again as the 1MB limit
+        java.util.Arrays.fill(body, (byte) ' ');
+        // Declared: the body is read and thrown away, then refused on a connection that stays open.
+        try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
+            c.send("POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: " + body.length + "\r\n\r\n").send(body);
+            io.etserve.support.RawConnection.Response r = c.read();
+            assertThat(r.status()).isEqualTo(413);
+            assertThat(r.text()).contains("exceeds the limit");
+            assertThat(c.exchange("GET /v2/health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status()).isEqualTo(200);
+        }
+        // Chunked, so the limit is found while reading: the same.
+        try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
+            c.send("POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+            for (int off = 0; off < body.length; off += 64 * 1024) {
+                c.send(Integer.toHexString(64 * 1024) + "\r\n").send(java.util.Arrays.copyOfRange(body, off, off + 64 * 1024))
+                        .send("\r\n");
+            }
+            io.etserve.support.RawConnection.Response r = c.send("0\r\n\r\n").read();
+            assertThat(r.status()).isEqualTo(413);
+            assertThat(c.exchange("GET /v2/health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status()).isEqualTo(200);
         }
     }
 

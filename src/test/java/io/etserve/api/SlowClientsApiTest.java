@@ -114,10 +114,12 @@ class SlowClientsApiTest {
     }
 
     @Test
-    void aDeclaredBodyOverTheLimitIsRefusedBeforeItIsRead() throws Exception {
+    void aDeclaredBodyFarOverTheLimitIsRefusedBeforeItIsRead() throws Exception {
+        // More than twice the 64MB limit: not worth reading to answer cleanly (within that, the
+        // body is read and thrown away first: ProtocolApiTest).
         try (RawConnection c = RawConnection.open(port, 10_000)) {
             RawConnection.Response r = c.exchange("POST " + INFER + " HTTP/1.1\r\nHost: x\r\n"
-                    + "Content-Type: application/json\r\nContent-Length: " + (65L * 1024 * 1024) + "\r\n\r\n{");
+                    + "Content-Type: application/json\r\nContent-Length: " + (129L * 1024 * 1024) + "\r\n\r\n{");
             assertThat(r.status()).isEqualTo(413);
             assertThat(r.text()).contains("exceeds the limit");
             assertThat(c.closedByServer()).isTrue();
