@@ -7,7 +7,7 @@
 #   scripts/gpu-suite.sh bundle   (on a build machine, after `mvn verify`) pack what a GPU host
 #                                 without Java, Maven or network needs into three parts, each
 #                                 small enough to travel beside the work tree in one transfer of
-#                                 a remote runner (64 MiB):
+#                                 a remote runner (64 MiB; checked against 63 for a margin):
 #                                   .device/stage1: JRE, ExecuTorch SDK, caller-stream library, JNI headers,
 #                                                   JUnit console + AssertJ
 #                                   .device/stage2: the extracted application jar (as in the image) with
@@ -27,6 +27,10 @@
 #                                 after stage1 (and stage2, stage3 for the service), one step
 #                                 alone: throughput and service CPU (by thread) through REST, the
 #                                 in-process GPU benchmark, dynamic batching, the sticky fault
+#   scripts/gpu-suite.sh unpack   unpack only the part this transfer carried (stage2 or stage3)
+#   scripts/gpu-suite.sh jvm-options
+#                                 service CPU per call for each JVM option set in
+#                                 ETSERVE_JVM_VARIANTS (';'-separated), optionally pinned (SERVICE_CPUS)
 #   scripts/gpu-suite.sh service  the application served on the GPU with the GPU bridge and the probe
 #                                 delegate, checked over real HTTP and gRPC (health, handshake, throughput
 #                                 for K = 1, 4, 16 streams at K and 2K clients, service CPU per
@@ -107,7 +111,7 @@ bundle() {
   mvn -q -B dependency:copy -Dartifact="$ASSERTJ" -DoutputDirectory="$BUNDLE/stage1" || die "could not fetch $ASSERTJ"
   du -sh "$BUNDLE"/stage*
   # One transfer carries the work tree (its tracked files) and one part: 64 MiB in all.
-  local tree; tree="$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)"
+  local tree; tree="$(git ls-files -z | xargs -0 stat -c %s | awk '{n += $1} END {print n}')"
   local limit=$((63 * 1024 * 1024 - tree))
   for part in stage1 stage2 stage3; do
     local size; size="$(du -sb "$BUNDLE/$part" | cut -f1)"
@@ -235,8 +239,9 @@ PORT=18080
 MGMT=18081
 GRPC=18001
 
-# Starts the fat jar and waits for readiness: sets SERVICE_PID, READY_MS (process start to
-# readiness 200) and STARTUP_CPU (CPU-seconds the process used until then).
+# Starts the application ($JAR: the extracted jar, or a fat jar) and waits for readiness: sets
+# SERVICE_PID, READY_MS (process start to readiness 200) and STARTUP_CPU (CPU-seconds the process
+# used until then).
 READY_MS=""
 STARTUP_CPU=""
 start_service() {
@@ -303,6 +308,7 @@ startup_bench() {
   else
     extracted="$(dirname "$JAR")"  # the bundle carries the application extracted
   fi
+  rm -f "$extracted/app.aot" "$extracted/app.jsa"  # never measure a cache a training run left behind
   ms=() cpu=()
   for _ in 1 2 3; do
     start_service "$repo" --etserve.cuda.streams-per-device=4
@@ -321,6 +327,10 @@ startup_bench() {
     -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 --etserve.grpc.port=0 \
     --etserve.model-repository="$repo" --etserve.native.library-dir="$STAGE" \
     --etserve.native.extra-libraries="$PROBE" >"$RESULTS/aot-training.log" 2>&1) || true
+  if [[ ! -s "$extracted/app.aot" && ! -s "$extracted/app.jsa" ]]; then
+    echo "| extracted jar + $what | training run failed: $RESULTS/aot-training.log | - |"
+    JAR="$jar_saved"; return 1
+  fi
   ms=() cpu=()
   for _ in 1 2 3; do
     JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4
@@ -505,7 +515,10 @@ run() {
 case "${1:-run}" in
   run) run ;;
   bundle) bundle ;;
-  service) unpack_app; have_server; service ;;
+  service)
+    # After stage2 + stage3 (or `run`, which passes JAVA, JAR and CHECK_CP) on this host.
+    if [[ -z "${JAR:-}" || -z "${CHECK_CP:-}" ]]; then unpack_app; have_server; fi
+    JAVA="${JAVA:-$WORK/jre/bin/java}" service ;;
   stage1) stage1 ;;
   stage2) stage2 ;;
   stage3) stage3 ;;
@@ -576,5 +589,5 @@ case "${1:-run}" in
           echo; sleep 1; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
         cat "$out"; exit $st ;;
     esac ;;
-  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|stage3|service|startup|batching|fault|throughput|benchmark" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|stage3|service|startup|batching|fault|throughput|benchmark|unpack|jvm-options" >&2; exit 2 ;;
 esac

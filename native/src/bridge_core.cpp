@@ -297,6 +297,8 @@ std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& 
 
 void InstanceHandle::execute(const std::vector<InputView>& inputs, const StreamSelection& stream,
                              OutputSink& sink) {
+  // Whatever this call ends in (no GPU wait, a refusal, an error), the last outcome is its own.
+  last_adaptive_.store(AdaptiveWaitPolicy::Ended::kNone, std::memory_order_relaxed);
   if (inputs.size() != signature_.inputs.size()) {
     fail(Error::InvalidArgument, "method '" + method_ + "' takes " +
                                      std::to_string(signature_.inputs.size()) + " inputs, got " +

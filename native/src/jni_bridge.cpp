@@ -206,13 +206,17 @@ JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_instanceSignat
 JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_instanceWaitStats(JNIEnv* env,
                                                                                    jclass, jlong handle) {
   return guarded<jlongArray>(env, nullptr, [&] {
-    const auto st = instance_from(handle).wait_stats();
+    const auto& instance = instance_from(handle);
+    const auto st = instance.wait_stats();
     const std::vector<int64_t> encoded{static_cast<int64_t>(st.done_at_start), static_cast<int64_t>(st.woke_done),
                                        static_cast<int64_t>(st.exact), static_cast<int64_t>(st.backoff),
-                                       instance_from(handle).last_wait_end_ns(),
-                                       static_cast<int64_t>(instance_from(handle).last_adaptive_wait())};
+                                       instance.last_wait_end_ns()};
     return to_java(env, encoded);
   });
+}
+
+JNIEXPORT jint JNICALL Java_io_etserve_runtime_NativeBridge_instanceLastWait(JNIEnv* env, jclass, jlong handle) {
+  return guarded<jint>(env, 0, [&] { return static_cast<jint>(instance_from(handle).last_adaptive_wait()); });
 }
 
 JNIEXPORT void JNICALL Java_io_etserve_runtime_NativeBridge_closeInstance(JNIEnv* env, jclass,

@@ -5,10 +5,12 @@ import io.etserve.runtime.Program;
 import io.etserve.runtime.StreamSelection;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.boot.context.properties.bind.Name;
+import org.springframework.boot.convert.DurationUnit;
 import org.springframework.util.unit.DataSize;
 
 /**
@@ -65,7 +67,8 @@ public record EtServeProperties(
      * @param sleepSlice the adaptive wait's longest single sleep ({@code 0}: one sleep for the whole
      *     expected GPU time). A core that sleeps long may be parked (a hypervisor, a deep idle
      *     state) and comes back with cold caches, which the work after the wait pays for; slices
-     *     short enough that the host keeps the core trade CPU for that latency
+     *     short enough that the host keeps the core trade CPU for that latency; a bare number is
+     *     microseconds
      * @param earlyStart start CUDA (driver, primary contexts) on its own thread while the
      *     context is built (read by {@link io.etserve.cuda.CudaEarlyStart} before binding)
      */
@@ -79,15 +82,16 @@ public record EtServeProperties(
             @DefaultValue("1") int defaultInstances,
             @DefaultValue({"TensorRTBackend", "CudaBackend"}) List<String> gpuBackends,
             @DefaultValue("adaptive") StreamSelection.CompletionWait completionWait,
-            @DefaultValue("0") Duration sleepSlice,
+            @DefaultValue("0") @DurationUnit(ChronoUnit.MICROS) Duration sleepSlice,
             @DefaultValue("true") boolean earlyStart) {
 
         public Cuda {
             atLeastOne("etserve.cuda.streams-per-device", streamsPerDevice);
             atLeastOne("etserve.cuda.default-instances", defaultInstances);
-            if (sleepSlice.isNegative() || sleepSlice.toNanos() / 1000 > StreamSelection.MAX_SLEEP_SLICE_MICROS) {
-                throw new IllegalArgumentException("etserve.cuda.sleep-slice must be between 0 and "
-                        + StreamSelection.MAX_SLEEP_SLICE_MICROS + "us, got " + sleepSlice);
+            try {
+                StreamSelection.sleepSliceMicros(sleepSlice);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("etserve.cuda.sleep-slice: " + e.getMessage());
             }
         }
     }

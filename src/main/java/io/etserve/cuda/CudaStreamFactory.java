@@ -24,12 +24,7 @@ public final class CudaStreamFactory implements StreamFactory {
         }
         this.runtime = runtime;
         this.completionWait = completionWait;
-        long micros = sleepSlice.toNanos() / 1000;
-        if (sleepSlice.isNegative() || micros > StreamSelection.MAX_SLEEP_SLICE_MICROS) {
-            throw new IllegalArgumentException("a sleep slice must be 0 to " + StreamSelection.MAX_SLEEP_SLICE_MICROS
-                    + " us, got " + sleepSlice);
-        }
-        this.sleepSliceMicros = (int) micros;
+        this.sleepSliceMicros = StreamSelection.sleepSliceMicros(sleepSlice);
     }
 
     private record CudaStream(int device, CUstream_st stream) implements ComputeStream {

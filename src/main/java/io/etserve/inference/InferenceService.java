@@ -1,5 +1,6 @@
 package io.etserve.inference;
 
+import io.etserve.runtime.CompletionWaits;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.ExecutionInput;
@@ -252,9 +253,9 @@ public final class InferenceService {
             List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection(), outputs);
             admitted.succeeded(System.nanoTime() - executing);
             observer.executed(model.name(), model.version(), batchRows);
-            if (slot.selection().mode() == StreamSelection.Mode.CUDA
-                    && slot.selection().completionWait() == StreamSelection.CompletionWait.ADAPTIVE) {
-                observer.completionWait(model.name(), model.version(), slot.instance().lastAdaptiveWait());
+            CompletionWaits.Ended waited = slot.instance().lastAdaptiveWait();
+            if (waited != CompletionWaits.Ended.NONE) {
+                observer.completionWait(model.name(), model.version(), waited);
             }
             return outs;
         } catch (RuntimeException e) {

@@ -5,10 +5,10 @@ package io.etserve.runtime;
  * the first query, complete when the sleep ended (it overslept), seen by the short spin after the
  * sleep (the aim), or seen only while backing off (a long tail).
  *
- * @param lastCompletionNanos when the last wait saw its work complete, on {@link System#nanoTime()}'s
- *     clock (CLOCK_MONOTONIC), or 0
+ * @param lastWaitEndNanos when the last call's wait (any kind, failed ones too) returned, on
+ *     {@link System#nanoTime()}'s clock (CLOCK_MONOTONIC), or 0 before the first
  */
-public record CompletionWaits(long doneAtStart, long overslept, long inSpin, long inBackoff, long lastCompletionNanos) {
+public record CompletionWaits(long doneAtStart, long overslept, long inSpin, long inBackoff, long lastWaitEndNanos) {
 
     /** How one adaptive wait ended. Order matters: the bridge reports the ordinal. */
     public enum Ended {
@@ -23,9 +23,9 @@ public record CompletionWaits(long doneAtStart, long overslept, long inSpin, lon
         /** Seen only while backing off: the work took longer than learned. */
         IN_BACKOFF;
 
-        static Ended ofNative(long code) {
+        static Ended ofNative(int code) {
             Ended[] all = values();
-            return code >= 0 && code < all.length ? all[(int) code] : NONE;
+            return code >= 0 && code < all.length ? all[code] : NONE;
         }
     }
 
@@ -36,6 +36,6 @@ public record CompletionWaits(long doneAtStart, long overslept, long inSpin, lon
     /** The counts since {@code earlier}. */
     public CompletionWaits since(CompletionWaits earlier) {
         return new CompletionWaits(doneAtStart - earlier.doneAtStart, overslept - earlier.overslept,
-                inSpin - earlier.inSpin, inBackoff - earlier.inBackoff, lastCompletionNanos);
+                inSpin - earlier.inSpin, inBackoff - earlier.inBackoff, lastWaitEndNanos);
     }
 }

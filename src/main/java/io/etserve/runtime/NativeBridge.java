@@ -29,11 +29,11 @@ final class NativeBridge {
 
     static native void closeInstance(long instance);
 
-    /**
-     * [done at start, overslept, seen in the spin, seen in the back-off, when the last wait returned
-     * (ns), how the last call's adaptive wait ended (0 none, then as {@link CompletionWaits.Ended} + 1)].
-     */
+    /** [done at start, overslept, seen in the spin, seen in the back-off, when the last wait returned (ns)]. */
     static native long[] instanceWaitStats(long instance);
+
+    /** How the last call's adaptive wait ended: a {@link CompletionWaits.Ended} ordinal. */
+    static native int instanceLastWait(long instance);
 
     /** {@link #methodSignature}'s encoding, with the loaded method's shape dynamism. */
     static native long[] instanceSignature(long instance);

@@ -16,6 +16,9 @@ public final class ProgramInstance implements AutoCloseable {
 
     private final MethodSignature signature;
     private final ReentrantLock inUse = new ReentrantLock();
+    /** Held to free the handle, and to read the wait statistics without holding {@link #inUse}. */
+    private final Object lifetime = new Object();
+    private volatile CompletionWaits.Ended lastAdaptiveWait = CompletionWaits.Ended.NONE;
     private volatile long handle;
 
     ProgramInstance(long handle, MethodSignature signature) {
@@ -60,8 +63,15 @@ public final class ProgramInstance implements AutoCloseable {
             int outputCount = signature.outputs().size();
             int[] outTypes = new int[outputCount];
             long[][] outShapes = new long[outputCount][];
-            ByteBuffer[] data = NativeBridge.execute(h, buffers, dtypes, shapes, stream.nativeMode(),
-                    stream.handle(), stream.device(), outTypes, outShapes, outputs);
+            ByteBuffer[] data;
+            try {
+                data = NativeBridge.execute(h, buffers, dtypes, shapes, stream.nativeMode(), stream.handle(),
+                        stream.device(), outTypes, outShapes, outputs);
+            } finally {
+                lastAdaptiveWait = stream.mode() == StreamSelection.Mode.CUDA
+                        && stream.completionWait() == StreamSelection.CompletionWait.ADAPTIVE
+                        ? CompletionWaits.Ended.ofNative(NativeBridge.instanceLastWait(h)) : CompletionWaits.Ended.NONE;
+            }
             List<ExecutionOutput> result = new ArrayList<>(data.length);
             for (int i = 0; i < data.length; i++) {
                 result.add(new ExecutionOutput(outTypes[i], outShapes[i], data[i]));
@@ -73,34 +83,27 @@ public final class ProgramInstance implements AutoCloseable {
     }
 
     /**
-     * How this instance's GPU completion waits ended so far (all zero for CPU calls); waits for a
-     * running call to finish.
+     * How this instance's GPU completion waits ended so far (all zero for CPU calls). Never blocks
+     * or disturbs a running call: the native counts are atomics, and only {@link #close()} is
+     * kept out while they are read.
      */
     public CompletionWaits completionWaits() {
-        inUse.lock();
-        try {
-            if (handle == 0) {
+        synchronized (lifetime) {
+            long h = handle;
+            if (h == 0) {
                 throw new InstanceClosedException();
             }
-            long[] s = NativeBridge.instanceWaitStats(handle);
+            long[] s = NativeBridge.instanceWaitStats(h);
             return new CompletionWaits(s[0], s[1], s[2], s[3], s[4]);
-        } finally {
-            inUse.unlock();
         }
     }
 
     /**
      * How the last call's adaptive completion wait ended ({@link CompletionWaits.Ended#NONE} when it
-     * did not wait adaptively); for the thread that just ran it, before giving the instance back.
+     * did not wait adaptively): read by {@link #execute} after each GPU call that waited so.
      */
     public CompletionWaits.Ended lastAdaptiveWait() {
-        inUse.lock();
-        try {
-            long h = handle;
-            return h == 0 ? CompletionWaits.Ended.NONE : CompletionWaits.Ended.ofNative(NativeBridge.instanceWaitStats(h)[5]);
-        } finally {
-            inUse.unlock();
-        }
+        return lastAdaptiveWait;
     }
 
     /** The instance was freed (the model is unloading, e.g. at shutdown). */
@@ -114,9 +117,11 @@ public final class ProgramInstance implements AutoCloseable {
     public void close() {
         inUse.lock();
         try {
-            if (handle != 0) {
-                NativeBridge.closeInstance(handle);
-                handle = 0;
+            synchronized (lifetime) {
+                if (handle != 0) {
+                    NativeBridge.closeInstance(handle);
+                    handle = 0;
+                }
             }
         } finally {
             inUse.unlock();

@@ -12,8 +12,18 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
 
     public StreamSelection {
         if (sleepSliceMicros < 0 || sleepSliceMicros > MAX_SLEEP_SLICE_MICROS) {
-            throw new IllegalArgumentException("sleep slice must be 0.." + MAX_SLEEP_SLICE_MICROS + " us");
+            throw new IllegalArgumentException("a sleep slice must be 0 to " + MAX_SLEEP_SLICE_MICROS + "us, got "
+                    + sleepSliceMicros + "us");
         }
+    }
+
+    /** A configured sleep slice in whole microseconds, refused outside 0..{@value #MAX_SLEEP_SLICE_MICROS} us. */
+    public static int sleepSliceMicros(java.time.Duration slice) {
+        long micros = slice.toNanos() / 1000;
+        if (slice.isNegative() || micros > MAX_SLEEP_SLICE_MICROS) {
+            throw new IllegalArgumentException("a sleep slice must be 0 to " + MAX_SLEEP_SLICE_MICROS + "us, got " + slice);
+        }
+        return (int) micros;
     }
 
     public enum Mode {

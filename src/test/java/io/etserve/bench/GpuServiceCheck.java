@@ -23,13 +23,15 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Checks the packaged service on a GPU host over real HTTP (scripts/gpu-suite.sh service): the
- * service runs the fat jar with the GPU bridge and the test-only probe delegate, whose model
+ * Checks the packaged service on a GPU host over real HTTP and gRPC (scripts/gpu-suite.sh
+ * service): the service runs the application jar with the GPU bridge and the test-only probe delegate, whose model
  * answers {@code [selection seen, stream handle, GPU work queued]} and spins a kernel for x[0] us.
  *
  * <pre>
  * GpuServiceCheck health     port=8080 mgmt=8081
- * GpuServiceCheck handshake  port=8080 model=probe clients=16 calls=200 expect=16
+ * GpuServiceCheck handshake  port=8080 model=probe clients=16 calls=200 expect=16 [mgmt=8081 [waits-before=0]]
+ *                            (with mgmt: etserve_gpu_completion_waits_total must have counted every call)
+ * GpuServiceCheck grpc       grpc-port=8001 model=probe clients=16 calls=50 expect=16
  * GpuServiceCheck throughput port=8080 model=probe spin=2000 clients=16 seconds=5 pid=1234
  * GpuServiceCheck batching   port=8080 mgmt=8081 model=probe-batched rows=1 spin=2000 clients=16 seconds=4 pid=1234
  * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
@@ -202,15 +204,16 @@ public final class GpuServiceCheck {
         boolean live;
         boolean ready;
         try {
-            var stub = io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.newBlockingStub(channel)
-                    .withDeadlineAfter(60, java.util.concurrent.TimeUnit.SECONDS);
-            live = stub.serverLive(io.etserve.grpc.protocol.ServerLiveRequest.getDefaultInstance()).getLive();
-            ready = stub.modelReady(io.etserve.grpc.protocol.ModelReadyRequest.newBuilder().setName(model).build())
+            var stubs = io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.newBlockingStub(channel);
+            java.util.function.Supplier<io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.GRPCInferenceServiceBlockingStub> stub =
+                    () -> stubs.withDeadlineAfter(30, java.util.concurrent.TimeUnit.SECONDS);  // per call
+            live = stub.get().serverLive(io.etserve.grpc.protocol.ServerLiveRequest.getDefaultInstance()).getLive();
+            ready = stub.get().modelReady(io.etserve.grpc.protocol.ModelReadyRequest.newBuilder().setName(model).build())
                     .getReady();
             runClients(clients, c -> {
                 for (int i = 0; i < calls; i++) {
                     try {
-                        var r = stub.modelInfer(built);
+                        var r = stub.get().modelInfer(built);
                         ByteBuffer out = r.getRawOutputContents(0).asReadOnlyByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
                         if (out.getLong(0) != 1) {
                             unguarded.incrementAndGet();

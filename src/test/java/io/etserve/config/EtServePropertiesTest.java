@@ -51,7 +51,9 @@ class EtServePropertiesTest {
         assertThat(bind(Map.of()).cuda().sleepSlice()).isZero();
         assertThat(bind(Map.of("etserve.cuda.sleep-slice", "50us")).cuda().sleepSlice())
                 .isEqualTo(java.time.Duration.ofNanos(50_000));
+        assertThat(bind(Map.of("etserve.cuda.sleep-slice", "50")).cuda().sleepSlice())
+                .as("a bare number is microseconds").isEqualTo(java.time.Duration.ofNanos(50_000));
         assertThatThrownBy(() -> bind(Map.of("etserve.cuda.sleep-slice", "100ms")))
-                .hasRootCauseMessage("etserve.cuda.sleep-slice must be between 0 and 65535us, got PT0.1S");
+                .hasRootCauseMessage("etserve.cuda.sleep-slice: a sleep slice must be 0 to 65535us, got PT0.1S");
     }
 }

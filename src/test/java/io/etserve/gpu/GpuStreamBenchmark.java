@@ -84,7 +84,7 @@ public final class GpuStreamBenchmark {
                 .getOperatingSystemMXBean();
         System.out.println("Completion wait, one caller on one stream (overhead = wall time per call - kernel time;");
         System.out.println("over spin = the same percentile minus spin's: what the wait adds to the fastest possible one):");
-        System.out.println("after wait = from the moment the native wait saw completion to the call's end in Java (outputs,");
+        System.out.println("after wait = from the moment the native wait returned to the call's end in Java (outputs,");
         System.out.println("JNI return, lease release); ended = how adaptive waits ended: at start / overslept / in spin / back-off, %):");
         System.out.println("| wait | kernel us | calls | overhead p50 us | overhead p99 us | over spin p50 us | over spin p99 us "
                 + "| CPU per call us | CPU % of kernel | after wait p50 us | after wait p99 us | ended |");
@@ -113,7 +113,7 @@ public final class GpuStreamBenchmark {
                         }
                         long t1 = System.nanoTime();
                         wall[i] = t1 - t0 - (long) (kernel * 1000);
-                        long last = probe.completionWaits().lastCompletionNanos();
+                        long last = probe.completionWaits().lastWaitEndNanos();
                         afterWait[i] = last == 0 ? 0 : t1 - last;
                         statsCpu += System.nanoTime() - t1;
                     }
