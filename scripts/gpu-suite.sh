@@ -431,6 +431,35 @@ throughput_rows() {
   return $status
 }
 
+# Throughput and service CPU through REST (K = 4 at 4 clients, 2 and 10 ms kernels; K = 16 at
+# 16 clients) for each JVM option set in ETSERVE_JVM_VARIANTS, ';'-separated ("" = none), e.g.
+# ETSERVE_JVM_VARIANTS=';-XX:+UseTransparentHugePages', the service pinned to SERVICE_CPUS if set;
+# the handshake before each checks the completion-wait metric. Into $RESULTS/gpu-h200-jvm-options.txt.
+jvm_options_bench() {
+  local out="$RESULTS/gpu-h200-jvm-options.txt" st=0 v k kernel variants
+  { echo "# JVM options against service CPU per call ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
+    echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null)"
+    echo; echo "$THR_HEADER"; } > "$out"
+  IFS=';' read -r -a variants <<< "${ETSERVE_JVM_VARIANTS:-;-XX:+UseTransparentHugePages}"
+  [[ -z "${SERVICE_CPUS:-}" ]] || echo "service pinned to CPUs $SERVICE_CPUS (taskset)" >> "$out"
+  for v in "${variants[@]}"; do
+    for k in 4 16; do
+      make_repo "$WORK/service-repo" $((2 * k))
+      JAVA_EXTRA="$v" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=$k
+      check handshake port=$PORT mgmt=$MGMT model=probe clients=$((2 * k)) calls=50 expect=$k spin=100 >> "$out" || st=1
+      for kernel in 2000 10000; do
+        [[ $k == 16 && $kernel == 10000 ]] && continue
+        check throughput port=$PORT model=probe spin=$kernel clients=$k seconds=4 pid=$SERVICE_PID \
+          label="K=$k ${v:-(no options)}" >> "$out" || st=1
+      done
+      stop_service
+    done
+  done
+  { echo; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
+  cat "$out"
+  return $st
+}
+
 # The packaged service: start table, throughput, dynamic batching, startup, first request,
 # the sticky fault; all into $RESULTS/gpu-h200-service.txt.
 service() {
@@ -523,42 +552,17 @@ case "${1:-run}" in
   stage2) stage2 ;;
   stage3) stage3 ;;
   unpack) unpack_app ;;  # only unpack the part this transfer carried (stage2 or stage3)
-  jvm-options)
-    # Throughput and service CPU through REST (K = 4 at 4 clients, 2 and 10 ms kernels; K = 16
-    # at 16 clients) for each JVM option set in ETSERVE_JVM_VARIANTS, ';'-separated ("" = none),
-    # e.g. ETSERVE_JVM_VARIANTS=';-XX:+UseTransparentHugePages'. After stage1, stage2, stage3.
-    unpack_app; have_server; cuda_env; mkdir -p "$RESULTS"; : > "$RESULTS/check-stderr.txt"; trap stop_service EXIT
-    out="$RESULTS/gpu-h200-jvm-options.txt"; st=0
-    { echo "# JVM options against service CPU per call ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
-      echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null)"
-      echo; echo "$THR_HEADER"; } > "$out"
-    IFS=';' read -r -a variants <<< "${ETSERVE_JVM_VARIANTS:-;-XX:+UseTransparentHugePages}"
-    [[ -z "${SERVICE_CPUS:-}" ]] || echo "service pinned to CPUs $SERVICE_CPUS (taskset)" >> "$out"
-    for v in "${variants[@]}"; do
-      for k in 4 16; do
-        make_repo "$WORK/service-repo" $((2 * k))
-        JAVA_EXTRA="$v" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=$k
-        check handshake port=$PORT mgmt=$MGMT model=probe clients=$((2 * k)) calls=50 expect=$k spin=100 >> "$out" || st=1
-        for kernel in 2000 10000; do
-          [[ $k == 16 && $kernel == 10000 ]] && continue
-          check throughput port=$PORT model=probe spin=$kernel clients=$k seconds=4 pid=$SERVICE_PID \
-            label="K=$k ${v:-(no options)}" >> "$out" || st=1
-        done
-        stop_service
-      done
-    done
-    { echo; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
-    cat "$out"; exit $st ;;
-  batching|fault|throughput|benchmark|startup)
+  batching|fault|throughput|benchmark|startup|jvm-options)
     # After stage1 on this host (and stage2, plus stage3 for all but the benchmark), one step
     # alone, without the JUnit suite: the dynamic-batching step, the sticky fault through REST,
     # the throughput and service-CPU step (K = 1, 4, 16, the spinning wait beside, then
-    # batching), the in-process GPU benchmark, or time to ready; the output goes to
-    # $RESULTS/gpu-h200-<step>.txt.
+    # batching), the in-process GPU benchmark, time to ready, or JVM option sets compared; the
+    # output goes to $RESULTS/gpu-h200-<step>.txt.
     unpack_app
     [[ $1 == benchmark ]] || have_server
     cuda_env; mkdir -p "$RESULTS"; : > "$RESULTS/check-stderr.txt"; trap stop_service EXIT
     case $1 in
+      jvm-options) jvm_options_bench; exit $? ;;
       batching)
         { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt" ;;
       fault)

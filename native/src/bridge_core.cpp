@@ -239,7 +239,6 @@ InstanceHandle::~InstanceHandle() {
 }
 
 int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_slice_ns) {
-  last_adaptive_.store(AdaptiveWaitPolicy::Ended::kNone, std::memory_order_relaxed);
   auto* s = static_cast<cudaStream_t>(stream);
   if (how == CompletionWait::kSpin) return cudaStreamSynchronize(s);
 

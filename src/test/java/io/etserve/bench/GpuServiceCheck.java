@@ -235,9 +235,14 @@ public final class GpuServiceCheck {
         return ok;
     }
 
-    /** The sum over {@code ended} of a model's etserve_gpu_completion_waits_total (Prometheus). */
+    /** The sum over {@code ended} of a model's etserve_gpu_completion_waits_total. */
     static double completionWaits(int mgmt, String model) throws IOException {
-        Matcher m = Pattern.compile("etserve_gpu_completion_waits_total\\{[^}]*model=\"" + Pattern.quote(model)
+        return modelSeries(mgmt, "etserve_gpu_completion_waits_total", model);
+    }
+
+    /** The sum of every Prometheus series of {@code metric} whose {@code model} label is {@code model}. */
+    static double modelSeries(int mgmt, String metric, String model) throws IOException {
+        Matcher m = Pattern.compile(Pattern.quote(metric) + "\\{[^}]*model=\"" + Pattern.quote(model)
                 + "\"[^}]*\\} ([0-9.eE+]+)").matcher(body(mgmt, "/actuator/prometheus"));
         double sum = 0;
         while (m.find()) {
@@ -273,9 +278,7 @@ public final class GpuServiceCheck {
     }
 
     static long execCount(int mgmt, String model) throws IOException {
-        Matcher m = Pattern.compile("nv_inference_exec_count\\{model=\"" + Pattern.quote(model) + "\",[^}]*\\} ([0-9.eE+]+)")
-                .matcher(body(mgmt, "/actuator/prometheus"));
-        return m.find() ? (long) Double.parseDouble(m.group(1)) : 0;
+        return (long) modelSeries(mgmt, "nv_inference_exec_count", model);
     }
 
     record Measured(int clients, float spin, long[] latencies, double seconds, long cpuTicks, long failed,
