@@ -409,16 +409,19 @@ throughput_rows() {
     fi
     stop_service
   done
-  # The adaptive wait with its sleep sliced (etserve.cuda.sleep-slice): the request thread keeps
-  # its core, for some CPU.
-  make_repo "$repo" 8
-  start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.sleep-slice=50us
-  echo "| K=4 | 4 | adaptive, slice 50 us | $READY_MS | $STARTUP_CPU |" >> "$out"
-  for kernel in 2000 10000; do
-    ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=4 seconds=4 pid=$SERVICE_PID label="K=4 adaptive, slice 50 us")") || status=1
-    ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=8 seconds=4 pid=$SERVICE_PID label="K=4 adaptive, slice 50 us")") || status=1
+  # The adaptive wait with its sleep sliced (etserve.cuda.sleep-slice; ETSERVE_SLICES_US, in
+  # microseconds): the request thread keeps its core, for some CPU.
+  local slice
+  for slice in ${ETSERVE_SLICES_US:-50 100}; do
+    make_repo "$repo" 8
+    start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.sleep-slice="${slice}us"
+    echo "| K=4 | 4 | adaptive, slice $slice us | $READY_MS | $STARTUP_CPU |" >> "$out"
+    for kernel in 2000 10000; do
+      ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=4 seconds=4 pid=$SERVICE_PID label="K=4 adaptive, slice $slice us")") || status=1
+      ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=8 seconds=4 pid=$SERVICE_PID label="K=4 adaptive, slice $slice us")") || status=1
+    done
+    stop_service
   done
-  stop_service
   # The old wait (cudaStreamSynchronize spins a core for the whole GPU time), for comparison.
   make_repo "$repo" 8
   start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.completion-wait=spin

@@ -100,9 +100,12 @@ class AdaptiveWaitPolicy {
 
  private:
   void step_down(int64_t margin);
+  void learn_early(int64_t observed_ns);
   void learn_exact(int64_t observed_ns);
   void learn_upper_bound(int64_t observed_ns, int64_t last_step_ns);
   void learn_lateness(int64_t late_ns);
+
+  static bool is_power_of_two(int64_t n) { return (n & (n - 1)) == 0; }
 
   Tuning tuning_;
   // One waiter at a time writes them (the instance is leased); readers may come from anywhere.
@@ -140,8 +143,22 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
   const int64_t sleep_for = estimate_ns_ - margin - late_ns_ - (clock.now_ns() - start);
   if (sleep_for >= kMinSleepNs) {
     const int64_t wake_at = clock.now_ns() + sleep_for;
+    int64_t slices = 0;
     for (int64_t left = sleep_for; left > 0; left = wake_at - clock.now_ns()) {
-      clock.sleep_ns(tuning_.sleep_slice_ns > 0 ? std::min(left, tuning_.sleep_slice_ns) : left);
+      const bool sliced = tuning_.sleep_slice_ns > 0 && left > tuning_.sleep_slice_ns;
+      clock.sleep_ns(sliced ? tuning_.sleep_slice_ns : left);
+      // Awake anyway: a query after slice 1, 2, 4, 8, ... ends a call whose work finished early
+      // by twice its time instead of at the end of the expected time. After every slice it
+      // would cost a fifth more CPU on the H200 host (about a microsecond per query).
+      if (sliced && is_power_of_two(++slices)) {
+        r = query();
+        if (r < 0) return r;
+        if (r > 0) {
+          ended(woke_done_, Ended::kOverslept);
+          learn_early(clock.now_ns() - start);
+          return 0;
+        }
+      }
     }
     learn_lateness(clock.now_ns() - wake_at);
     r = query();
@@ -211,6 +228,13 @@ inline void AdaptiveWaitPolicy::step_down(int64_t margin) {
   // got shorter), up to an eighth of the expectation per call.
   down_step_ns_ = down_step_ns_ == 0 ? margin : std::min(down_step_ns_ * 2, estimate_ns_ / 8);
   estimate_ns_ = std::max<int64_t>(0, estimate_ns_ - down_step_ns_);
+}
+
+inline void AdaptiveWaitPolicy::learn_early(int64_t observed_ns) {
+  // Seen between two sleep slices, well before the expected time: the work is at most this
+  // long. Take that bound at once, then step down from it as after any overslept wait.
+  estimate_ns_ = std::min(estimate_ns_, observed_ns);
+  step_down(margin_for(estimate_ns_));
 }
 
 inline void AdaptiveWaitPolicy::learn_exact(int64_t observed_ns) {

@@ -106,6 +106,28 @@ TEST(AdaptiveWait, ASleepSliceSplitsTheSleepWithoutChangingWhenItEnds) {
   EXPECT_NEAR(static_cast<double>(split.estimate_ns()), static_cast<double>(whole.estimate_ns()), 0.05 * kernel);
 }
 
+TEST(AdaptiveWait, ASlicedSleepEndsSoonAfterWorkThatFinishedEarly) {
+  AdaptiveWaitPolicy::Tuning chunked;
+  chunked.sleep_slice_ns = 50'000;
+  AdaptiveWaitPolicy policy(chunked);
+  for (int i = 0; i < 100; ++i) run_once(policy, 10'000'000);
+  // The program's work is suddenly a tenth as long (a shorter input, say): the call ends by
+  // twice its work's time, not at the 10 ms it expected, after a handful of queries.
+  FakeClock clock;
+  clock.wake_delay = 3'000;
+  FakeGpu gpu{clock, 1'000'000};
+  ASSERT_EQ(policy.wait(gpu, clock), 0);
+  EXPECT_EQ(policy.last_ended(), AdaptiveWaitPolicy::Ended::kOverslept);
+  EXPECT_LE(clock.now - gpu.done_at, 1'000'000);
+  EXPECT_LE(gpu.queries, 8);
+  EXPECT_LE(policy.estimate_ns(), 2'000'000);
+  // ... and the next calls find it in the spin again.
+  for (int i = 0; i < 20; ++i) run_once(policy, 1'000'000);
+  Call settled = run_once(policy, 1'000'000);
+  EXPECT_EQ(policy.last_ended(), AdaptiveWaitPolicy::Ended::kInSpin);
+  EXPECT_LE(settled.overhead, 30'000);
+}
+
 TEST(AdaptiveWait, TheLastWaitSaysHowItEnded) {
   AdaptiveWaitPolicy policy;
   EXPECT_EQ(policy.last_ended(), AdaptiveWaitPolicy::Ended::kNone);

@@ -4,15 +4,12 @@ import io.etserve.runtime.StreamSelection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongConsumer;
 
 /**
- * The streams of one device, leased one caller at a time with a bounded wait.
+ * The streams of one device, leased one caller at a time with a bounded wait, first come,
+ * first served ({@link LeaseQueue}).
  *
  * <p>A lease comes back only once its stream is idle (the pool synchronizes it on return),
  * so the next caller never inherits in-flight work. {@link #close()} stops new leases,
@@ -23,8 +20,7 @@ public final class StreamPool implements AutoCloseable {
     private final int device;
     private final StreamFactory factory;
     private final List<ComputeStream> streams;
-    private final BlockingQueue<Integer> idle;
-    private final AtomicInteger waiting = new AtomicInteger();
+    private final LeaseQueue idle;
     private final AtomicReference<String> fault = new AtomicReference<>();
     private final LongConsumer leaseWaitNanos;
     private volatile boolean closed;
@@ -49,10 +45,7 @@ public final class StreamPool implements AutoCloseable {
             throw e;
         }
         this.streams = List.copyOf(created);
-        this.idle = new ArrayBlockingQueue<>(size, true);
-        for (int i = 0; i < size; i++) {
-            idle.add(i);
-        }
+        this.idle = new LeaseQueue(size, factory.sleepSliceMicros() * 1000L);
     }
 
     public int device() {
@@ -64,15 +57,15 @@ public final class StreamPool implements AutoCloseable {
     }
 
     public int idleCount() {
-        return idle.size();
+        return idle.freeCount();
     }
 
     public int leasedCount() {
-        return streams.size() - idle.size();
+        return streams.size() - idle.freeCount();
     }
 
     public int waitingCount() {
-        return waiting.get();
+        return idle.waitingCount();
     }
 
     public StreamSelection.Mode selectionMode() {
@@ -106,18 +99,12 @@ public final class StreamPool implements AutoCloseable {
     public StreamLease lease(Duration timeout) throws InterruptedException {
         ensureUsable();
         long start = System.nanoTime();
-        waiting.incrementAndGet();
-        Integer slot;
-        try {
-            slot = idle.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } finally {
-            waiting.decrementAndGet();
-        }
-        if (slot == null) {
+        int slot = idle.take(timeout.toNanos());
+        if (slot < 0) {
             throw new StreamPoolExhaustedException(device, timeout);
         }
         if (closed || fault.get() != null) {
-            idle.add(slot);
+            idle.give(slot);
             ensureUsable();
         }
         leaseWaitNanos.accept(System.nanoTime() - start);
@@ -132,7 +119,7 @@ public final class StreamPool implements AutoCloseable {
             fault.compareAndSet(null, "stream " + lease.slot() + " of device " + device + ": " + e.getMessage());
             throw e;
         } finally {
-            idle.add(lease.slot());
+            idle.give(lease.slot());
         }
     }
 
@@ -150,7 +137,7 @@ public final class StreamPool implements AutoCloseable {
     public void close(Duration drain) {
         closed = true;
         long deadline = System.nanoTime() + drain.toNanos();
-        while (idle.size() < streams.size() && System.nanoTime() < deadline) {
+        while (idle.freeCount() < streams.size() && System.nanoTime() < deadline) {
             try {
                 Thread.sleep(5);
             } catch (InterruptedException e) {
@@ -158,7 +145,7 @@ public final class StreamPool implements AutoCloseable {
                 break;
             }
         }
-        if (idle.size() < streams.size()) {
+        if (idle.freeCount() < streams.size()) {
             // Destroying a stream with work on it would free memory under running kernels:
             // leak the streams rather than risk it; the process is going away anyway.
             return;

@@ -1,5 +1,6 @@
 package io.etserve.inference;
 
+import io.etserve.cuda.LeaseQueue;
 import io.etserve.cuda.StreamLease;
 import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPoolExhaustedException;
@@ -7,21 +8,20 @@ import io.etserve.runtime.ProgramInstance;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A model's instances on one device. Instances and streams are separate resources: the
  * instances (Modules, each holding its delegates' device memory) belong to this model; the
  * streams belong to the device's pool, shared by every model placed there. A call takes a free
  * instance, then leases a stream on the same device, and gives both back when it is done.
+ * Both waits are first come, first served and hand a freed resource straight to the next caller
+ * ({@link LeaseQueue}, with the device's sleep slice).
  */
 public final class GpuInstancePool implements InstancePool {
 
     private final StreamPool streams;
     private final List<ProgramInstance> instances;
-    private final BlockingQueue<ProgramInstance> idle;
+    private final LeaseQueue idle;
 
     public GpuInstancePool(StreamPool streams, List<ProgramInstance> instances) {
         if (instances.isEmpty()) {
@@ -29,7 +29,7 @@ public final class GpuInstancePool implements InstancePool {
         }
         this.streams = streams;
         this.instances = List.copyOf(instances);
-        this.idle = new ArrayBlockingQueue<>(instances.size(), true, instances);
+        this.idle = new LeaseQueue(instances.size(), streams.sleepSliceMicros() * 1000L);
     }
 
     @Override
@@ -38,30 +38,31 @@ public final class GpuInstancePool implements InstancePool {
             throw new ModelUnavailableException(reason);
         });
         long deadline = System.nanoTime() + timeout.toNanos();
-        ProgramInstance instance = idle.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        if (instance == null) {
+        int index = idle.take(timeout.toNanos());
+        if (index < 0) {
             throw new OverloadedException("all " + instances.size() + " instances on " + placement() + " are busy",
                     timeout);
         }
+        ProgramInstance instance = instances.get(index);
         StreamLease lease;
         try {
             // Whatever is left of the caller's wait: the stream pool is shared with other models.
             lease = streams.lease(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
         } catch (StreamPoolExhaustedException e) {
-            idle.add(instance);
+            idle.give(index);
             throw new OverloadedException(e.getMessage(), timeout);
         } catch (IllegalStateException e) {
-            idle.add(instance);
+            idle.give(index);
             throw new ModelUnavailableException(e.getMessage());
         } catch (InterruptedException | RuntimeException e) {
-            idle.add(instance);
+            idle.give(index);
             throw e;
         }
         return new ExecutionSlot(instance, lease.selection(), () -> {
             try {
                 lease.close();
             } finally {
-                idle.add(instance);
+                idle.give(index);
             }
         });
     }

@@ -29,6 +29,7 @@ public final class GpuStreamBenchmark {
         static final List<Wait> ALL = List.of(new Wait(StreamSelection.CompletionWait.SPIN, Duration.ZERO),
                 new Wait(StreamSelection.CompletionWait.ADAPTIVE, Duration.ZERO),
                 new Wait(StreamSelection.CompletionWait.ADAPTIVE, Duration.ofNanos(50_000)),
+                new Wait(StreamSelection.CompletionWait.ADAPTIVE, Duration.ofNanos(100_000)),
                 new Wait(StreamSelection.CompletionWait.BLOCKING, Duration.ZERO));
 
         CudaStreamFactory factory(CudaRuntime cuda) {

@@ -1,0 +1,166 @@
+package io.etserve.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class LeaseQueueTest {
+
+    private static final long SECOND = TimeUnit.SECONDS.toNanos(1);
+    private static final long FREE = Long.MIN_VALUE;
+
+    private final ExecutorService exec = Executors.newCachedThreadPool();
+
+    @AfterEach
+    void stop() {
+        exec.shutdownNow();
+    }
+
+    private static void awaitWaiting(LeaseQueue q, int n) throws InterruptedException {
+        long deadline = System.nanoTime() + 5 * SECOND;
+        while (q.waitingCount() != n && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        assertThat(q.waitingCount()).isEqualTo(n);
+    }
+
+    @Test
+    void freeSlotsGoOutInTurnWithoutWaiting() throws Exception {
+        LeaseQueue q = new LeaseQueue(3, 0);
+        assertThat(q.take(0)).isZero();
+        assertThat(q.take(0)).isEqualTo(1);
+        q.give(0);
+        assertThat(q.take(0)).isEqualTo(2);
+        assertThat(q.take(0)).isZero();
+        assertThat(q.take(0)).isEqualTo(-1);
+        assertThat(q.freeCount()).isZero();
+        assertThatThrownBy(() -> new LeaseQueue(2, 0).give(1)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("not taken");
+    }
+
+    @ParameterizedTest(name = "slice {0} ns")
+    @ValueSource(longs = {0, 50_000})
+    void aReleasedSlotGoesToTheLongestWaiterNotBackToTheReleaser(long slice) throws Exception {
+        LeaseQueue q = new LeaseQueue(1, slice);
+        int held = q.take(0);
+        List<Integer> served = new CopyOnWriteArrayList<>();
+        List<Future<?>> waiters = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            int id = i;
+            waiters.add(exec.submit(() -> {
+                int slot = q.take(10 * SECOND);
+                served.add(id);
+                q.give(slot);
+                return null;
+            }));
+            awaitWaiting(q, i + 1); // joined the line in this order
+        }
+        q.give(held);
+        // The releaser asks again at once: the slot is already the first waiter's.
+        int again = q.take(0);
+        if (again >= 0) {
+            assertThat(served).isNotEmpty(); // only after the first waiter was served and gave it back
+            q.give(again);
+        }
+        for (Future<?> w : waiters) {
+            w.get(10, TimeUnit.SECONDS);
+        }
+        assertThat(served).containsExactly(0, 1, 2);
+        assertThat(q.freeCount()).isEqualTo(1);
+        assertThat(q.waitingCount()).isZero();
+    }
+
+    @Test
+    void aWaiterThatTimesOutLeavesTheLine() throws Exception {
+        LeaseQueue q = new LeaseQueue(1, 0);
+        int held = q.take(0);
+        long start = System.nanoTime();
+        assertThat(q.take(TimeUnit.MILLISECONDS.toNanos(50))).isEqualTo(-1);
+        assertThat(System.nanoTime() - start).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(45));
+        assertThat(q.waitingCount()).isZero();
+        q.give(held);
+        assertThat(q.freeCount()).isEqualTo(1); // not handed to the waiter that left
+    }
+
+    @Test
+    void anInterruptedWaiterLeavesTheLineAndKeepsNothing() throws Exception {
+        LeaseQueue q = new LeaseQueue(1, 0);
+        int held = q.take(0);
+        Future<Integer> waiter = exec.submit(() -> q.take(10 * SECOND));
+        awaitWaiting(q, 1);
+        waiter.cancel(true);
+        awaitWaiting(q, 0);
+        q.give(held);
+        assertThat(q.freeCount()).isEqualTo(1);
+        Thread.currentThread().interrupt();
+        assertThatThrownBy(() -> q.take(0)).isInstanceOf(InterruptedException.class);
+        assertThat(q.freeCount()).isEqualTo(1);
+    }
+
+    @ParameterizedTest(name = "slice {0} ns")
+    @ValueSource(longs = {0, 20_000})
+    void underContentionEachSlotHasOneHolderAndNoneIsLost(long slice) throws Exception {
+        LeaseQueue q = new LeaseQueue(3, slice);
+        ConcurrentHashMap<Integer, Boolean> inUse = new ConcurrentHashMap<>();
+        AtomicInteger overlaps = new AtomicInteger();
+        AtomicInteger timedOut = new AtomicInteger();
+        List<Future<?>> callers = new ArrayList<>();
+        for (int t = 0; t < 8; t++) {
+            int thread = t;
+            callers.add(exec.submit(() -> {
+                for (int i = 0; i < 400; i++) {
+                    // Some callers give up quickly: leaving the line must not lose a slot.
+                    long timeout = (thread % 4 == 0) ? 20_000 : 10 * SECOND;
+                    int slot = q.take(timeout);
+                    if (slot < 0) {
+                        timedOut.incrementAndGet();
+                        continue;
+                    }
+                    if (inUse.putIfAbsent(slot, Boolean.TRUE) != null) {
+                        overlaps.incrementAndGet();
+                    }
+                    Thread.onSpinWait();
+                    inUse.remove(slot);
+                    q.give(slot);
+                }
+                return null;
+            }));
+        }
+        for (Future<?> c : callers) {
+            c.get(60, TimeUnit.SECONDS);
+        }
+        assertThat(overlaps.get()).isZero();
+        assertThat(q.freeCount()).isEqualTo(3);
+        assertThat(q.waitingCount()).isZero();
+        assertThat(q.holdNanos()).isPositive();
+    }
+
+    @Test
+    void aWaitersTurnIsWhenTheHeldSlotsComeBackInOrder() {
+        long hold = 1_000;
+        long[] takenAt = {0, 100, FREE, 400};
+        // Slots return at 1000, 1100 and 1400; then a second round of holds.
+        assertThat(LeaseQueue.expectedTurn(takenAt, hold, 0, 500)).isEqualTo(1_000);
+        assertThat(LeaseQueue.expectedTurn(takenAt, hold, 1, 500)).isEqualTo(1_100);
+        assertThat(LeaseQueue.expectedTurn(takenAt, hold, 2, 500)).isEqualTo(1_400);
+        assertThat(LeaseQueue.expectedTurn(takenAt, hold, 3, 500)).isEqualTo(2_000);
+        // A slot held past the average is due now, not in the past.
+        assertThat(LeaseQueue.expectedTurn(takenAt, hold, 0, 1_050)).isEqualTo(1_050);
+        // Nothing learned yet, or nothing held: now.
+        assertThat(LeaseQueue.expectedTurn(takenAt, 0, 2, 500)).isEqualTo(500);
+        assertThat(LeaseQueue.expectedTurn(new long[] {FREE}, hold, 0, 500)).isEqualTo(500);
+    }
+}
