@@ -22,7 +22,8 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class LeaseQueue {
 
-    private static final long FREE = Long.MIN_VALUE;
+    /** {@link #takenAt} of a free slot. */
+    static final long FREE = Long.MIN_VALUE;
 
     /** How many slices before its expected turn a waiter starts slicing (estimates are rough). */
     static final int LEAD_SLICES = 3;
@@ -35,6 +36,8 @@ public final class LeaseQueue {
     private final long sliceNanos;
     /** A moving average of how long a slot is held; 0 until one came back. */
     private long holdNanos;
+    /** Scratch for {@link #expectedTurn}, used under the lock. */
+    private final long[] returns;
     private volatile int freeCount;
     private volatile int waitingCount;
 
@@ -57,6 +60,7 @@ public final class LeaseQueue {
         this.sliceNanos = sliceNanos;
         this.free = new ArrayDeque<>(slots);
         this.takenAt = new long[slots];
+        this.returns = new long[slots];
         Arrays.fill(takenAt, FREE);
         for (int i = 0; i < slots; i++) {
             free.addLast(i);
@@ -81,6 +85,8 @@ public final class LeaseQueue {
      * callers.
      *
      * @return the slot, or -1 when none came in time
+     * @throws InterruptedException when interrupted before or while waiting; a slot handed over
+     *     at the same moment goes on to the next waiter
      */
     public int take(long timeoutNanos) throws InterruptedException {
         if (Thread.interrupted()) {
@@ -107,26 +113,39 @@ public final class LeaseQueue {
             lock.unlock();
         }
         long deadline = start + timeoutNanos;
-        while (me.slot < 0) {
-            long now = System.nanoTime();
-            if (now - deadline >= 0) {
-                return leave(me);
-            }
-            LockSupport.parkNanos(this, Math.min(deadline - now, parkNanos(me, now)));
-            if (Thread.interrupted()) {
-                int slot = leave(me);
-                if (slot >= 0) {
-                    release(slot, false);
+        try {
+            while (me.slot < 0) {
+                long now = System.nanoTime();
+                if (now - deadline >= 0) {
+                    return leave(me);
                 }
-                throw new InterruptedException();
+                LockSupport.parkNanos(this, Math.min(deadline - now, parkNanos(me, now)));
+                if (Thread.interrupted()) {
+                    throw new InterruptedException();
+                }
             }
+            return me.slot;
+        } catch (InterruptedException | RuntimeException | Error e) {
+            // Out of the line, and whatever was handed over meanwhile goes on: no slot is lost.
+            int slot = leave(me);
+            if (slot >= 0) {
+                release(slot, false);
+            }
+            throw e;
         }
-        return me.slot;
     }
 
-    /** Gives a taken slot back: to the longest waiter if there is one, else to the free slots. */
+    /** Gives a taken slot back after its use: to the longest waiter if there is one, else to the free slots. */
     public void give(int slot) {
         release(slot, true);
+    }
+
+    /**
+     * Gives back a slot that served no call (the caller failed to get its other resource, or
+     * the pool closed meanwhile): as {@link #give}, without counting the time as a hold.
+     */
+    public void giveBack(int slot) {
+        release(slot, false);
     }
 
     private void release(int slot, boolean held) {
@@ -171,7 +190,10 @@ public final class LeaseQueue {
         }
     }
 
-    /** How long a waiter parks now: until served without a slice, else until its turn nears. */
+    /**
+     * How long a waiter parks now: until served without a slice, or before any hold was seen
+     * (every waiter would slice through a first burst, a core each); else until its turn nears.
+     */
     private long parkNanos(Waiter me, long now) {
         if (sliceNanos == 0) {
             return Long.MAX_VALUE;
@@ -179,6 +201,9 @@ public final class LeaseQueue {
         long turn;
         lock.lock();
         try {
+            if (holdNanos == 0) {
+                return Long.MAX_VALUE;
+            }
             int position = 0;
             for (Waiter w : waiters) {
                 if (w == me) {
@@ -186,7 +211,7 @@ public final class LeaseQueue {
                 }
                 position++;
             }
-            turn = expectedTurn(takenAt, holdNanos, position, now);
+            turn = expectedTurn(takenAt, holdNanos, position, now, returns);
         } finally {
             lock.unlock();
         }
@@ -199,15 +224,15 @@ public final class LeaseQueue {
      * back in the order they were taken, each after the average hold; once every held slot has
      * come back, another round of holds. {@code now} when nothing was learned yet.
      */
-    static long expectedTurn(long[] takenAt, long holdNanos, int position, long now) {
+    static long expectedTurn(long[] takenAt, long holdNanos, int position, long now, long[] returns) {
         if (holdNanos <= 0) {
             return now;
         }
-        long[] returns = new long[takenAt.length];
         int held = 0;
         for (long t : takenAt) {
             if (t != FREE) {
-                returns[held++] = Math.max(now, t + holdNanos);
+                // Compared as differences from now: nanoTime may be negative.
+                returns[held++] = (t + holdNanos) - now > 0 ? t + holdNanos : now;
             }
         }
         if (held == 0) {

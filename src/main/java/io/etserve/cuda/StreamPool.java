@@ -104,7 +104,7 @@ public final class StreamPool implements AutoCloseable {
             throw new StreamPoolExhaustedException(device, timeout);
         }
         if (closed || fault.get() != null) {
-            idle.give(slot);
+            idle.giveBack(slot);
             ensureUsable();
         }
         leaseWaitNanos.accept(System.nanoTime() - start);

@@ -49,13 +49,13 @@ public final class GpuInstancePool implements InstancePool {
             // Whatever is left of the caller's wait: the stream pool is shared with other models.
             lease = streams.lease(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
         } catch (StreamPoolExhaustedException e) {
-            idle.give(index);
+            idle.giveBack(index);
             throw new OverloadedException(e.getMessage(), timeout);
         } catch (IllegalStateException e) {
-            idle.give(index);
+            idle.giveBack(index);
             throw new ModelUnavailableException(e.getMessage());
         } catch (InterruptedException | RuntimeException e) {
-            idle.give(index);
+            idle.giveBack(index);
             throw e;
         }
         return new ExecutionSlot(instance, lease.selection(), () -> {

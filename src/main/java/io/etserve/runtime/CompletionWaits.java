@@ -2,7 +2,7 @@ package io.etserve.runtime;
 
 /**
  * How an instance's adaptive completion waits ended (native/src/completion_wait.h): complete at
- * the first query, complete when the sleep ended (it overslept), seen by the short spin after the
+ * the first query, complete when the sleep or a slice of it ended (it overslept), seen by the short spin after the
  * sleep (the aim), or seen only while backing off (a long tail).
  *
  * @param lastWaitEndNanos when the last call's wait (any kind, failed ones too) returned, on
@@ -16,7 +16,7 @@ public record CompletionWaits(long doneAtStart, long overslept, long inSpin, lon
         NONE,
         /** Complete at the first query: the work was tiny or the delegate synchronized itself. */
         AT_START,
-        /** Complete when the sleep ended: it slept past the completion. */
+        /** Complete when the sleep (or, with a sleep slice, a slice of it) ended: it slept past the completion. */
         OVERSLEPT,
         /** Seen by the short spin after the sleep: what the wait aims at. */
         IN_SPIN,

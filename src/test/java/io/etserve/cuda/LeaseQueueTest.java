@@ -5,13 +5,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -20,7 +21,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class LeaseQueueTest {
 
     private static final long SECOND = TimeUnit.SECONDS.toNanos(1);
-    private static final long FREE = Long.MIN_VALUE;
+    private static final long FREE = LeaseQueue.FREE;
 
     private final ExecutorService exec = Executors.newCachedThreadPool();
 
@@ -110,42 +111,8 @@ class LeaseQueueTest {
         assertThat(q.freeCount()).isEqualTo(1);
     }
 
-    @ParameterizedTest(name = "slice {0} ns")
-    @ValueSource(longs = {0, 20_000})
-    void underContentionEachSlotHasOneHolderAndNoneIsLost(long slice) throws Exception {
-        LeaseQueue q = new LeaseQueue(3, slice);
-        ConcurrentHashMap<Integer, Boolean> inUse = new ConcurrentHashMap<>();
-        AtomicInteger overlaps = new AtomicInteger();
-        AtomicInteger timedOut = new AtomicInteger();
-        List<Future<?>> callers = new ArrayList<>();
-        for (int t = 0; t < 8; t++) {
-            int thread = t;
-            callers.add(exec.submit(() -> {
-                for (int i = 0; i < 400; i++) {
-                    // Some callers give up quickly: leaving the line must not lose a slot.
-                    long timeout = (thread % 4 == 0) ? 20_000 : 10 * SECOND;
-                    int slot = q.take(timeout);
-                    if (slot < 0) {
-                        timedOut.incrementAndGet();
-                        continue;
-                    }
-                    if (inUse.putIfAbsent(slot, Boolean.TRUE) != null) {
-                        overlaps.incrementAndGet();
-                    }
-                    Thread.onSpinWait();
-                    inUse.remove(slot);
-                    q.give(slot);
-                }
-                return null;
-            }));
-        }
-        for (Future<?> c : callers) {
-            c.get(60, TimeUnit.SECONDS);
-        }
-        assertThat(overlaps.get()).isZero();
-        assertThat(q.freeCount()).isEqualTo(3);
-        assertThat(q.waitingCount()).isZero();
-        assertThat(q.holdNanos()).isPositive();
+    private static long turn(long[] takenAt, long hold, int position, long now) {
+        return LeaseQueue.expectedTurn(takenAt, hold, position, now, new long[takenAt.length]);
     }
 
     @Test
@@ -153,14 +120,75 @@ class LeaseQueueTest {
         long hold = 1_000;
         long[] takenAt = {0, 100, FREE, 400};
         // Slots return at 1000, 1100 and 1400; then a second round of holds.
-        assertThat(LeaseQueue.expectedTurn(takenAt, hold, 0, 500)).isEqualTo(1_000);
-        assertThat(LeaseQueue.expectedTurn(takenAt, hold, 1, 500)).isEqualTo(1_100);
-        assertThat(LeaseQueue.expectedTurn(takenAt, hold, 2, 500)).isEqualTo(1_400);
-        assertThat(LeaseQueue.expectedTurn(takenAt, hold, 3, 500)).isEqualTo(2_000);
+        assertThat(turn(takenAt, hold, 0, 500)).isEqualTo(1_000);
+        assertThat(turn(takenAt, hold, 1, 500)).isEqualTo(1_100);
+        assertThat(turn(takenAt, hold, 2, 500)).isEqualTo(1_400);
+        assertThat(turn(takenAt, hold, 3, 500)).isEqualTo(2_000);
         // A slot held past the average is due now, not in the past.
-        assertThat(LeaseQueue.expectedTurn(takenAt, hold, 0, 1_050)).isEqualTo(1_050);
+        assertThat(turn(takenAt, hold, 0, 1_050)).isEqualTo(1_050);
         // Nothing learned yet, or nothing held: now.
-        assertThat(LeaseQueue.expectedTurn(takenAt, 0, 2, 500)).isEqualTo(500);
-        assertThat(LeaseQueue.expectedTurn(new long[] {FREE}, hold, 0, 500)).isEqualTo(500);
+        assertThat(turn(takenAt, 0, 2, 500)).isEqualTo(500);
+        assertThat(turn(new long[] {FREE}, hold, 0, 500)).isEqualTo(500);
+    }
+
+    @ParameterizedTest(name = "slice {0} ns")
+    @ValueSource(longs = {0, 20_000})
+    void timeoutsAndInterruptsRacingHandOversLoseNoSlot(long slice) throws Exception {
+        // A waiter that times out or is interrupted just as a slot is handed to it must pass
+        // the slot on: if it kept or dropped it, slots would go missing or be held twice.
+        LeaseQueue q = new LeaseQueue(2, slice);
+        AtomicIntegerArray holders = new AtomicIntegerArray(2);
+        AtomicInteger overlaps = new AtomicInteger();
+        List<Thread> callers = new ArrayList<>();
+        long end = System.nanoTime() + SECOND;
+        for (int t = 0; t < 12; t++) {
+            Thread caller = new Thread(() -> {
+                while (System.nanoTime() < end) {
+                    int slot;
+                    try {
+                        slot = q.take(ThreadLocalRandom.current().nextInt(1_000, 200_000));
+                    } catch (InterruptedException e) {
+                        continue;
+                    }
+                    if (slot < 0) {
+                        continue;
+                    }
+                    if (holders.incrementAndGet(slot) != 1) {
+                        overlaps.incrementAndGet();
+                    }
+                    for (int i = ThreadLocalRandom.current().nextInt(50); i > 0; i--) {
+                        Thread.onSpinWait();
+                    }
+                    holders.decrementAndGet(slot);
+                    Thread.interrupted(); // an interrupt meant for the wait
+                    q.give(slot);
+                }
+            });
+            callers.add(caller);
+            caller.start();
+        }
+        while (System.nanoTime() < end) {
+            callers.get(ThreadLocalRandom.current().nextInt(callers.size())).interrupt();
+            Thread.onSpinWait();
+        }
+        for (Thread caller : callers) {
+            caller.join(20_000);
+            assertThat(caller.isAlive()).isFalse();
+        }
+        assertThat(overlaps.get()).isZero();
+        assertThat(q.freeCount()).isEqualTo(2);
+        assertThat(q.waitingCount()).isZero();
+    }
+
+    @Test
+    void aSlotGivenBackUnusedIsNotCountedAsAHold() throws Exception {
+        LeaseQueue q = new LeaseQueue(1, 50_000);
+        q.giveBack(q.take(0));
+        assertThat(q.holdNanos()).isZero();
+        int slot = q.take(0);
+        Thread.sleep(20);
+        q.give(slot);
+        assertThat(q.holdNanos()).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(19));
+        assertThat(q.freeCount()).isEqualTo(1);
     }
 }
