@@ -123,6 +123,9 @@ bundle() {
 BUILD="$WORK/native-gpu"
 STAGE="$WORK/native-gpu-stage/META-INF/etserve/native/linux-x86_64"
 PROBE="$BUILD/testing/caller_stream_probe/libetserve_test_caller_stream_probe.so"
+# What the in-process GPU tests and the benchmark need to find the GPU build and the probe.
+GPU_TEST_PROPS=(-Detserve.native.library-dir="$STAGE" -Detserve.test.probe-delegate="$PROBE"
+  -Detserve.test.native-build-dir="$BUILD" --enable-native-access=ALL-UNNAMED)
 
 cuda_env() {
   export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
@@ -180,20 +183,25 @@ stage1() {
 junit_suite() {
   local java="$1" cp="$2" console="$3"
   cuda_env
-  local props=(-Detserve.native.library-dir="$STAGE" -Detserve.test.probe-delegate="$PROBE" \
-    -Detserve.test.native-build-dir="$BUILD" --enable-native-access=ALL-UNNAMED)
   local status=0
   log "GPU JUnit suite"
-  timeout 300 "$java" "${props[@]}" -jar "$console" execute --class-path "$cp" --select-package io.etserve.gpu \
+  timeout 300 "$java" "${GPU_TEST_PROPS[@]}" -jar "$console" execute --class-path "$cp" --select-package io.etserve.gpu \
     --include-tag gpu --details=tree --disable-banner 2>&1 | tee "$RESULTS/junit-gpu.txt" || status=1
   log "GPU sticky-fault test (own JVM, last: it leaves the CUDA context unusable)"
-  timeout 120 "$java" "${props[@]}" -jar "$console" execute --class-path "$cp" --select-package io.etserve.gpu \
+  timeout 120 "$java" "${GPU_TEST_PROPS[@]}" -jar "$console" execute --class-path "$cp" --select-package io.etserve.gpu \
     --include-tag gpu-fault --details=tree --disable-banner 2>&1 | tee "$RESULTS/junit-gpu-fault.txt" || status=1
   log "GPU benchmark"
-  timeout 300 "$java" "${props[@]}" -cp "$cp" io.etserve.gpu.GpuStreamBenchmark "${ETSERVE_BENCH_SPIN_US:-2000}" \
-    "${ETSERVE_BENCH_SECONDS:-3}" "${ETSERVE_BENCH_CALLS:-20000}" "${ETSERVE_BENCH_SECTIONS:-all}" 2>&1 \
-    | tee "$RESULTS/benchmark-gpu.txt" || status=1
+  gpu_benchmark "$java" "$cp" | tee "$RESULTS/benchmark-gpu.txt" || status=1
   return $status
+}
+
+# The in-process GPU benchmark (GpuStreamBenchmark) on the GPU build, to stdout; ETSERVE_BENCH_*
+# pass its arguments (sections=waits: the completion waits alone).
+gpu_benchmark() {
+  local java="$1" cp="$2"
+  timeout 300 "$java" "${GPU_TEST_PROPS[@]}" -cp "$cp" io.etserve.gpu.GpuStreamBenchmark \
+    "${ETSERVE_BENCH_SPIN_US:-2000}" "${ETSERVE_BENCH_SECONDS:-3}" "${ETSERVE_BENCH_CALLS:-20000}" \
+    "${ETSERVE_BENCH_SECTIONS:-all}" 2>&1
 }
 
 # Unpacks the parts of the application this transfer carried into $WORK/app (kept between
@@ -573,11 +581,7 @@ case "${1:-run}" in
         start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4
         check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack | tee "$RESULTS/gpu-h200-fault.txt"
         stop_service ;;
-      benchmark)
-        timeout 300 "$JAVA" -Detserve.native.library-dir="$STAGE" -Detserve.test.probe-delegate="$PROBE" \
-          -Detserve.test.native-build-dir="$BUILD" --enable-native-access=ALL-UNNAMED -cp "$CHECK_CP" \
-          io.etserve.gpu.GpuStreamBenchmark "${ETSERVE_BENCH_SPIN_US:-2000}" "${ETSERVE_BENCH_SECONDS:-3}" \
-          "${ETSERVE_BENCH_CALLS:-20000}" "${ETSERVE_BENCH_SECTIONS:-all}" 2>&1 | tee -a "$RESULTS/gpu-h200-benchmark.txt" ;;
+      benchmark) gpu_benchmark "$JAVA" "$CHECK_CP" | tee -a "$RESULTS/gpu-h200-benchmark.txt" ;;
       startup)
         make_repo "$WORK/service-repo" 4
         startup_bench "$WORK/service-repo" | tee "$RESULTS/gpu-h200-startup.txt" ;;
