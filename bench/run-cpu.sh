@@ -8,6 +8,8 @@
 #   BENCH_WARMUP (5) and BENCH_DURATION (15): seconds per load-generator run
 #   BENCH_GRPC_PORT (18001): loopback port for the service's gRPC
 #   BENCH_CONCURRENCY ("1 2"), BENCH_MODELS ("demo-portable demo-xnnpack"), BENCH_FORMATS ("json binary grpc")
+#   BENCH_PAUSES_US ("0"): each client's pause after each answer, in us (2000: the server idles
+#   between calls as it does while a 2 ms GPU kernel runs)
 #   JMH_ARGS ("-wi 3 -i 5 -f 1 -w 2s -r 3s"); BENCH_SKIP_JMH=1 or BENCH_SKIP_REST=1 to run one half
 set -euo pipefail
 
@@ -21,6 +23,7 @@ DURATION=${BENCH_DURATION:-15}
 CONCURRENCY=${BENCH_CONCURRENCY:-1 2}
 MODELS=${BENCH_MODELS:-demo-portable demo-xnnpack}
 FORMATS=${BENCH_FORMATS:-json binary grpc}
+PAUSES=${BENCH_PAUSES_US:-0}
 GRPC_PORT=${BENCH_GRPC_PORT:-18001}
 JMH_ARGS=${JMH_ARGS:--wi 3 -i 5 -f 1 -w 2s -r 3s}
 JAR=$ROOT/target/etserve-0.1.0-SNAPSHOT.jar
@@ -102,8 +105,10 @@ if [[ ${BENCH_SKIP_REST:-0} != 1 ]]; then
   for m in $MODELS; do
     for f in $FORMATS; do
       for c in $CONCURRENCY; do
-        loadgen --model "$m" --format "$f" --concurrency "$c" --warmup "$WARMUP" --duration "$DURATION" \
-          --json-out "$OUT/rest.jsonl" --label rest >&2 || failed=1
+        for p in $PAUSES; do
+          loadgen --model "$m" --format "$f" --concurrency "$c" --warmup "$WARMUP" --duration "$DURATION" \
+            --pause-us "$p" --json-out "$OUT/rest.jsonl" --label rest >&2 || failed=1
+        done
       done
     done
   done

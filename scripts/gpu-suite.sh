@@ -390,6 +390,12 @@ make_repo() {
   cp -r "$ROOT/models/demo-xnnpack" "$ROOT/models/demo-portable" "$repo/"
 }
 
+# What decides how much a thread pays for waking on this host: the clock source (a clock read
+# that is a system call costs every timestamp), the idle driver and the mitigations.
+host_facts() {
+  echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?'); cpuidle $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none)/$(cat /sys/devices/system/cpu/cpuidle/current_governor_ro /sys/devices/system/cpu/cpuidle/current_governor 2>/dev/null | head -1 || echo -) ($(cat /sys/devices/system/cpu/cpu0/cpuidle/state*/name 2>/dev/null | tr '\n' ' ' || true)); THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo '?')"
+}
+
 THR_HEADER="| run | clients | kernel us | calls/s | p50 us | p99 us | service CPU per call us | CPU % of kernel | failed |
 |---|---|---|---|---|---|---|---|---|"
 
@@ -410,6 +416,11 @@ throughput_rows() {
     if [[ $k == 4 ]]; then
       ROWS+=("$(check throughput port=$PORT model=probe spin=10000 clients=4 seconds=4 pid=$SERVICE_PID label="K=4 adaptive")") || status=1
       ROWS+=("$(check throughput port=$PORT model=probe spin=10000 clients=8 seconds=4 pid=$SERVICE_PID label="K=4 adaptive")") || status=1
+      # The REST path without GPU time: back to back, then with each client pausing 2 ms
+      # between calls, so the service idles as it does during a 2 ms kernel. Their difference
+      # is what idling alone costs a request on this host, whatever the completion wait does.
+      ROWS+=("$(check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pid=$SERVICE_PID label="K=4 no GPU time")") || status=1
+      ROWS+=("$(check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pause-us=2000 pid=$SERVICE_PID label="K=4 no GPU time, clients pause 2 ms")") || status=1
     fi
     if [[ $k == 16 ]]; then
       ROWS+=("$(check sigterm port=$PORT model=probe pid=$SERVICE_PID calls=4 spin=800000)") || status=1
@@ -482,6 +493,7 @@ service() {
   {
     echo "# The packaged service on the GPU ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1))"
     echo "$JAR, GPU bridge from $STAGE, probe delegate as an extra library; $(nproc) cores"
+    host_facts
     echo
     echo "| start | streams | wait | ms to ready | startup CPU s |"
     echo "|---|---|---|---|---|"
@@ -521,7 +533,7 @@ service() {
     echo "$THR_HEADER"
     printf '%s\n' "${rows[@]}" | grep '^| K=' || true
     echo
-    echo "Service CPU per call by thread kind (us; qtp: request threads, which run the forward call and its wait):"
+    echo "Service CPU per call by thread kind (us; qtp: request threads, which run the forward call and its wait), then user and system time, minor faults and context switches per call:"
     echo
     grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true
     echo
@@ -588,7 +600,7 @@ case "${1:-run}" in
       throughput)
         out="$RESULTS/gpu-h200-throughput.txt"
         { echo "# Throughput and service CPU through REST ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nproc) cores)"
-          echo; echo "| start | streams | wait | ms to ready | startup CPU s |"; echo "|---|---|---|---|---|"; } > "$out"
+          host_facts; echo; echo "| start | streams | wait | ms to ready | startup CPU s |"; echo "|---|---|---|---|---|"; } > "$out"
         ROWS=(); st=0
         throughput_rows "$WORK/service-repo" "$out" || st=1
         batching_bench "$WORK/service-repo" > "$RESULTS/batching-rows.txt" || st=1
@@ -596,7 +608,7 @@ case "${1:-run}" in
           echo; echo "$THR_HEADER"; printf '%s\n' "${ROWS[@]}" | grep '^| K=' || true
           echo; echo "Dynamic batching, one stream and one instance, one-row requests, a 2 ms kernel per forward call:"
           echo; echo "$BATCHING_HEADER"; cat "$RESULTS/batching-rows.txt"
-          echo; echo "Service CPU per call by thread kind (us; qtp: request threads, which run the forward call and its wait):"
+          echo; echo "Service CPU per call by thread kind (us; qtp: request threads, which run the forward call and its wait), then user and system time, minor faults and context switches per call:"
           echo; sleep 1; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
         cat "$out"; exit $st ;;
     esac ;;

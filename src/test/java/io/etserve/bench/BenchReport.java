@@ -95,8 +95,9 @@ public final class BenchReport {
             String ratio = base == null || rps == 0 ? "n/a"
                     : String.format(Locale.ROOT, "%.0f×", base.opsPerSecond() / rps);
             out.append(String.format(Locale.ROOT, "| %s | %s | %d | %d | %d | %,.0f | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s |%n",
-                    r.path("model").asString(), r.path("format").asString(), r.path("concurrency").asInt(),
-                    r.path("requests").asLong(), r.path("errors").asLong() + r.path("warmup_errors").asLong(), rps, p50,
+                    r.path("model").asString(), r.path("format").asString()
+                            + (r.path("pause_us").asLong() > 0 ? ", " + r.path("pause_us").asLong() + " µs pause" : ""),
+                    r.path("concurrency").asInt(), r.path("requests").asLong(), r.path("errors").asLong() + r.path("warmup_errors").asLong(), rps, p50,
                     r.path("p90_us").asDouble(), r.path("p99_us").asDouble(), r.path("max_us").asDouble(), overhead,
                     ratio, r.path("client_cpu_us_per_request").asString("n/a"),
                     r.path("server_cpu_us_per_request").asString("n/a")));

@@ -32,7 +32,9 @@ import java.util.regex.Pattern;
  * GpuServiceCheck handshake  port=8080 model=probe clients=16 calls=200 expect=16 [mgmt=8081 [waits-before=0]]
  *                            (with mgmt: etserve_gpu_completion_waits_total must have counted every call)
  * GpuServiceCheck grpc       grpc-port=8001 model=probe clients=16 calls=50 expect=16
- * GpuServiceCheck throughput port=8080 model=probe spin=2000 clients=16 seconds=5 pid=1234
+ * GpuServiceCheck throughput port=8080 model=probe spin=2000 clients=16 seconds=5 pid=1234 [pause-us=0]
+ *                            (pause-us: each client waits that long after each answer, so the service
+ *                            idles between calls as it does while a GPU works, without the GPU)
  * GpuServiceCheck batching   port=8080 mgmt=8081 model=probe-batched rows=1 spin=2000 clients=16 seconds=4 pid=1234
  * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
  * GpuServiceCheck sigterm    port=8080 model=probe pid=1234 calls=4 spin=800000
@@ -254,9 +256,9 @@ public final class GpuServiceCheck {
     /** Closed loop for a fixed time: calls/s, latency p50/p99, and the service's CPU per call. */
     static boolean throughput(Map<String, String> a) throws Exception {
         Measured m = measure(a);
-        System.out.printf("| %s | %d | %.0f | %.0f | %.0f | %.1f | %.0f | %.1f | %d |%n", a.getOrDefault("label", "-"),
+        System.out.printf("| %s | %d | %.0f | %.0f | %.0f | %.1f | %.0f | %s | %d |%n", a.getOrDefault("label", "-"),
                 m.clients, m.spin, m.perSecond(), pct(m.latencies, 50) / 1e3, pct(m.latencies, 99) / 1e3,
-                m.cpuPerCallUs(), 100 * m.cpuPerCallUs() / m.spin, m.failed);
+                m.cpuPerCallUs(), m.spin > 0 ? String.format("%.1f", 100 * m.cpuPerCallUs() / m.spin) : "-", m.failed);
         return m.failed == 0 && m.latencies.length > 0;
     }
 
@@ -310,6 +312,7 @@ public final class GpuServiceCheck {
         long pid = Long.parseLong(a.get("pid"));
         float spin = Float.parseFloat(a.get("spin"));
         int rows = Integer.parseInt(a.getOrDefault("rows", "0"));
+        long pauseNanos = Long.parseLong(a.getOrDefault("pause-us", "0")) * 1000L;
         byte[] request = rows > 0 ? batchedProbeRequest(a.get("model"), spin, rows) : probeRequest(a.get("model"), spin);
         // Warm-up, not measured. First the JIT: the request path compiles after some ten thousand
         // calls, which a 2 ms kernel at one client takes half a minute to reach, so that part
@@ -338,6 +341,7 @@ public final class GpuServiceCheck {
         long counted0 = counter.read();
         long cpu0 = processCpuTicks(pid);
         ThreadCpu threads0 = ThreadCpu.snapshot(pid);
+        ProcessCounters counters0 = ProcessCounters.snapshot(pid);
         long t0 = System.nanoTime();
         long end = t0 + (long) (seconds * 1e9);
         List<long[]> perClient = runClients(clients, c -> {
@@ -350,6 +354,9 @@ public final class GpuServiceCheck {
                         failed.incrementAndGet();
                     }
                     lat[n++] = System.nanoTime() - s;
+                    if (pauseNanos > 0) {
+                        java.util.concurrent.locks.LockSupport.parkNanos(pauseNanos);
+                    }
                 }
             }
             return Arrays.copyOf(lat, n);
@@ -359,9 +366,10 @@ public final class GpuServiceCheck {
         long counted = counter.read() - counted0;
         long[] all = perClient.stream().flatMapToLong(Arrays::stream).sorted().toArray();
         String byThread = ThreadCpu.snapshot(pid).perCallSince(threads0, all.length);
+        String split = ProcessCounters.snapshot(pid).perCallSince(counters0, all.length);
         // stderr: the tables stay tables; the suite keeps this beside them
-        System.err.printf("[cpu by thread] %s clients=%d kernel=%.0f us: %s (us per call)%n",
-                a.getOrDefault("label", "-"), clients, spin, byThread);
+        System.err.printf("[cpu by thread] %s clients=%d kernel=%.0f us: %s (us per call); %s per call%n",
+                a.getOrDefault("label", "-"), clients, spin, byThread, split);
         return new Measured(clients, spin, all, elapsed, cpu, failed.get(), counted);
     }
 

@@ -47,7 +47,7 @@ public final class LoadGenerator {
 
     record Options(int port, String model, Path reference, InferPayloads.Format format, int concurrency,
             double warmupSeconds, double durationSeconds, long requests, int timeoutMillis, String label,
-            Path jsonOut, OptionalLong serverPid, boolean echo, int checkEvery, int grpcPort) {}
+            Path jsonOut, OptionalLong serverPid, boolean echo, int checkEvery, int grpcPort, long pauseMicros) {}
 
     /** One worker's tallies; only its own thread writes them until the run ends. */
     private static final class Worker {
@@ -126,6 +126,8 @@ public final class LoadGenerator {
         long cpuAtWarmEnd = clientCpuNanos();
         OptionalLong serverCpuAtWarmEnd = serverCpuNanos(o.serverPid());
         ThreadCpu serverThreadsAtWarmEnd = o.serverPid().isPresent() ? ThreadCpu.snapshot(o.serverPid().getAsLong()) : null;
+        ProcessCounters serverCountersAtWarmEnd = o.serverPid().isPresent()
+                ? ProcessCounters.snapshot(o.serverPid().getAsLong()) : null;
         // Bounded: every exchange is bounded by the socket timeout, so workers end soon after `end`.
         long joinDeadline = end + (o.timeoutMillis() + 5_000L) * 1_000_000L;
         for (Thread t : threads) {
@@ -143,6 +145,8 @@ public final class LoadGenerator {
         if (serverThreadsAtWarmEnd != null) {
             summary.put("server_cpu_us_per_request_by_thread", ThreadCpu.snapshot(o.serverPid().getAsLong())
                     .perCallSince(serverThreadsAtWarmEnd, (Long) summary.get("requests")));
+            summary.put("server_per_request", ProcessCounters.snapshot(o.serverPid().getAsLong())
+                    .perCallSince(serverCountersAtWarmEnd, (Long) summary.get("requests")));
         }
         return summary;
     }
@@ -207,6 +211,11 @@ public final class LoadGenerator {
                     }
                     pause(); // a refused connection would otherwise spin
                 }
+                if (o.pauseMicros() > 0) {
+                    // A client that thinks between calls: the server's threads go idle in between,
+                    // as they do while a GPU works, and pay for waking up.
+                    java.util.concurrent.locks.LockSupport.parkNanos(o.pauseMicros() * 1000L);
+                }
                 if (measured) {
                     worker.errors += error == null ? 0 : 1;
                 } else {
@@ -261,6 +270,7 @@ public final class LoadGenerator {
         r.put("model", o.model());
         r.put("format", o.format().name().toLowerCase(Locale.ROOT));
         r.put("concurrency", o.concurrency());
+        r.put("pause_us", o.pauseMicros());
         r.put("requests", requests);
         r.put("errors", errors);
         r.put("warmup_requests", warmupRequests);
@@ -350,7 +360,8 @@ public final class LoadGenerator {
             a.put(args[i].substring(2), args[++i]);
         }
         List<String> known = List.of("url", "model", "reference", "format", "concurrency", "warmup", "duration",
-                "requests", "timeout-ms", "label", "json-out", "server-pid", "echo", "check-every", "grpc-port");
+                "requests", "timeout-ms", "label", "json-out", "server-pid", "echo", "check-every", "grpc-port",
+                "pause-us");
         List<String> unknown = new ArrayList<>(a.keySet());
         unknown.removeAll(known);
         if (!unknown.isEmpty()) {
@@ -386,7 +397,7 @@ public final class LoadGenerator {
         int checkEvery = (int) bounded(a, "check-every", 1, 1, 1_000_000);
         return new Options(url.getPort(), model, reference, format, concurrency, warmup, duration, requests, timeout,
                 a.getOrDefault("label", "rest"), a.containsKey("json-out") ? Path.of(a.get("json-out")) : null, pid,
-                echo, checkEvery, (int) bounded(a, "grpc-port", 8001, 1, 65535));
+                echo, checkEvery, (int) bounded(a, "grpc-port", 8001, 1, 65535), bounded(a, "pause-us", 0, 0, 1_000_000));
     }
 
     private static long bounded(Map<String, String> a, String key, long dflt, long min, long max) {
@@ -411,6 +422,7 @@ public final class LoadGenerator {
                 + "  [--concurrency 1] [--warmup 5] [--duration 10] [--requests N] [--timeout-ms 10000]\n"
                 + "  [--reference models/<model>/1/reference.json] [--label rest] [--json-out FILE] [--server-pid PID]\n"
                 + "  [--echo true (the target is bench EchoServer: the request body comes back)] [--check-every N]\n"
-                + "  [--grpc-port 8001 (--format grpc: raw tensors to inference.GRPCInferenceService on 127.0.0.1)]";
+                + "  [--grpc-port 8001 (--format grpc: raw tensors to inference.GRPCInferenceService on 127.0.0.1)]\n"
+                + "  [--pause-us 0 (each client waits this long after each answer before its next request)]";
     }
 }
