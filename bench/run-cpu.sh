@@ -31,6 +31,9 @@ JAR=$ROOT/target/etserve-0.1.0-SNAPSHOT.jar
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 mkdir -p "$OUT"
+# The summary sets this run's halves side by side: a skipped half leaves none of an earlier run's numbers.
+[[ ${BENCH_SKIP_JMH:-0} != 1 ]] || echo '[]' > "$OUT/jmh.json"
+[[ ${BENCH_SKIP_REST:-0} != 1 ]] || : > "$OUT/rest.jsonl"
 
 # --- build -----------------------------------------------------------------------------------
 # shellcheck source=bench/lib.sh
