@@ -4,8 +4,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -290,7 +288,7 @@ public final class GpuServiceCheck {
         }
 
         double cpuPerCallUs() {
-            return cpuTicks * 1e6 / ticksPerSecond() / Math.max(1, latencies.length);
+            return cpuTicks * 1e6 / ThreadCpu.TICKS_PER_SECOND / Math.max(1, latencies.length);
         }
     }
 
@@ -339,9 +337,8 @@ public final class GpuServiceCheck {
         });
         AtomicLong failed = new AtomicLong();
         long counted0 = counter.read();
-        long cpu0 = processCpuTicks(pid);
         ThreadCpu threads0 = ThreadCpu.snapshot(pid);
-        ProcessCounters counters0 = ProcessCounters.snapshot(pid);
+        ProcessCounters counters0 = processCounters(pid);
         long t0 = System.nanoTime();
         long end = t0 + (long) (seconds * 1e9);
         List<long[]> perClient = runClients(clients, c -> {
@@ -362,11 +359,12 @@ public final class GpuServiceCheck {
             return Arrays.copyOf(lat, n);
         });
         double elapsed = (System.nanoTime() - t0) / 1e9;
-        long cpu = processCpuTicks(pid) - cpu0;
+        ProcessCounters counters = processCounters(pid);
+        long cpu = counters.cpuTicks() - counters0.cpuTicks();
         long counted = counter.read() - counted0;
         long[] all = perClient.stream().flatMapToLong(Arrays::stream).sorted().toArray();
         String byThread = ThreadCpu.snapshot(pid).perCallSince(threads0, all.length);
-        String split = ProcessCounters.snapshot(pid).perCallSince(counters0, all.length);
+        String split = counters.perCallSince(counters0, all.length);
         // stderr: the tables stay tables; the suite keeps this beside them
         System.err.printf("[cpu by thread] %s clients=%d kernel=%.0f us: %s (us per call); %s per call%n",
                 a.getOrDefault("label", "-"), clients, spin, byThread, split);
@@ -491,12 +489,7 @@ public final class GpuServiceCheck {
         return sorted.length == 0 ? 0 : sorted[Math.min(sorted.length - 1, (int) Math.ceil(p / 100.0 * sorted.length) - 1)];
     }
 
-    /** utime + stime of a process, in clock ticks (/proc/PID/stat fields 14 and 15). */
-    static long processCpuTicks(long pid) throws IOException {
-        return ThreadCpu.cpuTicks(Files.readString(Path.of("/proc/" + pid + "/stat")));
-    }
-
-    private static long ticksPerSecond() {
-        return 100; // USER_HZ on Linux x86-64
+    static ProcessCounters processCounters(long pid) throws IOException {
+        return ProcessCounters.read(pid).orElseThrow(() -> new IOException("cannot read /proc/" + pid));
     }
 }

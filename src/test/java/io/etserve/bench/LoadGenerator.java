@@ -15,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -124,10 +125,8 @@ public final class LoadGenerator {
         }
         sleepUntil(warmEnd);
         long cpuAtWarmEnd = clientCpuNanos();
-        OptionalLong serverCpuAtWarmEnd = serverCpuNanos(o.serverPid());
+        Optional<ProcessCounters> serverAtWarmEnd = serverCounters(o.serverPid());
         ThreadCpu serverThreadsAtWarmEnd = o.serverPid().isPresent() ? ThreadCpu.snapshot(o.serverPid().getAsLong()) : null;
-        ProcessCounters serverCountersAtWarmEnd = o.serverPid().isPresent()
-                ? ProcessCounters.snapshot(o.serverPid().getAsLong()) : null;
         // Bounded: every exchange is bounded by the socket timeout, so workers end soon after `end`.
         long joinDeadline = end + (o.timeoutMillis() + 5_000L) * 1_000_000L;
         for (Thread t : threads) {
@@ -138,15 +137,19 @@ public final class LoadGenerator {
             }
         }
         long cpuUsed = clientCpuNanos() - cpuAtWarmEnd;
-        OptionalLong serverCpuUsed = serverCpuAtWarmEnd.isPresent() && serverCpuNanos(o.serverPid()).isPresent()
-                ? OptionalLong.of(serverCpuNanos(o.serverPid()).getAsLong() - serverCpuAtWarmEnd.getAsLong())
+        Optional<ProcessCounters> serverAtEnd = serverCounters(o.serverPid());
+        OptionalLong serverCpuUsed = serverAtWarmEnd.isPresent() && serverAtEnd.isPresent()
+                ? OptionalLong.of((serverAtEnd.get().cpuTicks() - serverAtWarmEnd.get().cpuTicks())
+                        * (1_000_000_000L / ThreadCpu.TICKS_PER_SECOND))
                 : OptionalLong.empty();
         Map<String, Object> summary = summarize(o, workers, warmEnd, cpuUsed, serverCpuUsed, errorSamples);
         if (serverThreadsAtWarmEnd != null) {
             summary.put("server_cpu_us_per_request_by_thread", ThreadCpu.snapshot(o.serverPid().getAsLong())
                     .perCallSince(serverThreadsAtWarmEnd, (Long) summary.get("requests")));
-            summary.put("server_per_request", ProcessCounters.snapshot(o.serverPid().getAsLong())
-                    .perCallSince(serverCountersAtWarmEnd, (Long) summary.get("requests")));
+        }
+        if (serverCpuUsed.isPresent()) {
+            summary.put("server_per_request",
+                    serverAtEnd.get().perCallSince(serverAtWarmEnd.get(), (Long) summary.get("requests")));
         }
         return summary;
     }
@@ -318,17 +321,9 @@ public final class LoadGenerator {
                 .getProcessCpuTime();
     }
 
-    /** utime + stime of another process from /proc (Linux); USER_HZ is 100 on every x86-64 kernel ABI. */
-    private static OptionalLong serverCpuNanos(OptionalLong pid) {
-        if (pid.isEmpty()) {
-            return OptionalLong.empty();
-        }
-        try {
-            String stat = Files.readString(Path.of("/proc", Long.toString(pid.getAsLong()), "stat"));
-            return OptionalLong.of(ThreadCpu.cpuTicks(stat) * 10_000_000L);
-        } catch (IOException | RuntimeException e) {
-            return OptionalLong.empty();
-        }
+    /** The server's counters from /proc (Linux); empty without a server pid or when it cannot be read. */
+    private static Optional<ProcessCounters> serverCounters(OptionalLong pid) {
+        return pid.isPresent() ? ProcessCounters.read(pid.getAsLong()) : Optional.empty();
     }
 
     private static void sleepUntil(long deadline) throws InterruptedException {

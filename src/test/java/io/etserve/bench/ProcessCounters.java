@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Optional;
 
 /**
  * What another process's CPU per call is made of: user and kernel time, minor page faults and
@@ -14,13 +15,11 @@ import java.nio.file.Path;
 record ProcessCounters(long userTicks, long systemTicks, long minorFaults, long voluntarySwitches,
         long involuntarySwitches) {
 
-    static ProcessCounters snapshot(long pid) {
+    /** The counters now; empty when the process is gone (or this is not Linux). */
+    static Optional<ProcessCounters> read(long pid) {
         Path proc = Path.of("/proc", Long.toString(pid));
         try {
-            String stat = Files.readString(proc.resolve("stat"));
-            // fields after the parenthesised name: state is [0], minflt (field 10) is [7],
-            // utime (14) [11], stime (15) [12]
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            String[] f = ThreadCpu.statFields(Files.readString(proc.resolve("stat")));
             long voluntary = 0;
             long involuntary = 0;
             try (DirectoryStream<Path> tasks = Files.newDirectoryStream(proc.resolve("task"))) {
@@ -38,11 +37,17 @@ record ProcessCounters(long userTicks, long systemTicks, long minorFaults, long 
                     }
                 }
             }
-            return new ProcessCounters(Long.parseLong(f[11]), Long.parseLong(f[12]), Long.parseLong(f[7]), voluntary,
-                    involuntary);
+            // minflt is field 10, utime 14, stime 15 (ThreadCpu.statFields)
+            return Optional.of(new ProcessCounters(Long.parseLong(f[11]), Long.parseLong(f[12]), Long.parseLong(f[7]),
+                    voluntary, involuntary));
         } catch (IOException | RuntimeException e) {
-            return new ProcessCounters(0, 0, 0, 0, 0);  // not Linux, or the process is gone
+            return Optional.empty();
         }
+    }
+
+    /** utime + stime, in clock ticks. */
+    long cpuTicks() {
+        return userTicks + systemTicks;
     }
 
     /**
@@ -52,7 +57,7 @@ record ProcessCounters(long userTicks, long systemTicks, long minorFaults, long 
      */
     String perCallSince(ProcessCounters before, long calls) {
         double n = Math.max(1, calls);
-        double usPerTick = 1e6 / 100;  // USER_HZ is 100 on Linux x86-64
+        double usPerTick = 1e6 / ThreadCpu.TICKS_PER_SECOND;
         return String.format("user %.0f sys %.0f us, %.1f minor faults, %.1f + %.1f context switches",
                 (userTicks - before.userTicks) * usPerTick / n, (systemTicks - before.systemTicks) * usPerTick / n,
                 (minorFaults - before.minorFaults) / n, (voluntarySwitches - before.voluntarySwitches) / n,

@@ -17,6 +17,9 @@ import java.util.stream.Collectors;
  */
 final class ThreadCpu {
 
+    /** USER_HZ: clock ticks per second in /proc on every x86-64 kernel ABI. */
+    static final long TICKS_PER_SECOND = 100;
+
     private final Map<Long, Long> ticksByThread;
     private final Map<Long, String> kindByThread;
 
@@ -50,8 +53,16 @@ final class ThreadCpu {
      * and 15, counted after the parenthesised command name (which may hold spaces).
      */
     static long cpuTicks(String stat) {
-        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        String[] f = statFields(stat);
         return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+    }
+
+    /**
+     * The fields of a /proc stat line after the parenthesised command name (which may hold
+     * spaces): [0] is field 3 (state), so field N is [N - 3].
+     */
+    static String[] statFields(String stat) {
+        return stat.substring(stat.lastIndexOf(')') + 2).split(" ");
     }
 
     static String kind(String threadName) {
@@ -67,7 +78,7 @@ final class ThreadCpu {
         ticksByThread.forEach((tid, now) -> byKind.merge(kindByThread.get(tid),
                 now - before.ticksByThread.getOrDefault(tid, 0L), Long::sum));
         long total = byKind.values().stream().mapToLong(Long::longValue).sum();
-        double usPerTick = 1e6 / 100;  // USER_HZ is 100 on Linux x86-64
+        double usPerTick = 1e6 / TICKS_PER_SECOND;
         return byKind.entrySet().stream()
                 .filter(e -> e.getValue() > 0 && e.getValue() * 100 >= total)
                 .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
