@@ -87,6 +87,8 @@ build() {
   local cuda="${CUDA_HOME:-/usr/local/cuda}"
   local extra=()
   [[ -x "$cuda/bin/nvcc" ]] && extra+=("-DCMAKE_CUDA_COMPILER=$cuda/bin/nvcc")
+  # A CUDA delegate built outside the wheel (scripts/cuda-backend.sh); empty: the wheel's, if any.
+  extra+=("-DETSERVE_CUDA_BACKEND_LIBRARY=${ETSERVE_CUDA_BACKEND_LIBRARY:-}")
   cmake -S "$ROOT/native" -B "$BUILD" -G Ninja -Wno-dev --log-level=WARNING \
     -DCMAKE_BUILD_TYPE=Release \
     -Dexecutorch_DIR="$(executorch_dir)/share/cmake" \

@@ -77,6 +77,7 @@ function(etserve_cuda_backend_files out delegate runtime_soname caller_stream_so
     message(FATAL_ERROR "${what} defines the caller-stream API itself: a second copy of the "
                         "stream selection.")
   endif()
+  _etserve_check_no_private_cxx_runtime("${what}" "${exports}")
   # What it needs from its own directory (the AOTI shims), staged before it; the runtime and
   # the caller-stream library are staged already.
   get_filename_component(dir "${delegate}" DIRECTORY)
@@ -86,6 +87,8 @@ function(etserve_cuda_backend_files out delegate runtime_soname caller_stream_so
       continue()
     endif()
     if(EXISTS "${dir}/${name}")
+      execute_process(COMMAND "${CMAKE_NM}" -D --defined-only "${dir}/${name}" OUTPUT_VARIABLE dep_exports)
+      _etserve_check_no_private_cxx_runtime("${name}, which ${what} needs," "${dep_exports}")
       list(APPEND files "${dir}/${name}")
     elseif(name MATCHES "aoti")
       message(FATAL_ERROR "${what} needs ${name}, which is not beside it in ${dir}.")
@@ -93,6 +96,18 @@ function(etserve_cuda_backend_files out delegate runtime_soname caller_stream_so
   endforeach()
   list(APPEND files "${delegate}")
   set(${out} "${files}" PARENT_SCOPE)
+endfunction()
+
+# A delegate (or a library staged with it) that exports a C++ runtime of its own (a static
+# libstdc++) hands that copy to every library in the process once the delegate makes itself
+# global for its AOTI models: lookups then mix two runtimes and the JVM crashes at model load.
+function(_etserve_check_no_private_cxx_runtime what exports)
+  foreach(symbol _ZNSt6locale7classicEv __cxa_allocate_exception)
+    if(exports MATCHES "[TW] ${symbol}\n")
+      message(FATAL_ERROR "${what} exports its own C++ runtime (${symbol}; libstdc++ linked "
+                          "statically): link it against the shared libstdc++.so.6")
+    endif()
+  endforeach()
 endfunction()
 
 function(etserve_resolve_cuda_backend)

@@ -165,24 +165,85 @@ MethodSignature ProgramHandle::signature(const std::string& method) const {
   return sig;
 }
 
-InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method)
-    : program_(std::move(program)), method_(method) {
+PlannedMemory::PlannedMemory(const executorch::runtime::MethodMeta& meta, int device) {
+  using executorch::runtime::etensor::DeviceType;
+  const size_t n = meta.num_memory_planned_buffers();
+  host_.reserve(n);
+  bool any_device = false;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string which = "planned buffer " + std::to_string(i);
+    auto size = meta.memory_planned_buffer_size(i);
+    if (!size.ok() || *size < 0) fail(size.ok() ? Error::InvalidProgram : size.error(), "cannot read " + which);
+    const auto bytes = static_cast<size_t>(*size);
+    auto where = meta.memory_planned_buffer_device(i);
+    if (!where.ok()) fail(where.error(), "cannot read the device of " + which);
+    if (where->type() == DeviceType::CUDA) {
+      if (device < 0) {
+        fail(Error::NotSupported, which + " (" + std::to_string(bytes) +
+                                      " bytes) is planned on a CUDA device: the program runs on a GPU only");
+      }
+      auto buffer = executorch::runtime::DeviceMemoryBuffer::create(
+          bytes, DeviceType::CUDA, static_cast<executorch::runtime::etensor::DeviceIndex>(device));
+      if (!buffer.ok()) {
+        fail(buffer.error(), buffer.error() == Error::NotFound
+                                 ? which + " is planned on a CUDA device, but no CUDA device allocator is "
+                                           "registered (the CUDA delegate's AOTI shims are not loaded)"
+                                 : "cannot allocate " + std::to_string(bytes) + " bytes for " + which +
+                                       " on cuda:" + std::to_string(device));
+      }
+      spans_.push_back(buffer->as_span());
+      device_.push_back(std::move(*buffer));
+      devices_.emplace_back(DeviceType::CUDA, static_cast<executorch::runtime::etensor::DeviceIndex>(device));
+      device_bytes_ += bytes;
+      any_device = true;
+      continue;
+    }
+    if (device >= 0 && bytes > 0) {
+      void* p = nullptr;
+      const int rc = cudaHostAlloc(&p, bytes, cuda_min::kHostAllocPortable | cuda_min::kHostAllocMapped);
+      if (rc != 0) {
+        throw BridgeError("CudaError", rc, "cannot allocate " + std::to_string(bytes) +
+                                               " bytes of page-locked host memory for " + which + ": " +
+                                               cudaGetErrorName(rc));
+      }
+      pinned_.push_back(p);
+      spans_.emplace_back(static_cast<uint8_t*>(p), bytes);
+    } else {
+      host_.emplace_back(bytes);
+      spans_.emplace_back(host_.back().data(), bytes);
+    }
+    devices_.emplace_back(DeviceType::CPU, 0);
+  }
+  const executorch::runtime::Span<executorch::runtime::Span<uint8_t>> buffers(spans_.data(), spans_.size());
+  allocator_ = any_device
+      ? std::make_unique<executorch::runtime::HierarchicalAllocator>(
+            buffers, executorch::runtime::Span<const executorch::runtime::etensor::Device>(devices_.data(),
+                                                                                          devices_.size()))
+      : std::make_unique<executorch::runtime::HierarchicalAllocator>(buffers);
+}
+
+PlannedMemory::~PlannedMemory() {
+  for (void* p : pinned_) cudaFreeHost(p);  // after a sticky fault this fails; nothing else to do
+}
+
+InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method, int device)
+    : program_(std::move(program)), device_(device), method_(method) {
   signature_ = program_->signature(method);
   const auto& shared = *program_->program();
   auto meta = shared.method_meta(method.c_str());
   if (!meta.ok()) fail(meta.error(), "no method '" + method + "' in the program");
-  // Planned memory is per instance; constants (in the program or the data map) are shared.
-  for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
-    auto size = meta->memory_planned_buffer_size(i);
-    if (!size.ok()) fail(size.error(), "cannot read planned buffer " + std::to_string(i));
-    planned_buffers_.emplace_back(static_cast<size_t>(*size));
+  if (device >= 0) {
+    // Delegates allocate their device state (AOTI containers, weights) on the current device.
+    const int rc = cudaSetDevice(device);
+    if (rc != 0) {
+      throw BridgeError("CudaError", rc, "cudaSetDevice(" + std::to_string(device) + ") failed: " +
+                                             cudaGetErrorName(rc));
+    }
   }
-  for (auto& buffer : planned_buffers_) planned_spans_.emplace_back(buffer.data(), buffer.size());
-  planned_ = std::make_unique<executorch::runtime::HierarchicalAllocator>(
-      executorch::runtime::Span<executorch::runtime::Span<uint8_t>>(planned_spans_.data(),
-                                                                    planned_spans_.size()));
+  // Planned memory is per instance; constants (in the program or the data map) are shared.
+  planned_ = std::make_unique<PlannedMemory>(*meta, device);
   memory_manager_ = std::make_unique<executorch::runtime::MemoryManager>(
-      &method_allocator_, planned_.get(), &temp_allocator_);
+      &method_allocator_, planned_->allocator(), &temp_allocator_);
   // XNNPACK packs weights at init; its weights cache lets instances of one program share the
   // packed copy (the 1.5.1 wheel reads "weight_cache_enabled" from the load-time options).
   executorch::runtime::BackendOptions<1> xnnpack;
@@ -233,6 +294,9 @@ Result<std::vector<EValue>> InstanceHandle::run(const std::vector<EValue>& value
 }
 
 InstanceHandle::~InstanceHandle() {
+  // Delegates free their device state on the current device.
+  if (device_ >= 0) cudaSetDevice(device_);
+  method_handle_.reset();
   if (event_ != nullptr) {
     cudaEventDestroy(static_cast<cudaEvent_t>(event_));  // a sticky error leaves nothing to free
   }

@@ -17,6 +17,7 @@
 
 #include <executorch/extension/memory_allocator/malloc_memory_allocator.h>
 #include <executorch/extension/module/module.h>
+#include <executorch/runtime/core/device_memory_buffer.h>
 #include <executorch/runtime/core/hierarchical_allocator.h>
 #include <executorch/runtime/executor/method.h>
 #include <executorch/runtime/executor/memory_manager.h>
@@ -129,10 +130,37 @@ class OutputSink {
                       const uint8_t* data, size_t nbytes) = 0;
 };
 
+// One instance's memory-planned buffers, each where the program placed it. Host buffers are
+// plain heap memory on the CPU and page-locked for an instance on a GPU (`device` >= 0), so the
+// copies at a CUDA delegate's boundary are DMA ordered on the caller's stream rather than staged
+// through a driver buffer. Buffers the program plans on a CUDA device come from ExecuTorch's
+// device allocator (registered by the CUDA delegate's shims) on that instance's device.
+class PlannedMemory {
+ public:
+  PlannedMemory(const executorch::runtime::MethodMeta& meta, int device);
+  ~PlannedMemory();
+  PlannedMemory(const PlannedMemory&) = delete;
+  PlannedMemory& operator=(const PlannedMemory&) = delete;
+
+  executorch::runtime::HierarchicalAllocator* allocator() { return allocator_.get(); }
+  size_t device_bytes() const { return device_bytes_; }
+
+ private:
+  std::vector<std::vector<uint8_t>> host_;  // CPU instance
+  std::vector<void*> pinned_;               // GPU instance's host buffers (cudaFreeHost)
+  std::vector<executorch::runtime::DeviceMemoryBuffer> device_;
+  std::vector<executorch::runtime::Span<uint8_t>> spans_;
+  std::vector<executorch::runtime::etensor::Device> devices_;
+  std::unique_ptr<executorch::runtime::HierarchicalAllocator> allocator_;
+  size_t device_bytes_ = 0;
+};
+
 class InstanceHandle {
  public:
   // Loads `method` up front, so planned memory is allocated at model load, not first call.
-  InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method);
+  // `device`: the CUDA device this instance runs on (made current while its delegates
+  // initialize), or -1 for a CPU instance.
+  InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method, int device = -1);
   ~InstanceHandle();
   InstanceHandle(const InstanceHandle&) = delete;
   InstanceHandle& operator=(const InstanceHandle&) = delete;
@@ -162,9 +190,8 @@ class InstanceHandle {
 
   std::shared_ptr<ProgramHandle> program_;  // keeps the loader and the data maps alive
   // The Method over the shared Program and shared data map, with this instance's own memory.
-  std::vector<std::vector<uint8_t>> planned_buffers_;
-  std::vector<executorch::runtime::Span<uint8_t>> planned_spans_;
-  std::unique_ptr<executorch::runtime::HierarchicalAllocator> planned_;
+  int device_ = -1;
+  std::unique_ptr<PlannedMemory> planned_;
   executorch::extension::MallocMemoryAllocator method_allocator_;
   executorch::extension::MallocMemoryAllocator temp_allocator_;
   std::unique_ptr<executorch::runtime::MemoryManager> memory_manager_;

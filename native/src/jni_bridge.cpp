@@ -185,9 +185,10 @@ JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_methodBacken
 
 JNIEXPORT jlong JNICALL Java_io_etserve_runtime_NativeBridge_openInstance(JNIEnv* env, jclass,
                                                                           jlong program,
-                                                                          jstring method) {
+                                                                          jstring method,
+                                                                          jint device) {
   return guarded<jlong>(env, 0, [&] {
-    auto* instance = new InstanceHandle(program_from(program), to_string(env, method));
+    auto* instance = new InstanceHandle(program_from(program), to_string(env, method), device);
     return reinterpret_cast<jlong>(instance);
   });
 }

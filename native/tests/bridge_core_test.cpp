@@ -359,3 +359,19 @@ TEST(DynamicShapes, TheLoadedMethodReportsDynamismAndSmallerBatchesRun) {
   InstanceHandle demo(ProgramHandle::open(kDemo, 0), "forward");
   EXPECT_EQ(demo.signature().inputs[0].dynamism, 0);
 }
+
+// A program lowered as CudaPartitioner lowers (tensors at the delegate planned on cuda:0, copies
+// around it) plans device memory: a CPU instance refuses it with that reason, before ExecuTorch
+// would hand the delegate host memory it believes is on the device.
+TEST(DevicePlannedMemory, ACpuInstanceRefusesBuffersPlannedOnADevice) {
+  const auto program = ProgramHandle::open(kRoot + "/src/test/resources/models/needs-cuda-backend/1/model.pte", 1);
+  try {
+    InstanceHandle instance(program, "forward");
+    ADD_FAILURE() << "a CPU instance accepted device-planned buffers";
+  } catch (const BridgeError& e) {
+    EXPECT_EQ(e.name(), "NotSupported");
+    EXPECT_NE(std::string(e.what()).find("is planned on a CUDA device: the program runs on a GPU only"),
+              std::string::npos)
+        << e.what();
+  }
+}

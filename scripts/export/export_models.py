@@ -24,13 +24,28 @@ from torch import nn
 
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
-from executorch.exir._serialize._program import deserialize_pte_binary
 from executorch.exir.passes.external_constants_pass import delegate_external_constants_pass_unlifted
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+from executorch.exir.backend.compile_spec_schema import CompileSpec
+from executorch.exir.passes.propagate_device_pass import TARGET_DEVICE_COMPILE_SPEC_KEY
 from executorch.exir.backend.canonical_partitioners.all_node_partitioner import (
     AllNodePartitioner,
 )
 from executorch.runtime import Runtime
+
+from export_common import (  # shared with export_cuda.py
+    FLOAT_DTYPES,
+    PROBE_BACKEND_ID,
+    PROBE_PAYLOAD,
+    CallerStreamProbe,  # noqa: F401 (registers the probe backend by its class name)
+    SeededMlp,
+    as_tuple,
+    calibrate_batchnorm,
+    grid_values,
+    inspect_method,
+    seeded_inputs,
+    tensor_json,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVED_MODELS = REPO_ROOT / "models"
@@ -41,35 +56,6 @@ FLOAT_TOLERANCE = {"atol": 1e-5, "rtol": 1e-4}
 # Weight-heavy programs for benchmarks: exported on demand (--bench), never committed.
 BENCH_MODELS = REPO_ROOT / "target" / "bench-models"
 MAX_PTE_BYTES = 1 << 20
-
-# Open Inference Protocol datatype names.
-PROTOCOL_DATATYPE = {
-    torch.bool: "BOOL",
-    torch.uint8: "UINT8",
-    torch.int8: "INT8",
-    torch.int16: "INT16",
-    torch.int32: "INT32",
-    torch.int64: "INT64",
-    torch.float16: "FP16",
-    torch.bfloat16: "BF16",
-    torch.float32: "FP32",
-    torch.float64: "FP64",
-}
-FLOAT_DTYPES = {torch.float16, torch.bfloat16, torch.float32, torch.float64}
-
-PROBE_BACKEND_ID = "CallerStreamProbe"
-PROBE_PAYLOAD = b"CallerStreamProbe-v1"
-
-
-class CallerStreamProbe(BackendDetails):
-    """Test-only backend. Its native delegate (in the test build) reports what caller
-    stream it observed; ahead of time it needs nothing but a recognisable payload.
-    The class name is the backend id, so it must stay exactly this."""
-
-    @staticmethod
-    def preprocess(edge_program, compile_specs) -> PreprocessResult:
-        return PreprocessResult(processed_bytes=PROBE_PAYLOAD)
-
 
 # Test-only stand-ins named after real GPU delegates. They exist only to produce programs that
 # *declare* those delegates (the program's method metadata lists the backend id), so tests can
@@ -204,18 +190,18 @@ def lower_caller_stream_probe(exported: torch.export.ExportedProgram) -> bytes:
     ).to_executorch().buffer
 
 
-def lower_to(backend_id: str):
+def lower_to(backend_id: str, target_device: bytes | None = None):
+    """Everything to `backend_id`; with `target_device` (b"cuda:0", as CudaPartitioner says),
+    the export copies to that device before the delegate and back after it, and plans the
+    delegate's inputs and outputs in device memory."""
+    specs = [] if target_device is None else [CompileSpec(TARGET_DEVICE_COMPILE_SPEC_KEY, target_device)]
+
     def lower(exported: torch.export.ExportedProgram) -> bytes:
         return to_edge_transform_and_lower(
-            exported, partitioner=[AllNodePartitioner(backend_id, [])]
+            exported, partitioner=[AllNodePartitioner(backend_id, specs)]
         ).to_executorch().buffer
 
     return lower
-
-
-def grid_values(generator: torch.Generator, shape: Sequence[int]) -> torch.Tensor:
-    """Normal samples snapped to multiples of 1/64: exact in float32 and short in JSON."""
-    return torch.round(torch.randn(*shape, generator=generator) * 64) / 64
 
 
 def demo_mlp_spec(directory: Path, lower, expected_backends: set[str]) -> ModelSpec:
@@ -334,7 +320,7 @@ def batched_probe_spec() -> ModelSpec:
     )
 
 
-def gpu_stand_in_spec(name: str, backend_id: str) -> ModelSpec:
+def gpu_stand_in_spec(name: str, backend_id: str, target_device: bytes | None = None) -> ModelSpec:
     return ModelSpec(
         TEST_MODELS / name,
         DemoMlp().eval(),
@@ -342,32 +328,10 @@ def gpu_stand_in_spec(name: str, backend_id: str) -> ModelSpec:
         ["y"],
         1,
         [(torch.zeros(1, 16),)],
-        lower_to(backend_id),
+        lower_to(backend_id, target_device),
         {backend_id},
         write_reference=False,
     )
-
-
-class SeededMlp(nn.Module):
-    """An MLP whose weights are drawn from a fixed seed (the served demo keeps its own)."""
-
-    def __init__(self, seed: int, sizes: Sequence[int]) -> None:
-        super().__init__()
-        torch.manual_seed(seed)
-        layers: list[nn.Module] = []
-        for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
-            layers.append(nn.Linear(a, b))
-            if i < len(sizes) - 2:
-                layers.append(nn.ReLU())
-        self.net = nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
-
-
-def seeded_inputs(seed: int, *shapes: Sequence[int]) -> list[tuple[torch.Tensor, ...]]:
-    gen = torch.Generator().manual_seed(seed)
-    return [(torch.randn(*shape, generator=gen),) for shape in shapes]
 
 
 def external_weights_spec(name: str, partitioners: list, backends: set[str]) -> ModelSpec:
@@ -391,17 +355,7 @@ def mobilenet_spec() -> ModelSpec:
 
     torch.manual_seed(3)
     model = torchvision.models.mobilenet_v3_small(weights=None)
-    # Random init alone leaves BatchNorm at identity and the logits near 1e-9; calibrating the
-    # running statistics on seeded images gives activations (and references) of ordinary size.
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.momentum = None  # cumulative average over the calibration batches
-            m.reset_running_stats()
-    model.train()
-    with torch.no_grad():
-        for (batch,) in seeded_inputs(31, (8, 3, 224, 224), (8, 3, 224, 224)):
-            model(batch)
-    model.eval()
+    model = calibrate_batchnorm(model, 31, (8, 3, 224, 224), (8, 3, 224, 224))
     return ModelSpec(
         TEST_MODELS / "mobilenet-v3-small",
         model,
@@ -441,37 +395,6 @@ def config_yaml(spec: ModelSpec) -> str:
         f"instances: {spec.instances}\n"
         + (f"placement: {spec.placement}\n" if spec.placement else "")
     )
-
-
-def tensor_json(name: str, tensor: torch.Tensor) -> dict:
-    values = tensor.detach()
-    if values.dtype in (torch.float16, torch.bfloat16):
-        values = values.float()  # every half value is exact in float32 and in JSON
-    return {
-        "name": name,
-        "datatype": PROTOCOL_DATATYPE[tensor.dtype],
-        "shape": list(tensor.shape),
-        "data": values.flatten().tolist(),
-    }
-
-
-def as_tuple(outputs) -> tuple[torch.Tensor, ...]:
-    return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
-
-
-def inspect_method(pte: bytes, method: str) -> tuple[list[str], list[tuple[str, bytes]]]:
-    """Operators the method calls outside delegates, and the (backend id, payload)
-    of every delegate it calls, read back from the serialized program."""
-    program = deserialize_pte_binary(pte).program  # inlines delegate segments
-    plans = [p for p in program.execution_plan if p.name == method]
-    if len(plans) != 1:
-        raise SystemExit(f"expected one method {method!r}, found {[p.name for p in program.execution_plan]}")
-    operators = [f"{op.name}.{op.overload}" for op in plans[0].operators]
-    delegates = [
-        (d.id, bytes(program.backend_delegate_data[d.processed.index].data))
-        for d in plans[0].delegates
-    ]
-    return operators, delegates
 
 
 def check_matches(spec: ModelSpec, case_index: int, expected, actual) -> float:
@@ -652,7 +575,8 @@ def main() -> int:
         caller_stream_probe_spec(),
         batched_probe_spec(),
         gpu_stand_in_spec("needs-tensorrt", "TensorRTBackend"),
-        gpu_stand_in_spec("needs-cuda-backend", "CudaBackend"),
+        # As CudaPartitioner lowers: copies around the delegate, its tensors planned on cuda:0.
+        gpu_stand_in_spec("needs-cuda-backend", "CudaBackend", b"cuda:0"),
         external_weights_spec("external-weights-portable", [], set()),
         external_weights_spec("external-weights-xnnpack", [XnnpackPartitioner()], {"XnnpackBackend"}),
         dynamic_batch_spec(),

@@ -3,6 +3,8 @@
 // library needs anyway.
 #pragma once
 
+#include <cstddef>
+
 #include "etserve/caller_stream_api.h"
 
 extern "C" {
@@ -19,10 +21,15 @@ etserve_cuda_error_t cudaEventQuery(cudaEvent_t event);
 etserve_cuda_error_t cudaEventSynchronize(cudaEvent_t event);
 etserve_cuda_error_t cudaEventDestroy(cudaEvent_t event);
 const char* cudaGetErrorString(etserve_cuda_error_t error);
+// Page-locked host memory, for the planned host buffers of GPU instances.
+etserve_cuda_error_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags);
+etserve_cuda_error_t cudaFreeHost(void* ptr);
 }
 
 namespace etserve::cuda_min {
 constexpr etserve_cuda_error_t kNotReady = 600;                // cudaErrorNotReady
 constexpr unsigned int kEventBlockingSync = 0x01;              // cudaEventBlockingSync
 constexpr unsigned int kEventDisableTiming = 0x02;             // cudaEventDisableTiming
+constexpr unsigned int kHostAllocPortable = 0x01;              // cudaHostAllocPortable
+constexpr unsigned int kHostAllocMapped = 0x02;                // cudaHostAllocMapped
 }  // namespace etserve::cuda_min

@@ -40,6 +40,22 @@ __global__ void spin(unsigned long long nanos, unsigned long long* done) {
   atomicAdd(done, 1ULL);
 }
 
+// Stage mode: the values travel as the kernel's argument; the kernel writes them, late, into
+// page-locked host memory. Long enough a delay that a reader on another stream loses the race.
+constexpr int kStageMax = 64;
+constexpr unsigned long long kStageDelayNanos = 20000;
+struct StageValues {
+  float v[kStageMax];
+};
+
+__global__ void stage_write(StageValues values, int count, float* out) {
+  const unsigned long long start = now_ns();
+  while (now_ns() - start < kStageDelayNanos) {
+  }
+  for (int i = 0; i < count; ++i) out[i] = values.v[i];
+  __threadfence_system();
+}
+
 // A deliberate illegal address: the sticky-fault test's way to corrupt the CUDA context.
 __global__ void fault() { *reinterpret_cast<volatile int*>(8) = 1; }
 
@@ -61,5 +77,23 @@ bool etserve_probe_queue_gpu_work(cudaStream_t stream, bool has_stream, double m
   const auto nanos = static_cast<unsigned long long>(micros * 1000.0);
   // Without a selection, fall back the way the TensorRT delegate does.
   spin<<<1, 1, 0, has_stream ? stream : cudaStreamPerThread>>>(nanos, device_counter);
+  return cudaGetLastError() == cudaSuccess;
+}
+
+bool etserve_probe_queue_stage_write(cudaStream_t stream, bool has_stream, const float* values, int count,
+                                     float* host_out) {
+  if (count < 0 || count > kStageMax) return false;
+  // Only page-locked host memory can be written by a kernel (the runner pins the planned host
+  // memory of its GPU instances); its device-side address, for the kernel.
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, host_out) != cudaSuccess || attributes.type != cudaMemoryTypeHost ||
+      attributes.devicePointer == nullptr) {
+    cudaGetLastError();  // clear a failed query's error
+    return false;
+  }
+  StageValues staged{};
+  for (int i = 0; i < count; ++i) staged.v[i] = values[i];
+  stage_write<<<1, 1, 0, has_stream ? stream : cudaStreamPerThread>>>(staged, count,
+                                                                      static_cast<float*>(attributes.devicePointer));
   return cudaGetLastError() == cudaSuccess;
 }

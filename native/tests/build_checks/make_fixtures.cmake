@@ -111,10 +111,12 @@ endforeach()
 # --- Layouts that mimic the CUDA wheel's lib/, with the stand-in delegate and shims ----------
 # The stand-in is copied under the wheel's file name only inside these fixture directories.
 function(make_cuda_wheel root)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "WITHOUT_SHIMS" "" "PATCH")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "WITHOUT_SHIMS;PRIVATE_CXX_SHIMS" "" "PATCH")
   set(lib "${root}/executorch/lib")
   get_filename_component(shims_name "${STANDIN_AOTI_SHIMS}" NAME)
-  if(NOT arg_WITHOUT_SHIMS)
+  if(arg_PRIVATE_CXX_SHIMS)
+    copy_to("${STANDIN_AOTI_SHIMS_STATIC_CXX}" "${lib}/${shims_name}")
+  elseif(NOT arg_WITHOUT_SHIMS)
     copy_to("${STANDIN_AOTI_SHIMS}" "${lib}/${shims_name}")
   endif()
   copy_to("${STANDIN_CUDA_BACKEND}" "${lib}/libexecutorch_backend_cuda.so")
@@ -127,6 +129,7 @@ make_cuda_wheel("${FIXTURES}/cuda_wheel_second_caller_stream"
                 PATCH --replace-needed "${CALLER_STREAM_SONAME}" libexecutorch_extension_cuda.so)
 make_cuda_wheel("${FIXTURES}/cuda_wheel_static_runtime" PATCH --remove-needed libexecutorch.so)
 make_cuda_wheel("${FIXTURES}/cuda_wheel_without_shims" WITHOUT_SHIMS)
+make_cuda_wheel("${FIXTURES}/cuda_wheel_private_cxx_runtime" PRIVATE_CXX_SHIMS)
 
 # The real package plus a delegate and its delegates.list, as a CUDA-wheel build stages them.
 function(make_package_with_delegate tree wheel)

@@ -6,6 +6,7 @@ import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.MethodSignature;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.ProgramInstance;
+import io.etserve.runtime.StreamSelection;
 import io.etserve.runtime.TensorSpec;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -142,12 +143,16 @@ public final class ModelLoader {
             if (!devices.isEmpty()) {
                 List<GpuInstancePool> pools = new ArrayList<>();
                 for (int device : devices) {
+                    StreamPool streams = streamPools.forDevice(device).orElseThrow();
+                    // A real device's instances initialize their delegates there; with opaque
+                    // handles (tests without a GPU) there is no device to make current.
+                    int cudaDevice = streams.selectionMode() == StreamSelection.Mode.CUDA ? device : -1;
                     List<ProgramInstance> onDevice = new ArrayList<>();
                     for (int i = 0; i < perPlacement; i++) {
-                        onDevice.add(program.newInstance(config.method()));
+                        onDevice.add(program.newInstance(config.method(), cudaDevice));
                     }
                     created.addAll(onDevice);
-                    pools.add(new GpuInstancePool(streamPools.forDevice(device).orElseThrow(), onDevice));
+                    pools.add(new GpuInstancePool(streams, onDevice));
                 }
                 pool = pools.size() == 1 ? pools.get(0) : new MultiDeviceInstancePool(pools);
             } else {

@@ -25,7 +25,8 @@ final class NativeBridge {
 
     static native String[] methodBackends(long program, String method);
 
-    static native long openInstance(long program, String method);
+    /** @param device the CUDA device the instance runs on (current while its delegates initialize), or -1 */
+    static native long openInstance(long program, String method, int device);
 
     static native void closeInstance(long instance);
 

@@ -63,11 +63,20 @@ public final class Program implements AutoCloseable {
         }
     }
 
-    /** A new Module over this program with {@code method} loaded (planned memory allocated now). */
+    /** A new CPU instance over this program with {@code method} loaded (planned memory allocated now). */
     public ProgramInstance newInstance(String method) {
+        return newInstance(method, -1);
+    }
+
+    /**
+     * A new instance over this program with {@code method} loaded on CUDA {@code device} (-1: the
+     * CPU): its delegates initialize there, its planned host memory is page-locked and the buffers
+     * the program plans on the device are allocated there.
+     */
+    public ProgramInstance newInstance(String method, int device) {
         synchronized (lock) {
             MethodSignature signature = signature(method);
-            long instance = NativeBridge.openInstance(live(), method);
+            long instance = NativeBridge.openInstance(live(), method, device);
             try {
                 signature = signature.withDynamism(NativeBridge.instanceSignature(instance));
             } catch (RuntimeException e) {
