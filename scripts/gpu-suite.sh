@@ -22,6 +22,17 @@
 #                                 stage2, run the GPU JUnit suite, the sticky fault and the
 #                                 in-process GPU benchmark
 #   scripts/gpu-suite.sh stage3   then: unpack stage3 and run the packaged service (`service`)
+#   scripts/gpu-suite.sh bundle-cuda SOURCE
+#                                 (build machine) .device/cuda: the ExecuTorch source subset the CUDA
+#                                 delegate builds from (SOURCE: an ExecuTorch checkout) and the
+#                                 export's Python packages; travels with stage1
+#   scripts/gpu-suite.sh cuda-stage1
+#                                 on the GPU host, instead of stage1: unpack stage1, build the CUDA
+#                                 delegate, the bridge and probe with it, the C++ GPU checks, then
+#                                 export the real programs (scripts/export/export_cuda.py)
+#   scripts/gpu-suite.sh cuda-programs
+#                                 after cuda-stage1, stage2 (unpack) and stage3 (unpack): the real
+#                                 programs through the packaged service (scripts/gpu-cuda-programs.sh)
 #   scripts/gpu-suite.sh startup  time to ready: the extracted jar, with and without its AOT cache
 #   scripts/gpu-suite.sh throughput|benchmark|batching|fault
 #                                 after stage1 (and stage2, stage3 for the service), one step
@@ -36,6 +47,8 @@
 #                                 for K = 1, 4, 16 streams at K and 2K clients, service CPU per
 #                                 call, completion waits, sticky fault, SIGTERM, time to ready)
 #
+# ETSERVE_SKIP_BENCH=1 leaves out the two benchmarks of stage1 and stage2 (the bare-CUDA
+# completion waits, the in-process GPU benchmark).
 # Needs on the GPU host: the driver, a CUDA 13 toolkit (nvcc, libcudart), CMake >= 3.28, Ninja,
 # gcc/g++, binutils and python3. Results go to $OUT (if set) or target/gpu-suite/.
 set -euo pipefail
@@ -157,7 +170,9 @@ native_suite() {
     echo "cpufreq: $(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null | tr '\n' ' ')"
     echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"; } 2>&1 | tee "$RESULTS/host-power.txt"
   log "completion-wait schedules on this host (bare CUDA)"
-  if cmake --build "$BUILD" --target etserve_gpu_wait_bench 2>&1 | tail -3; then
+  if [[ -n "${ETSERVE_SKIP_BENCH:-}" ]]; then
+    log "skipped (ETSERVE_SKIP_BENCH)"
+  elif cmake --build "$BUILD" --target etserve_gpu_wait_bench 2>&1 | tail -3; then
     timeout 240 "$BUILD/testing/caller_stream_probe/etserve_gpu_wait_bench" 2>&1 | tee "$RESULTS/wait-gpu.txt" || status=1
   else
     status=1
@@ -168,7 +183,7 @@ native_suite() {
   return $status
 }
 
-stage1() {
+unpack_stage1() {
   [[ -d "$BUNDLE/stage1" ]] || die "no $BUNDLE/stage1: run 'scripts/gpu-suite.sh bundle' on a build machine"
   rm -rf "$WORK" && mkdir -p "$WORK"
   log "unpacking stage1 into $WORK"
@@ -176,6 +191,10 @@ stage1() {
   unpack_xz "$BUNDLE/stage1/sdk.tar.xz" "$WORK"
   cp "$BUNDLE"/stage1/*.jar "$WORK/"  # the JUnit console and AssertJ, for stage2
   export JAVA_HOME="$WORK/jni"
+}
+
+stage1() {
+  unpack_stage1
   native_suite "$WORK/executorch" "$WORK/libextension_cuda.so"
 }
 
@@ -190,8 +209,10 @@ junit_suite() {
   log "GPU sticky-fault test (own JVM, last: it leaves the CUDA context unusable)"
   timeout 120 "$java" "${GPU_TEST_PROPS[@]}" -jar "$console" execute --class-path "$cp" --select-package io.etserve.gpu \
     --include-tag gpu-fault --details=tree --disable-banner 2>&1 | tee "$RESULTS/junit-gpu-fault.txt" || status=1
-  log "GPU benchmark"
-  gpu_benchmark "$java" "$cp" | tee "$RESULTS/benchmark-gpu.txt" || status=1
+  if [[ -z "${ETSERVE_SKIP_BENCH:-}" ]]; then
+    log "GPU benchmark"
+    gpu_benchmark "$java" "$cp" | tee "$RESULTS/benchmark-gpu.txt" || status=1
+  fi
   return $status
 }
 
@@ -547,6 +568,10 @@ service() {
   return $status
 }
 
+# Real CUDA-backend programs (ExecuTorch's CUDA delegate built from source, exported models).
+# shellcheck source=scripts/gpu-cuda-programs.sh
+source "$ROOT/scripts/gpu-cuda-programs.sh"
+
 run() {
   cd "$ROOT"
   local sdk; sdk="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/executorch"
@@ -567,6 +592,12 @@ run() {
 case "${1:-run}" in
   run) run ;;
   bundle) bundle ;;
+  bundle-cuda) cuda_bundle "${2:-${ETSERVE_EXECUTORCH_SOURCE:-}}" ;;
+  cuda-stage1) unpack_stage1; cuda_stage1 ;;
+  cuda-export) cuda_export "${2:-blob}" ;;
+  cuda-programs)
+    # After cuda-stage1, stage2 and stage3 on this host.
+    unpack_app; have_server; JAVA="${JAVA:-$WORK/jre/bin/java}" cuda_programs ;;
   service)
     # After stage2 + stage3 (or `run`, which passes JAVA, JAR and CHECK_CP) on this host.
     if [[ -z "${JAR:-}" || -z "${CHECK_CP:-}" ]]; then unpack_app; have_server; fi
@@ -612,5 +643,5 @@ case "${1:-run}" in
           echo; sleep 1; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
         cat "$out"; exit $st ;;
     esac ;;
-  *) echo "usage: scripts/gpu-suite.sh run|bundle|stage1|stage2|stage3|service|startup|batching|fault|throughput|benchmark|unpack|jvm-options" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-suite.sh run|bundle|bundle-cuda SOURCE|stage1|cuda-stage1|cuda-export|stage2|stage3|service|cuda-programs|startup|batching|fault|throughput|benchmark|unpack|jvm-options" >&2; exit 2 ;;
 esac

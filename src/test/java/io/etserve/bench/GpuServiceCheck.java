@@ -35,6 +35,7 @@ import java.util.regex.Pattern;
  *                            idles between calls as it does while a GPU works, without the GPU)
  * GpuServiceCheck batching   port=8080 mgmt=8081 model=probe-batched rows=1 spin=2000 clients=16 seconds=4 pid=1234
  * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
+ *                            [gpu-model=cuda-resnet18 gpu-reference=.../reference.json] (refused after the fault too)
  * GpuServiceCheck sigterm    port=8080 model=probe pid=1234 calls=4 spin=800000
  * GpuServiceCheck first      port=8080 model=probe spin=2000 label="no warm-up"
  * </pre>
@@ -46,11 +47,7 @@ public final class GpuServiceCheck {
     private static final Pattern STATUS = Pattern.compile("\"status\"\\s*:\\s*\"([A-Z_]+)\"");
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> a = new HashMap<>();
-        for (int i = 1; i < args.length; i++) {
-            String[] kv = args[i].split("=", 2);
-            a.put(kv[0], kv.length > 1 ? kv[1] : "");
-        }
+        Map<String, String> a = options(args);
         boolean ok = switch (args[0]) {
             case "health" -> health(a);
             case "handshake" -> handshake(a);
@@ -63,6 +60,16 @@ public final class GpuServiceCheck {
             default -> throw new IllegalArgumentException("unknown check " + args[0]);
         };
         System.exit(ok ? 0 : 1);
+    }
+
+    /** The {@code key=value} arguments after the check's name. */
+    static Map<String, String> options(String[] args) {
+        Map<String, String> a = new HashMap<>();
+        for (int i = 1; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            a.put(kv[0], kv.length > 1 ? kv[1] : "");
+        }
+        return a;
     }
 
     private static int port(Map<String, String> a, String key) {
@@ -133,7 +140,7 @@ public final class GpuServiceCheck {
         return "UP".equals(cuda) && "UP".equals(callerStream) && live == 200 && ready == 200;
     }
 
-    private static String component(String health, String name) {
+    static String component(String health, String name) {
         int i = health.indexOf("\"" + name + "\"");
         if (i < 0) {
             return "missing";
@@ -392,15 +399,25 @@ public final class GpuServiceCheck {
         try (LoopbackHttpConnection c = new LoopbackHttpConnection(port, 60_000)) {
             cpuAfter = c.exchange(head.getBytes(StandardCharsets.US_ASCII)).status();
         }
+        // Another GPU model on the faulted device (a real CUDA-backend program, say) is refused too.
+        int otherGpuAfter = 503;
+        if (a.containsKey("gpu-model")) {
+            InferPayloads other = new InferPayloads(io.etserve.support.Reference.load(java.nio.file.Path.of(
+                    a.get("gpu-reference"))), InferPayloads.Format.BINARY, a.get("gpu-model"), port);
+            try (LoopbackHttpConnection c = new LoopbackHttpConnection(port, 60_000)) {
+                otherGpuAfter = c.exchange(other.request(0)).status();
+            }
+        }
         int live = status(port, "/v2/health/live");
         int actuatorLive = status(mgmt, "/actuator/health/liveness");
         int ready = status(port, "/v2/health/ready");
         int actuatorReady = status(mgmt, "/actuator/health/readiness");
-        boolean ok = faultStatus == 500 && gpuAfter == 503 && cpuAfter == 200 && live == 503 && actuatorLive == 503
-                && ready == 503 && actuatorReady == 503;
-        System.out.printf("| sticky fault | faulting call %d | GPU model after %d | CPU model after %d | live v2/actuator %d/%d "
-                + "| ready v2/actuator %d/%d | %s |%n", faultStatus, gpuAfter, cpuAfter, live, actuatorLive, ready,
-                actuatorReady, ok ? "ok" : "FAILED");
+        boolean ok = faultStatus == 500 && gpuAfter == 503 && otherGpuAfter == 503 && cpuAfter == 200 && live == 503
+                && actuatorLive == 503 && ready == 503 && actuatorReady == 503;
+        System.out.printf("| sticky fault | faulting call %d | GPU model after %d%s | CPU model after %d | live v2/actuator %d/%d "
+                + "| ready v2/actuator %d/%d | %s |%n", faultStatus, gpuAfter,
+                a.containsKey("gpu-model") ? ", " + a.get("gpu-model") + " after " + otherGpuAfter : "", cpuAfter, live,
+                actuatorLive, ready, actuatorReady, ok ? "ok" : "FAILED");
         return ok;
     }
 
@@ -460,14 +477,14 @@ public final class GpuServiceCheck {
         void run(int index) throws Exception;
     }
 
-    private static void runClients(int n, VoidClient client) throws Exception {
+    static void runClients(int n, VoidClient client) throws Exception {
         runClients(n, (Client<Void>) i -> {
             client.run(i);
             return null;
         });
     }
 
-    private static <T> List<T> runClients(int n, Client<T> client) throws Exception {
+    static <T> List<T> runClients(int n, Client<T> client) throws Exception {
         ExecutorService exec = Executors.newFixedThreadPool(n);
         try {
             List<Future<T>> fs = new ArrayList<>();

@@ -1,0 +1,251 @@
+# Real CUDA-backend programs on a GPU host: the delegate, the export, and the packaged service.
+# Sourced by scripts/gpu-suite.sh, which provides WORK, RESULTS, BUNDLE, STAGE, PROBE, JAVA, JAR,
+# CHECK_CP, start_service, stop_service, check and log/die.
+#
+#   cuda_bundle SOURCE    (build machine) .device/cuda: the ExecuTorch source subset the delegate
+#                         builds from, and the export's Python packages
+#   cuda_stage1           (GPU host, after stage1's unpack) build the delegate and the bridge
+#                         with it, then export the models with their PyTorch references
+#   cuda_programs         (GPU host, after stage2 + stage3) serve them and check them
+#
+# Models (scripts/export/export_cuda.py): cuda-mlp (dynamic batch 1..32), cuda-resnet18,
+# cuda-encoder (SDPA), mixed-probe-cuda (probe partition, CUDA partition, probe partition).
+
+CUDA_MODELS_DIR="$WORK/cuda-models"
+CUDA_BACKEND_DIR="$WORK/cuda-backend"
+CUDA_SITE="$WORK/pysite"
+CUDA_REAL_MODELS=(cuda-mlp cuda-resnet18 cuda-encoder)
+# Throughput runs, seconds: short, the suite's device time is scarce; medians need no more.
+CUDA_BENCH_WARMUP="${CUDA_BENCH_WARMUP:-3}"
+CUDA_BENCH_SECONDS="${CUDA_BENCH_SECONDS:-5}"
+
+cuda_bundle() {
+  local source="${1:?usage: gpu-suite.sh bundle-cuda EXECUTORCH_SOURCE_TREE}"
+  local dest="$BUNDLE/cuda"
+  rm -rf "$dest" && mkdir -p "$dest"
+  bash "$ROOT/scripts/cuda-backend.sh" pack-source --source "$source" --dest "$dest/et-src"
+  bash "$ROOT/scripts/export/cuda-wheels.sh" pack "$dest/pysite.tar.xz"
+  du -sh "$dest"/*
+}
+
+# The export in the background (it compiles and tunes kernels for minutes, on other cores),
+# then the delegate from the carried source, the bridge and the probe with it (stage1's native
+# suite). cuda_programs waits for the export.
+cuda_stage1() {
+  [[ -d "$BUNDLE/cuda/et-src" ]] || die "no $BUNDLE/cuda: run 'scripts/gpu-suite.sh bundle-cuda SOURCE' on a build machine"
+  cuda_env
+  mkdir -p "$RESULTS"
+  local payload
+  payload="$(bash "$ROOT/scripts/cuda-backend.sh" payload-format --source "$BUNDLE/cuda/et-src" | awk '{print $1}')"
+  rm -f "$WORK/export.done"
+  # setsid: a remote runner ends the processes a command leaves behind, but not a new session.
+  setsid bash -c "export WORK='$WORK' BUNDLE='$BUNDLE' ROOT='$ROOT'; source '$ROOT/scripts/gpu-cuda-programs.sh'; \
+    cuda_export '$payload' > '$WORK/export.log' 2>&1; echo \$? > '$WORK/export.done'" < /dev/null &
+  log "export started in the background ($payload payload; log: $WORK/export.log)"
+  log "CUDA delegate from $BUNDLE/cuda/et-src"
+  ETSERVE_EXECUTORCH_DIR="$WORK/executorch" ETSERVE_CALLER_STREAM_LIBRARY="$WORK/libextension_cuda.so" \
+    bash "$ROOT/scripts/cuda-backend.sh" build --source "$BUNDLE/cuda/et-src" --out "$CUDA_BACKEND_DIR" \
+    > "$RESULTS/cuda-backend-build.txt" 2>&1 || { tail -30 "$RESULTS/cuda-backend-build.txt"; die "the CUDA delegate did not build"; }
+  tail -6 "$RESULTS/cuda-backend-build.txt"
+  local status=0
+  export ETSERVE_CUDA_BACKEND_LIBRARY="$CUDA_BACKEND_DIR/libexecutorch_backend_cuda.so"
+  native_suite "$WORK/executorch" "$WORK/libextension_cuda.so" || status=1
+  grep -q libexecutorch_backend_cuda.so "$STAGE/delegates.list" || { log "the delegate was not staged"; status=1; }
+  tail -5 "$WORK/export.log" || true
+  return $status
+}
+
+# Exports every model with its PyTorch references (scripts/export/export_cuda.py) into
+# $CUDA_MODELS_DIR, writing the named-data payload $1 (blob|manifest).
+cuda_export() {
+  local payload="$1"
+  rm -rf "$CUDA_SITE" && mkdir -p "$CUDA_SITE" "$CUDA_MODELS_DIR"
+  ETSERVE_EXECUTORCH_DIR="$WORK/executorch" bash "$ROOT/scripts/export/cuda-wheels.sh" unpack \
+    "$BUNDLE/cuda/pysite.tar.xz" "$CUDA_SITE" >/dev/null || return 1
+  # The inductor cache stays on this host between calls: a second export reuses the kernels.
+  PYTHONPATH="$CUDA_SITE" TORCHINDUCTOR_CACHE_DIR="$WORK/inductor-cache" PYTHONUNBUFFERED=1 \
+    timeout 1500 python3 "$ROOT/scripts/export/export_cuda.py" --out "$CUDA_MODELS_DIR" --cuda-payload "$payload" \
+    ${CUDA_EXPORT_ARGS:-}
+}
+
+# Waits for the background export (at most $1 seconds); fails unless it succeeded.
+cuda_wait_export() {
+  local limit="${1:-600}" waited=0
+  while [[ ! -f "$WORK/export.done" ]] && (( waited < limit )); do sleep 2; waited=$((waited + 2)); done
+  [[ -f "$WORK/export.done" ]] || { tail -20 "$WORK/export.log"; die "the export is still running after ${limit} s"; }
+  cp "$WORK/export.log" "$RESULTS/cuda-export.txt" 2>/dev/null || true
+  [[ "$(cat "$WORK/export.done")" == 0 ]] || { tail -40 "$WORK/export.log"; log "the export failed (some models may be missing)"; return 1; }
+}
+
+# One model directory whose version 1 is the exported one and whose config.yml is the export's
+# with `instances` set (and dynamic batching dropped when $4 is "unbatched").
+cuda_model() {
+  local repo="$1" name="$2" instances="$3" variant="${4:-}" from="${5:-$2}"
+  mkdir -p "$repo/$name"
+  ln -sfn "$CUDA_MODELS_DIR/$from/1" "$repo/$name/1"
+  if [[ "$variant" == unbatched ]]; then
+    awk '/^dynamic-batching:/ {skip = 1; next} skip && /^[ ]/ {next} {skip = 0; print}' \
+      "$CUDA_MODELS_DIR/$from/config.yml" > "$repo/$name/config.yml"
+  else
+    cp "$CUDA_MODELS_DIR/$from/config.yml" "$repo/$name/config.yml"
+  fi
+  sed -i "s/^instances: .*/instances: $instances/" "$repo/$name/config.yml"
+  grep -q '^instances:' "$repo/$name/config.yml" || echo "instances: $instances" >> "$repo/$name/config.yml"
+}
+
+# The repository for K streams: every real model with K instances (so streams, not instances,
+# bound a K-client run), the MLP again with dynamic batching, the mixed program, the
+# sticky-fault probe and a CPU model; with "mixed-only", the mixed program and no other CUDA one.
+cuda_repo() {
+  local repo="$1" k="$2" only="${3:-}"
+  rm -rf "$repo" && mkdir -p "$repo"
+  local m
+  if [[ "$only" != mixed-only ]]; then
+    for m in "${CUDA_REAL_MODELS[@]}"; do cuda_model "$repo" "$m" "$k" unbatched; done
+    cuda_model "$repo" cuda-mlp-batched 1 "" cuda-mlp
+  fi
+  # 2K instances where the stream check runs (K = 4, and 16 alone), so streams are the bound.
+  cuda_model "$repo" mixed-probe-cuda $(( k == 4 || ${#only} > 0 ? 2 * k : 1 ))
+  mkdir -p "$repo/probe-fault/1"
+  cp "$ROOT/src/test/resources/models/caller-stream-probe/1/model.pte" "$repo/probe-fault/1/"
+  printf 'inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\nplacement: gpu\ninstances: 1\n' \
+    > "$repo/probe-fault/config.yml"
+  cp -r "$ROOT/models/demo-xnnpack" "$repo/"
+}
+
+cprog() { "$JAVA" -cp "$CHECK_CP" io.etserve.bench.CudaProgramsCheck "$@" 2> >(tee -a "$RESULTS/check-stderr.txt" >&2); }
+
+# LoadGenerator against one model; every answer is checked against the PyTorch reference.
+cuda_load() {
+  local model="$1" reference="$2" format="$3" clients="$4" label="$5"; shift 5
+  "$JAVA" -cp "$CHECK_CP" io.etserve.bench.LoadGenerator --url "http://127.0.0.1:$PORT" --grpc-port "$GRPC" \
+    --model "$model" --reference "$reference" --format "$format" --concurrency "$clients" --label "$label" \
+    --timeout-ms 60000 --json-out "$RESULTS/cuda-load.jsonl" "$@"
+}
+
+# The reference's first case alone (batch 1): what a throughput run sends.
+first_case() {
+  local from="$1" to="$2"
+  python3 - "$from" "$to" <<'PY'
+import json, sys
+ref = json.load(open(sys.argv[1]))
+ref["cases"] = ref["cases"][:1]
+json.dump(ref, open(sys.argv[2], "w"))
+PY
+}
+
+cuda_programs() {
+  : "${JAVA:?}" "${JAR:?}" "${CHECK_CP:?}"
+  cuda_wait_export "${CUDA_EXPORT_WAIT:-420}" || true
+  [[ -d "$CUDA_MODELS_DIR/cuda-resnet18/1" ]] || die "no exported models in $CUDA_MODELS_DIR: run cuda-stage1 on this host first"
+  cuda_env
+  mkdir -p "$RESULTS"
+  local out="$RESULTS/gpu-h200-cuda-programs.txt" repo="$WORK/cuda-repo" status=0 k m
+  : > "$RESULTS/cuda-load.jsonl"
+  : > "$RESULTS/check-stderr.txt"
+  trap stop_service EXIT
+  {
+    echo "# Real CUDA-backend programs through the packaged service ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nproc) cores)"
+    echo "Delegate: $(head -1 "$CUDA_BACKEND_DIR/payload-format" 2>/dev/null) payload, built by scripts/cuda-backend.sh; $("$JAVA" -version 2>&1 | head -1)"
+    echo
+  } > "$out"
+  for m in "${CUDA_REAL_MODELS[@]}" mixed-probe-cuda; do
+    first_case "$CUDA_MODELS_DIR/$m/1/reference.json" "$WORK/$m-case0.json"
+  done
+
+  # K = 1, 4, 8 streams: correctness over REST (JSON, binary) and gRPC, then batch-1 throughput.
+  for k in 1 4 8; do
+    cuda_repo "$repo" "$k"
+    start_service "$repo" --etserve.cuda.streams-per-device="$k"
+    echo "K=$k: ready after $READY_MS ms, $STARTUP_CPU CPU-s" >> "$out"
+    if [[ $k == 1 ]]; then
+      cprog health mgmt=$MGMT models=cuda-mlp,cuda-resnet18,cuda-encoder,mixed-probe-cuda >> "$out" || status=1
+      for m in "${CUDA_REAL_MODELS[@]}" mixed-probe-cuda; do
+        for f in json binary grpc; do
+          cuda_load "$m" "$CUDA_MODELS_DIR/$m/1/reference.json" "$f" 2 "verify $f" --warmup 0 --duration 60 \
+            --requests 64 >> "$out" || status=1
+        done
+      done
+    fi
+    for m in "${CUDA_REAL_MODELS[@]}"; do
+      cuda_load "$m" "$WORK/$m-case0.json" binary "$k" "K=$k" --warmup "$CUDA_BENCH_WARMUP" \
+        --duration "$CUDA_BENCH_SECONDS" --server-pid "$SERVICE_PID" >> "$out" || status=1
+    done
+    if [[ $k == 1 ]]; then
+      # The delegate's own synchronize waits as the device schedule says: blocking-sync beside.
+      stop_service
+      start_service "$repo" --etserve.cuda.streams-per-device=1 --etserve.cuda.device-schedule=blocking-sync
+      for m in "${CUDA_REAL_MODELS[@]}"; do
+        cuda_load "$m" "$WORK/$m-case0.json" binary 1 "K=1 blocking-sync" --warmup "$CUDA_BENCH_WARMUP" \
+          --duration "$CUDA_BENCH_SECONDS" --server-pid "$SERVICE_PID" >> "$out" || status=1
+      done
+    fi
+    if [[ $k == 4 ]]; then
+      # One stream across real delegates, then a call refused after the CUDA partition ran.
+      cprog mixed port=$PORT model=mixed-probe-cuda reference="$CUDA_MODELS_DIR/mixed-probe-cuda/1/reference.json" \
+        clients=8 calls=1250 expect=4 >> "$out" || status=1
+      cprog mixed port=$PORT grpc-port=$GRPC format=grpc model=mixed-probe-cuda \
+        reference="$CUDA_MODELS_DIR/mixed-probe-cuda/1/reference.json" clients=8 calls=250 expect=4 >> "$out" || status=1
+      cprog reject port=$PORT model=mixed-probe-cuda reference="$CUDA_MODELS_DIR/mixed-probe-cuda/1/reference.json" \
+        >> "$out" || status=1
+      # Dynamic batching on the MLP: 16 one-row clients, with and without it.
+      for m in cuda-mlp cuda-mlp-batched; do
+        local before; before="$(cprog exec-count mgmt=$MGMT model="$m")"
+        cuda_load "$m" "$WORK/cuda-mlp-case0.json" binary 16 "K=4 batching $m" --warmup 2 --duration 4 \
+          --server-pid "$SERVICE_PID" >> "$out" || status=1
+        echo "$m: $(( $(cprog exec-count mgmt=$MGMT model="$m") - before )) forward calls for the requests above (warm-up included)" >> "$out"
+      done
+    fi
+    stop_service
+  done
+
+  # K = 16: the mixed program with 32 clients.
+  cuda_repo "$repo" 16 mixed-only
+  start_service "$repo" --etserve.cuda.streams-per-device=16
+  cprog mixed port=$PORT model=mixed-probe-cuda reference="$CUDA_MODELS_DIR/mixed-probe-cuda/1/reference.json" \
+    clients=32 calls=320 expect=16 >> "$out" || status=1
+  stop_service
+
+  # Explicit repository control: device memory per instance and over 20 reloads of ResNet-18,
+  # then the sticky fault beside the real programs.
+  cuda_repo "$repo" 1
+  start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.repository.mode=explicit
+  cprog repository port=$PORT model=cuda-resnet18 action=unload expect=refused >> "$out" || status=1
+  stop_service
+  start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.repository.mode=explicit \
+    --etserve.repository.unreleased-device-memory=leak
+  cprog cycles port=$PORT mgmt=$MGMT model=cuda-resnet18 reference="$WORK/cuda-resnet18-case0.json" cycles=20 \
+    pid="$SERVICE_PID" expect=leak >> "$out" || status=1
+  cuda_instance_memory "$repo" >> "$out" || status=1
+  for m in cuda-resnet18 cuda-encoder; do cuda_load "$m" "$WORK/$m-case0.json" binary 1 "before the fault" \
+    --warmup 0 --duration 10 --requests 8 >> "$out" || status=1; done
+  check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack gpu-model=cuda-resnet18 \
+    gpu-reference="$WORK/cuda-resnet18-case0.json" >> "$out" || status=1
+  stop_service
+  trap - EXIT
+
+  { echo; echo "Eager PyTorch on this GPU (export time, batch 1, synchronize in every call):"
+    for m in "${CUDA_REAL_MODELS[@]}"; do echo "$m: $(cat "$CUDA_MODELS_DIR/$m/1/eager.json" 2>/dev/null)"; done; } >> "$out"
+  cat "$out"
+  return $status
+}
+
+# Device memory one ResNet-18 instance takes: loaded with 1 and with 4 instances (explicit mode).
+cuda_instance_memory() {
+  local repo="$1" used0 used1 used4
+  used0="$(cprog device-used mgmt=$MGMT)"
+  sed -i 's/^instances: .*/instances: 1/' "$repo/cuda-resnet18/config.yml"
+  cprog repository port=$PORT model=cuda-resnet18 action=load || return 1
+  used1="$(cprog device-used mgmt=$MGMT)"
+  cprog repository port=$PORT model=cuda-resnet18 action=unload || return 1
+  sed -i 's/^instances: .*/instances: 4/' "$repo/cuda-resnet18/config.yml"
+  local after_unload; after_unload="$(cprog device-used mgmt=$MGMT)"
+  cprog repository port=$PORT model=cuda-resnet18 action=load || return 1
+  used4="$(cprog device-used mgmt=$MGMT)"
+  echo
+  echo "Device memory of cuda-resnet18 (weights $(du -b "$CUDA_MODELS_DIR/cuda-resnet18/1/"*.ptd | awk '{s += $1} END {printf "%.1f", s / 1048576}') MiB in its .ptd):"
+  echo "| instances | device used before load MiB | after load MiB | added MiB | per instance MiB |"
+  echo "|---|---|---|---|---|"
+  echo "| 1 | $((used0 >> 20)) | $((used1 >> 20)) | $(((used1 - used0) >> 20)) | $(((used1 - used0) >> 20)) |"
+  echo "| 4 | $((after_unload >> 20)) | $((used4 >> 20)) | $(((used4 - after_unload) >> 20)) | $(((used4 - after_unload) / 4 >> 20)) |"
+}
