@@ -71,6 +71,8 @@ public record EtServeProperties(
      *     microseconds
      * @param earlyStart start CUDA (driver, primary contexts) on its own thread while the
      *     context is built (read by {@link io.etserve.cuda.CudaEarlyStart} before binding)
+     * @param deviceSchedule how a thread waits inside a synchronous CUDA call a delegate makes:
+     *     {@code auto} (CUDA's: spin), {@code spin}, {@code yield} or {@code blocking-sync}
      */
     public record Cuda(
             @DefaultValue("auto") CudaMode enabled,
@@ -83,7 +85,8 @@ public record EtServeProperties(
             @DefaultValue({"TensorRTBackend", "CudaBackend"}) List<String> gpuBackends,
             @DefaultValue("adaptive") StreamSelection.CompletionWait completionWait,
             @DefaultValue("0") @DurationUnit(ChronoUnit.MICROS) Duration sleepSlice,
-            @DefaultValue("true") boolean earlyStart) {
+            @DefaultValue("true") boolean earlyStart,
+            @DefaultValue("auto") io.etserve.cuda.DeviceSchedule deviceSchedule) {
 
         public Cuda {
             atLeastOne("etserve.cuda.streams-per-device", streamsPerDevice);
@@ -180,11 +183,14 @@ public record EtServeProperties(
      * @param pollInterval how often the poll mode looks
      * @param drainTimeout how long an unloaded version may take to finish its requests before it
      *     is freed (after that it is left allocated and logged)
+     * @param unreleasedDeviceMemory unloading or reloading a model whose delegate keeps its device
+     *     memory until the process exits (ExecuTorch's CudaBackend): refuse, or leak and log it
      */
     public record Repository(
             @DefaultValue("startup") io.etserve.inference.RepositoryControl.Mode mode,
             @DefaultValue("15s") Duration pollInterval,
-            @DefaultValue("30s") Duration drainTimeout) {
+            @DefaultValue("30s") Duration drainTimeout,
+            @DefaultValue("refuse") io.etserve.inference.UnreleasedDeviceMemory.Policy unreleasedDeviceMemory) {
 
         public Repository {
             if (pollInterval.isNegative() || pollInterval.isZero()) {

@@ -76,6 +76,10 @@ public class RuntimeConfiguration {
         } else {
             log.info("CUDA driver {} runtime {}, devices {}", cuda.driverVersion(), cuda.runtimeVersion(),
                     cuda.devices());
+            for (CudaRuntime.Device d : cuda.devices()) {
+                cuda.prepare(d.ordinal(), props.cuda().deviceSchedule()).ifPresent(problem ->
+                        log.warn("device {}: {} (it serves with CUDA's defaults there)", d.ordinal(), problem));
+            }
         }
         return cuda;
     }

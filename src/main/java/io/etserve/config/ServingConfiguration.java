@@ -57,6 +57,8 @@ public class ServingConfiguration {
         }
         ModelRegistry registry = new ModelRegistry(props.modelRepository(), loader, metrics);
         registry.setDrainTimeout(props.repository().drainTimeout());
+        registry.setUnreleasedDeviceMemory(
+                new io.etserve.inference.UnreleasedDeviceMemory(props.repository().unreleasedDeviceMemory()));
         return registry;
     }
 

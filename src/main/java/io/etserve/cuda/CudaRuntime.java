@@ -112,6 +112,42 @@ public final class CudaRuntime {
         }
     }
 
+    /**
+     * Prepares a device for serving: its {@link DeviceSchedule} (left as it is for
+     * {@link DeviceSchedule#AUTO}), and a default memory pool that keeps what it frees. Delegates
+     * that allocate stream-ordered memory per call (ExecuTorch's CUDA backend does, for every
+     * intermediate tensor) would otherwise hand it back to the driver at each synchronize and map
+     * it again on the next call.
+     *
+     * @return empty, or what could not be set (the device still serves)
+     */
+    public Optional<String> prepare(int device, DeviceSchedule schedule) {
+        requireAvailable();
+        synchronized (CudaRuntime.class) {
+            check("cudaSetDevice", cudart.cudaSetDevice(device));
+            StringBuilder problems = new StringBuilder();
+            if (schedule != DeviceSchedule.AUTO) {
+                int rc = cudart.cudaSetDeviceFlags(schedule.flag());
+                if (rc != 0) {
+                    problems.append("device schedule ").append(schedule).append(": ").append(errorName(rc));
+                }
+            }
+            org.bytedeco.cuda.cudart.CUmemPoolHandle_st pool = new org.bytedeco.cuda.cudart.CUmemPoolHandle_st();
+            int rc = cudart.cudaDeviceGetDefaultMemPool(pool, device);
+            if (rc == 0) {
+                try (org.bytedeco.javacpp.LongPointer keepAll = new org.bytedeco.javacpp.LongPointer(1)) {
+                    keepAll.put(-1L);  // UINT64_MAX: never trim the pool on synchronize
+                    rc = cudart.cudaMemPoolSetAttribute(pool, cudart.cudaMemPoolAttrReleaseThreshold, keepAll);
+                }
+            }
+            if (rc != 0) {
+                problems.append(problems.isEmpty() ? "" : "; ").append("memory pool release threshold: ")
+                        .append(errorName(rc));
+            }
+            return problems.isEmpty() ? Optional.empty() : Optional.of(problems.toString());
+        }
+    }
+
     /** Priorities the device accepts: [least, greatest] (greatest is numerically lower). */
     public int[] priorityRange(int device) {
         requireAvailable();

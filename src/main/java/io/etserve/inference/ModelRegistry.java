@@ -34,9 +34,12 @@ public final class ModelRegistry implements AutoCloseable {
     private final ModelLoader loader;
     private final InferenceObserver observer;
     private final Map<String, TreeMap<Long, ModelVersionState>> models = new ConcurrentHashMap<>();
+    /** A model whose directory went away but which could not be unloaded. */
+    private static final String GONE = "";
     /** What each model's directory held when it was (re)loaded: the poll mode reloads on change. */
     private final Map<String, String> fingerprints = new ConcurrentHashMap<>();
     private volatile Duration drainTimeout = Duration.ofSeconds(30);
+    private volatile UnreleasedDeviceMemory unreleased = new UnreleasedDeviceMemory(UnreleasedDeviceMemory.Policy.REFUSE);
     private final AtomicBoolean loading = new AtomicBoolean();
     private volatile boolean loaded;
     private volatile String repositoryError;
@@ -85,6 +88,11 @@ public final class ModelRegistry implements AutoCloseable {
         this.drainTimeout = timeout;
     }
 
+    /** What unloading does with a model whose delegate keeps its device memory (refuse by default). */
+    public void setUnreleasedDeviceMemory(UnreleasedDeviceMemory policy) {
+        this.unreleased = policy;
+    }
+
     /**
      * Loads, or reloads, {@code name} from its directory: every version is read and loaded
      * before it replaces what served under that name, which is then retired.
@@ -96,6 +104,7 @@ public final class ModelRegistry implements AutoCloseable {
         if (dir == null || !Files.isDirectory(dir)) {
             throw new ModelNotFoundException("no model directory '" + abbreviate(name) + "' in the repository");
         }
+        refuseToRetire(name, "reload");
         String print = fingerprint(dir);
         TreeMap<Long, ModelVersionState> loaded = readModel(name, dir);
         fingerprints.put(name, print);
@@ -109,10 +118,11 @@ public final class ModelRegistry implements AutoCloseable {
      * @throws ModelNotFoundException when no such model is loaded
      */
     public synchronized void unload(String name) {
-        TreeMap<Long, ModelVersionState> old = ModelNames.isValidModelName(name) ? models.remove(name) : null;
-        if (old == null) {
+        if (!ModelNames.isValidModelName(name) || !models.containsKey(name)) {
             throw new ModelNotFoundException("unknown model '" + abbreviate(name) + "'");
         }
+        refuseToRetire(name, "unload");
+        TreeMap<Long, ModelVersionState> old = models.remove(name);
         fingerprints.remove(name);
         retire(old);
     }
@@ -129,15 +139,44 @@ public final class ModelRegistry implements AutoCloseable {
                 continue;
             }
             present.add(name);
-            if (!fingerprint(modelDir).equals(fingerprints.get(name))) {
+            String print = fingerprint(modelDir);
+            if (!print.equals(fingerprints.get(name))) {
                 log.info("model {} {} on disk: loading it", name, models.containsKey(name) ? "changed" : "appeared");
-                load(name);
+                try {
+                    load(name);
+                } catch (RepositoryControl.RefusedException e) {
+                    // It keeps serving what it loaded; told once per change on disk.
+                    fingerprints.put(name, print);
+                    log.warn("{}", e.getMessage());
+                }
             }
         }
         for (String name : List.copyOf(models.keySet())) {
-            if (!present.contains(name)) {
+            if (!present.contains(name) && !GONE.equals(fingerprints.get(name))) {
                 log.info("model {} is gone from the repository: unloading it", name);
-                unload(name);
+                try {
+                    unload(name);
+                } catch (RepositoryControl.RefusedException e) {
+                    fingerprints.put(name, GONE);  // told once; it serves on from memory
+                    log.warn("{}", e.getMessage());
+                }
+            }
+        }
+    }
+
+    /** Refuses to retire what serves under {@code name} when the policy keeps leaking delegates loaded. */
+    private void refuseToRetire(String name, String what) {
+        TreeMap<Long, ModelVersionState> current = models.get(name);
+        if (current == null) {
+            return;
+        }
+        for (ModelVersionState s : current.values()) {
+            if (s instanceof ModelVersionState.Ready ready) {
+                var why = unreleased.refusal(abbreviate(name), ready.model().description(),
+                        ready.model().instances().placement(), what);
+                if (why.isPresent()) {
+                    throw new RepositoryControl.RefusedException(why.get());
+                }
             }
         }
     }
@@ -148,6 +187,9 @@ public final class ModelRegistry implements AutoCloseable {
         }
         for (ModelVersionState s : versions.values()) {
             if (s instanceof ModelVersionState.Ready ready) {
+                unreleased.leakNotice(s.name(), s.version(), ready.model().description(),
+                        ready.model().instances().placement(), ready.model().instances().capacity())
+                        .ifPresent(log::warn);
                 try {
                     if (!ready.model().retire(drainTimeout)) {
                         log.warn("model {} version {} still had {} requests after {}: left allocated", s.name(),
