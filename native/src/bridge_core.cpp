@@ -16,6 +16,7 @@
 #include "etserve/caller_stream_api.h"
 #include "etserve/cuda_runtime_min.h"
 #include "native_log.h"
+#include "sha256.h"
 
 namespace etserve {
 namespace {
@@ -74,6 +75,44 @@ size_t element_size(int dtype) {
 
 namespace {
 
+bool is_sha256_hex(const char* key) {
+  size_t n = 0;
+  for (; key[n] != '\0'; ++n) {
+    const char c = key[n];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return n == 64;
+}
+
+// XNNPACK shares packed weights across every program in the process by the key a file declares
+// for each weight, which exporters make the SHA-256 of its bytes. Bytes that do not hash to their
+// key (a corrupt file, or one made to pass its weights off under another model's key) would
+// change the answers of every model with that key: such a file is refused. Returns whether every
+// key was such a hash; keys of another form cannot be trusted to be unique across programs.
+bool verify_named_data(const executorch::runtime::NamedDataMap& map, const std::string& where) {
+  auto count = map.get_num_keys();
+  if (!count.ok()) fail(count.error(), "cannot list the named data of " + where);
+  bool all_hashes = true;
+  for (uint32_t i = 0; i < *count; ++i) {
+    auto key = map.get_key(i);
+    if (!key.ok()) fail(key.error(), "cannot read named data key " + std::to_string(i) + " of " + where);
+    if (!is_sha256_hex(*key)) {
+      all_hashes = false;
+      continue;
+    }
+    auto data = map.get_data(*key);
+    if (!data.ok()) fail(data.error(), "cannot read named data '" + std::string(*key) + "' of " + where);
+    const std::string actual = Sha256::hex(data->data(), data->size());
+    data->Free();
+    if (actual != *key) {
+      fail(Error::InvalidProgram, "named data '" + std::string(*key).substr(0, 16) + "...' in " + where +
+                                      " does not hash to its key: the file is corrupt, or carries weights "
+                                      "under another model's key");
+    }
+  }
+  return all_hashes;
+}
+
 void require_regular_file(const std::string& path, const char* what) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) fail(Error::NotFound, std::string("no such ") + what + ": " + path);
@@ -116,6 +155,12 @@ std::shared_ptr<ProgramHandle> ProgramHandle::open(const std::string& path, int 
     handle->data_loaders_.push_back(std::move(owned_loader));
   }
   handle->data_files_ = data_files;
+  auto embedded = handle->program_->get_named_data_map();
+  bool all_hashes = !embedded.ok() || *embedded == nullptr || verify_named_data(**embedded, path);
+  for (size_t i = 0; i < handle->data_maps_.size(); ++i) {
+    all_hashes = verify_named_data(*handle->data_maps_[i], data_files[i]) && all_hashes;
+  }
+  handle->shares_packed_weights_ = all_hashes;
   if (handle->data_maps_.size() == 1) {
     handle->data_map_ = handle->data_maps_.front().get();
   } else if (handle->data_maps_.size() > 1) {
@@ -244,11 +289,12 @@ InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std
   planned_ = std::make_unique<PlannedMemory>(*meta, device);
   memory_manager_ = std::make_unique<executorch::runtime::MemoryManager>(
       &method_allocator_, planned_->allocator(), &temp_allocator_);
-  // XNNPACK packs weights at init; its weights cache lets instances of one program share the
-  // packed copy (the 1.5.1 wheel reads "weight_cache_enabled" from the load-time options).
+  // XNNPACK packs weights at init; its weights cache lets instances share the packed copy (the
+  // 1.5.1 wheel reads "weight_cache_enabled" from the load-time options). The cache is keyed
+  // process-wide by the declared keys, so only a program whose keys were all verified uses it.
   executorch::runtime::BackendOptions<1> xnnpack;
   executorch::runtime::LoadBackendOptionsMap options;
-  if (xnnpack.set_option("weight_cache_enabled", true) != Error::Ok ||
+  if (xnnpack.set_option("weight_cache_enabled", program_->shares_packed_weights()) != Error::Ok ||
       options.set_options("XnnpackBackend", xnnpack.view()) != Error::Ok) {
     fail(Error::Internal, "cannot build the XNNPACK load options");
   }

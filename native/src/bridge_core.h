@@ -105,6 +105,9 @@ class ProgramHandle {
   // The merged view of the data files, or null when there are none.
   const executorch::runtime::NamedDataMap* data_map() const { return data_map_; }
   const std::vector<std::string>& data_files() const { return data_files_; }
+  // Whether every named-data key of the program and its data files is the SHA-256 of its bytes
+  // (checked at open): only then may XNNPACK share its packed weights with other programs.
+  bool shares_packed_weights() const { return shares_packed_weights_; }
 
   ~ProgramHandle();
 
@@ -118,6 +121,7 @@ class ProgramHandle {
   std::vector<std::unique_ptr<executorch::runtime::NamedDataMap>> data_maps_;
   std::unique_ptr<executorch::runtime::NamedDataMap> merged_;
   const executorch::runtime::NamedDataMap* data_map_ = nullptr;
+  bool shares_packed_weights_ = false;
 };
 
 // Receives the outputs of one call while they are still in the Module's memory, which the next

@@ -11,6 +11,7 @@
 
 #include "bridge_core.h"
 #include "native_log.h"
+#include "sha256.h"
 
 namespace {
 
@@ -374,4 +375,38 @@ TEST(DevicePlannedMemory, ACpuInstanceRefusesBuffersPlannedOnADevice) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(Sha256, KnownDigests) {
+  EXPECT_EQ(etserve::Sha256::hex("", 0), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(etserve::Sha256::hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // Streamed in uneven pieces across block boundaries.
+  etserve::Sha256 sha;
+  const std::string a(1000, 'a');
+  for (int i = 0; i < 1000; ++i) sha.update(a.data(), a.size());
+  std::string hex;
+  for (uint8_t b : sha.finish()) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    hex += kDigits[b >> 4];
+    hex += kDigits[b & 15];
+  }
+  EXPECT_EQ(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+// XNNPACK shares packed weights across programs by the key a file declares for each weight; a
+// weight whose bytes do not hash to its key would change the answers of another model.
+TEST(WeightKeys, AWeightThatDoesNotHashToItsKeyIsRefused) {
+  std::string bytes = read_file(kDemoXnnpack);
+  ASSERT_GT(bytes.size(), 5446u);
+  bytes[5446] = static_cast<char>(bytes[5446] ^ 0xad);  // inside the first layer's weights
+  const auto error = load_error(temp_file("flipped-weight.pte", bytes));
+  EXPECT_EQ(error.name(), "InvalidProgram");
+  EXPECT_NE(std::string(error.what()).find("does not hash to its key"), std::string::npos) << error.what();
+}
+
+TEST(WeightKeys, OnlyProgramsWhoseKeysAreAllHashesShareTheirPackedWeights) {
+  EXPECT_TRUE(ProgramHandle::open(kDemoXnnpack, 1)->shares_packed_weights());
+  // Weights named after the module (net.0.weight) could be another program's names too.
+  EXPECT_FALSE(ProgramHandle::open(kPortablePte, 1, {kPortablePtd})->shares_packed_weights());
+  EXPECT_TRUE(ProgramHandle::open(kXnnpackPte, 1, {kXnnpackPtd})->shares_packed_weights());
 }

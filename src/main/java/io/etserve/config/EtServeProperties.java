@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
+import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.boot.context.properties.bind.Name;
@@ -25,7 +26,8 @@ public record EtServeProperties(
         @DefaultValue Inference inference,
         @DefaultValue Health health,
         @DefaultValue Grpc grpc,
-        @DefaultValue Repository repository) {
+        @DefaultValue Repository repository,
+        @DefaultValue Api api) {
 
     /**
      * @param libraryDir a directory holding the bridge and its libraries; empty = use the jar's
@@ -185,17 +187,62 @@ public record EtServeProperties(
      *     is freed (after that it is left allocated and logged)
      * @param unreleasedDeviceMemory unloading or reloading a model whose delegate keeps its device
      *     memory until the process exits (ExecuTorch's CudaBackend): refuse, or leak and log it
+     * @param privateCopies serve each version from a copy made at load, so nothing written to
+     *     the repository can reach a served program (see {@link io.etserve.inference.PrivateCopies})
+     * @param privateCopyDir where those copies live (empty: {@code ${java.io.tmpdir}/etserve-programs})
      */
     public record Repository(
             @DefaultValue("startup") io.etserve.inference.RepositoryControl.Mode mode,
             @DefaultValue("15s") Duration pollInterval,
             @DefaultValue("30s") Duration drainTimeout,
-            @DefaultValue("refuse") io.etserve.inference.UnreleasedDeviceMemory.Policy unreleasedDeviceMemory) {
+            @DefaultValue("refuse") io.etserve.inference.UnreleasedDeviceMemory.Policy unreleasedDeviceMemory,
+            @DefaultValue("true") boolean privateCopies,
+            @DefaultValue("") String privateCopyDir) {
 
         public Repository {
             if (pollInterval.isNegative() || pollInterval.isZero()) {
                 throw new IllegalArgumentException("etserve.repository.poll-interval must be positive");
             }
+        }
+
+        /** Where versions are served from. */
+        public io.etserve.inference.PrivateCopies copies() {
+            if (!privateCopies) {
+                return io.etserve.inference.PrivateCopies.none();
+            }
+            return io.etserve.inference.PrivateCopies.under(privateCopyDir.isBlank()
+                    ? Path.of(System.getProperty("java.io.tmpdir"), "etserve-programs") : Path.of(privateCopyDir));
+        }
+    }
+
+    /**
+     * @param restricted API groups (Triton's names: {@code health}, {@code metadata},
+     *     {@code inference}, {@code model-repository}) that need a header with a value over REST
+     *     and gRPC; a group whose {@code header} is empty is open
+     */
+    public record Api(@DefaultValue Map<String, Restricted> restricted) {
+
+        /** @param header the header (gRPC: metadata key) a request must carry; @param value its value */
+        public record Restricted(@DefaultValue("") String header, @DefaultValue("") String value) {}
+
+        public io.etserve.security.RestrictedApis restrictedApis() {
+            Map<io.etserve.security.RestrictedApis.Group, io.etserve.security.RestrictedApis.Key> keys =
+                    new java.util.EnumMap<>(io.etserve.security.RestrictedApis.Group.class);
+            for (var e : restricted.entrySet()) {
+                var group = java.util.Arrays.stream(io.etserve.security.RestrictedApis.Group.values())
+                        .filter(g -> g.tritonName().equals(e.getKey())).findFirst()
+                        .orElseThrow(() -> new IllegalArgumentException("etserve.api.restricted." + e.getKey()
+                                + ": no such API group (health, metadata, inference, model-repository)"));
+                if (!e.getValue().header().isBlank()) {
+                    try {
+                        keys.put(group, new io.etserve.security.RestrictedApis.Key(e.getValue().header(),
+                                e.getValue().value()));
+                    } catch (IllegalArgumentException bad) {
+                        throw new IllegalArgumentException("etserve.api.restricted." + e.getKey() + ": " + bad.getMessage());
+                    }
+                }
+            }
+            return new io.etserve.security.RestrictedApis(keys);
         }
     }
 

@@ -24,6 +24,7 @@ class GrpcConfiguration {
     GrpcServer grpcServer(EtServeProperties props, ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, PublicMessages messages,
             io.etserve.metrics.ProtocolMetrics metrics, io.etserve.inference.RepositoryControl repository,
+            io.etserve.security.RestrictedApis restricted,
             @Value("${spring.lifecycle.timeout-per-shutdown-phase:30s}") Duration drainTimeout) {
         EtServeProperties.Grpc grpc = props.grpc();
         EtServeProperties.Inference limits = props.inference();
@@ -34,6 +35,6 @@ class GrpcConfiguration {
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
                 version == null ? "dev" : version, InferenceProtocolController.EXTENSIONS, metrics, repository);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
-                grpc.threads(), drainTimeout, service, probes);
+                grpc.threads(), drainTimeout, io.etserve.grpc.RestrictedApiInterceptor.guard(service, restricted), probes);
     }
 }

@@ -18,6 +18,7 @@ public final class LoadedModel implements AutoCloseable {
 
     private final ModelDescription description;
     private final Program program;
+    private volatile PrivateCopies.Copy files;
     private final InstancePool instances;
     private final long maxElementsPerTensor;
     private final DynamicBatcher batcher;
@@ -128,6 +129,11 @@ public final class LoadedModel implements AutoCloseable {
         return uses.get() & ~RETIRING;
     }
 
+    /** Files to delete once the program is freed (its private copy). */
+    void deleteOnClose(PrivateCopies.Copy files) {
+        this.files = files;
+    }
+
     @Override
     public void close() {
         if (batcher != null) {
@@ -135,5 +141,8 @@ public final class LoadedModel implements AutoCloseable {
         }
         instances.close();
         program.close();
+        if (files != null) {
+            files.close();
+        }
     }
 }

@@ -34,6 +34,7 @@ public final class ModelLoader {
     private final long defaultMaxElements;
     private final DevicePlacement.Policy placement;
     private final PlannedMemoryLimits plannedLimits;
+    private final PrivateCopies copies;
     private final java.util.concurrent.atomic.AtomicInteger loadedModels = new java.util.concurrent.atomic.AtomicInteger();
 
     /** Modules per model unless its config.yml sets {@code instances}. */
@@ -63,6 +64,15 @@ public final class ModelLoader {
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
             DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits) {
+        this(verification, streamPools, node, defaultInstances, gpuBackends, defaultMaxElements, placement,
+                plannedLimits, PrivateCopies.none());
+    }
+
+    /** @param copies where versions are served from: private copies, or the repository itself */
+    public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
+            Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
+            DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, PrivateCopies copies) {
+        this.copies = copies;
         this.verification = verification;
         this.streamPools = streamPools;
         this.node = node;
@@ -74,22 +84,53 @@ public final class ModelLoader {
     }
 
     public ModelVersionState load(String name, String version, Path file, ModelConfig config) {
+        PrivateCopies.Copy served = null;
         Program program;
         try {
-            ProgramIntegrity.Verdict verdict = ProgramIntegrity.check(file, config, verification);
             List<Path> data = dataFiles(file, config);
-            for (Path d : data) {
-                ProgramIntegrity.checkDataFile(d);
+            served = copies.copy(name, version, file, data);
+            ProgramIntegrity.Verdict verdict = ProgramIntegrity.check(file, served.program(), config, verification);
+            for (int i = 0; i < data.size(); i++) {
+                ProgramIntegrity.checkDataFile(data.get(i), served.dataFiles().get(i));
             }
-            program = Program.load(file, verdict.verification(), data);
+            program = Program.load(served.program(), verdict.verification(), served.dataFiles());
         } catch (InvalidModelException e) {
-            return new ModelVersionState.Failed(name, version, e.getMessage());
+            closeQuietly(served);
+            return new ModelVersionState.Failed(name, version, inRepository(e.getMessage(), served, file));
         } catch (ExecuTorchException e) {
-            return new ModelVersionState.Failed(name, version, "cannot load " + file.getFileName() + ": " + e.getMessage());
+            closeQuietly(served);
+            return new ModelVersionState.Failed(name, version, "cannot load " + file.getFileName() + ": "
+                    + inRepository(e.getMessage(), served, file));
         } catch (java.io.IOException e) {
+            closeQuietly(served);
             return new ModelVersionState.Failed(name, version, "cannot open the data files of " + file.getFileName()
-                    + ": " + e.getMessage());
+                    + ": " + inRepository(e.getMessage(), served, file));
         }
+        ModelVersionState state = load(name, version, file, config, program);
+        if (state instanceof ModelVersionState.Ready ready) {
+            ready.model().deleteOnClose(served);
+            return state;
+        }
+        served.close();  // the program was freed: only the description (if any) is kept
+        return state instanceof ModelVersionState.Failed f
+                ? new ModelVersionState.Failed(name, version, inRepository(f.reason(), served, file)) : state;
+    }
+
+    /** A message about the private copy, told about the repository's files (which operators know). */
+    private static String inRepository(String message, PrivateCopies.Copy served, Path file) {
+        if (message == null || served == null || served.directory() == null) {
+            return message;
+        }
+        return message.replace(served.directory().toString(), file.toAbsolutePath().getParent().toString());
+    }
+
+    private static void closeQuietly(PrivateCopies.Copy copy) {
+        if (copy != null) {
+            copy.close();
+        }
+    }
+
+    private ModelVersionState load(String name, String version, Path file, ModelConfig config, Program program) {
         List<ProgramInstance> created = new ArrayList<>();
         try {
             List<String> methods = program.methodNames();

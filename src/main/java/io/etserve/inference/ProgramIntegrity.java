@@ -43,11 +43,21 @@ public final class ProgramIntegrity {
      * @throws InvalidModelException when a digest is declared and does not match, or is malformed
      */
     public static Verdict check(Path program, ModelConfig config, Program.Verification configured) throws IOException {
+        return check(program, program, config, configured);
+    }
+
+    /**
+     * As {@link #check(Path, ModelConfig, Program.Verification)}, for a program served from a
+     * copy: the digest is declared beside (or for) {@code program} in the repository, and checked
+     * against the bytes of {@code served}.
+     */
+    public static Verdict check(Path program, Path served, ModelConfig config, Program.Verification configured)
+            throws IOException {
         Optional<String> declared = declared(program, config);
         if (declared.isEmpty()) {
             return new Verdict(Program.Verification.INTERNAL_CONSISTENCY, Optional.empty());
         }
-        String actual = sha256(program);
+        String actual = sha256(served);
         if (!actual.equals(declared.get())) {
             throw new ModelLoader.InvalidModelException(program.getFileName() + " does not match its declared sha256: expected "
                     + declared.get() + ", the file has " + actual);
@@ -62,12 +72,17 @@ public final class ProgramIntegrity {
      * @throws InvalidModelException on a malformed sidecar or a mismatch
      */
     public static void checkDataFile(Path data) throws IOException {
+        checkDataFile(data, data);
+    }
+
+    /** As {@link #checkDataFile(Path)}, the sidecar beside {@code data}, the bytes of {@code served}. */
+    public static void checkDataFile(Path data, Path served) throws IOException {
         Path sidecar = data.resolveSibling(data.getFileName() + SIDECAR_SUFFIX);
         if (!Files.isRegularFile(sidecar)) {
             return;
         }
         String declared = readSidecar(sidecar);
-        String actual = sha256(data);
+        String actual = sha256(served);
         if (!actual.equals(declared)) {
             throw new ModelLoader.InvalidModelException(data.getFileName() + " does not match its declared sha256: expected "
                     + declared + ", the file has " + actual);

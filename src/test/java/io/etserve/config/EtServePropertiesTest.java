@@ -35,6 +35,21 @@ class EtServePropertiesTest {
     }
 
     @Test
+    void restrictedApisBindByTritonsGroupNamesAndRefuseWhatCannotWork() {
+        var restricted = bind(Map.of("etserve.api.restricted.model-repository.header", "admin-key",
+                "etserve.api.restricted.model-repository.value", "k")).api().restrictedApis();
+        assertThat(restricted.restricts(io.etserve.security.RestrictedApis.Group.MODEL_REPOSITORY)).isTrue();
+        assertThat(restricted.restricts(io.etserve.security.RestrictedApis.Group.INFERENCE)).isFalse();
+        // An empty header leaves the group open (the chart's default when no Secret is given).
+        assertThat(bind(Map.of("etserve.api.restricted.model-repository.header", "")).api().restrictedApis()
+                .restricts(io.etserve.security.RestrictedApis.Group.MODEL_REPOSITORY)).isFalse();
+        assertThatThrownBy(() -> bind(Map.of("etserve.api.restricted.repository.header", "k")).api().restrictedApis())
+                .hasMessageContaining("etserve.api.restricted.repository: no such API group");
+        assertThatThrownBy(() -> bind(Map.of("etserve.api.restricted.model-repository.header", "admin-key"))
+                .api().restrictedApis()).hasMessageContaining("needs a value");
+    }
+
+    @Test
     void aMisspeltValueOrANonPositiveCountFailsNamingTheProperty() {
         assertThatThrownBy(() -> bind(Map.of("etserve.cuda.placement", "everywhere")))
                 .isInstanceOf(BindException.class).hasMessageContaining("etserve.cuda.placement");

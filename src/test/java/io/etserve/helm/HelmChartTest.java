@@ -48,7 +48,7 @@ class HelmChartTest {
         List<Map<String, Object>> docs = render(Map.of());
 
         assertThat(kinds(docs)).containsExactlyInAnyOrder(
-                "ServiceAccount", "ConfigMap", "Service", "Deployment", "PodDisruptionBudget");
+                "ServiceAccount", "ConfigMap", "Secret", "Service", "Deployment", "PodDisruptionBudget");
         assertThat(get(find(docs, "Deployment"), "spec", "replicas")).isEqualTo(1);
         assertThat(get(find(docs, "PodDisruptionBudget"), "spec", "minAvailable")).isEqualTo(1);
         assertThat(get(find(docs, "ServiceAccount"), "automountServiceAccountToken")).isEqualTo(false);
@@ -123,6 +123,34 @@ class HelmChartTest {
                 .containsEntry("ETSERVE_MODEL_REPOSITORY", "/models")
                 .containsEntry("TMPDIR", "/tmp");
         assertThat(env.get("JAVA_TOOL_OPTIONS")).contains("-Dorg.bytedeco.javacpp.cachedir=/tmp/javacpp");
+    }
+
+    @Test
+    void repositoryControlIsRestrictedByDefaultWithAKeyFromASecret() {
+        List<Map<String, Object>> docs = render(Map.of());
+        Map<String, Object> container = mainContainer(docs);
+        assertThat(env(container)).containsEntry("ETSERVE_REPOSITORY_API_HEADER", "admin-key");
+        Map<String, Object> key = byName(list(container, "env")).get("ETSERVE_REPOSITORY_API_KEY");
+        assertThat(get(key, "valueFrom", "secretKeyRef", "name")).isEqualTo(FULLNAME + "-api-keys");
+        assertThat(get(key, "valueFrom", "secretKeyRef", "key")).isEqualTo("model-repository");
+        Map<String, Object> secret = find(docs, "Secret");
+        assertThat(get(secret, "metadata", "name")).isEqualTo(FULLNAME + "-api-keys");
+        String value = new String(java.util.Base64.getDecoder().decode((String) get(secret, "data", "model-repository")),
+                java.nio.charset.StandardCharsets.US_ASCII);
+        assertThat(value).hasSize(32).matches("[A-Za-z0-9]+");
+
+        // An operator's own Secret: referenced, none made.
+        List<Map<String, Object>> own = render(Map.of("restrictedApi.modelRepository.existingSecret", "ops-keys",
+                "restrictedApi.modelRepository.existingSecretKey", "repo"));
+        assertThat(kinds(own)).doesNotContain("Secret");
+        Map<String, Object> ownKey = byName(list(mainContainer(own), "env")).get("ETSERVE_REPOSITORY_API_KEY");
+        assertThat(get(ownKey, "valueFrom", "secretKeyRef", "name")).isEqualTo("ops-keys");
+        assertThat(get(ownKey, "valueFrom", "secretKeyRef", "key")).isEqualTo("repo");
+
+        // Opened explicitly: no key at all.
+        List<Map<String, Object>> open = render(Map.of("restrictedApi.modelRepository.header", ""));
+        assertThat(kinds(open)).doesNotContain("Secret");
+        assertThat(env(mainContainer(open))).doesNotContainKeys("ETSERVE_REPOSITORY_API_HEADER", "ETSERVE_REPOSITORY_API_KEY");
     }
 
     @Test
