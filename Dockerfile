@@ -131,9 +131,11 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
 LABEL org.opencontainers.image.title="etserve" \
       org.opencontainers.image.description="ExecuTorch programs served over the Open Inference Protocol (KServe v2)"
 # Everything written at run time goes to /tmp (Jetty, the JavaCPP cache, the CUDA delegate's
-# compiled .so), so the root file system can be read-only with a tmpfs at /tmp. That tmpfs
-# must allow exec (JavaCPP and the delegate load libraries from it); Docker's --tmpfs
-# default is noexec: `--tmpfs /tmp:rw,exec,nosuid,nodev,mode=1777`.
+# compiled .so, the private copies of served programs), so the root file system can be
+# read-only with a tmpfs at /tmp. That tmpfs must allow exec (JavaCPP and the delegate load
+# libraries from it); Docker's --tmpfs default is noexec: `--tmpfs /tmp:rw,exec,nosuid,nodev,mode=1777`.
+# On a tmpfs the program copies take memory: for a repository nothing writes to while the
+# container runs, pass --etserve.repository.private-copies=false (the Helm chart decides by source).
 ENV ETSERVE_MODEL_REPOSITORY=/models \
     ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native \
     TMPDIR=/tmp \

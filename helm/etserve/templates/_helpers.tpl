@@ -68,7 +68,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
     "endpoint" (dict "health" (dict "probes" (dict "enabled" true))))
   "etserve" (dict "grpc" (dict "port" (int .Values.ports.grpc)))
   "spring" (dict "lifecycle" (dict "timeout-per-shutdown-phase" (printf "%ss" (include "etserve.shutdownPhaseSeconds" .)))) }}
-{{- toYaml (mergeOverwrite (deepCopy (.Values.config | default dict)) $owned) }}
+{{- /* Private copies of served programs (under /tmp) only where the model volume can change
+       under the pod: a PVC others may write. The other sources are filled before the server starts. */}}
+{{- $copies := .Values.models.privateCopies | default "auto" }}
+{{- $defaults := dict "etserve" (dict "repository" (dict "private-copies"
+      (ternary (eq .Values.models.source "pvc") (eq (toString $copies) "true") (eq (toString $copies) "auto")))) }}
+{{- toYaml (mergeOverwrite $defaults (deepCopy (.Values.config | default dict)) $owned) }}
 {{- end }}
 
 {{/* The preStop action actually used: sleep, exec or none. */}}

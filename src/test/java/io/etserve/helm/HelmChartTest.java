@@ -190,6 +190,19 @@ class HelmChartTest {
     }
 
     @Test
+    void privateCopiesOfServedProgramsOnlyWhereTheModelVolumeCanChange() {
+        assertThat(get(applicationYml(render(Map.of())), "etserve", "repository", "private-copies")).isEqualTo(false);
+        assertThat(get(applicationYml(render(Map.of("models.source", "pvc", "models.pvc.claimName", "models"))),
+                "etserve", "repository", "private-copies")).isEqualTo(true);
+        assertThat(get(applicationYml(render(Map.of("models.privateCopies", "true"))),
+                "etserve", "repository", "private-copies")).isEqualTo(true);
+        // A user's own config wins over the chart's default.
+        assertThat(get(applicationYml(render(Map.of("models.source", "pvc", "models.pvc.claimName", "models",
+                "config.etserve.repository.private-copies", false))), "etserve", "repository", "private-copies"))
+                .isEqualTo(false);
+    }
+
+    @Test
     void shutdownTimingsFitInsideTheGracePeriod() {
         List<Map<String, Object>> defaults = render(Map.of());
         assertThat(get(podSpec(defaults), "terminationGracePeriodSeconds")).isEqualTo(60);
