@@ -35,7 +35,7 @@ public class RepositoryController {
         boolean readyOnly = body != null && Boolean.TRUE.equals(body.get("ready"));
         return repository.index(readyOnly).stream()
                 .map(s -> new IndexEntry(s.name(), s.version(), s.status().name(),
-                        s.notReadyReason().map(messages::redact).orElse(null)))
+                        s.indexReason().map(messages::redact).orElse(null)))
                 .toList();
     }
 

@@ -77,7 +77,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
             RepositoryIndexResponse.Builder b = RepositoryIndexResponse.newBuilder();
             for (ModelVersionState s : repository.index(request.getReady())) {
                 b.addModelsBuilder().setName(s.name()).setVersion(s.version()).setState(s.status().name())
-                        .setReason(s.notReadyReason().map(messages::redact).orElse(""));
+                        .setReason(s.indexReason().map(messages::redact).orElse(""));
             }
             return b.build();
         });

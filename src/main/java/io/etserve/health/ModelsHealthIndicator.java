@@ -8,7 +8,11 @@ import java.util.Map;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 
-/** {@code models}: every model version's state; DOWN while the server is not ready. */
+/**
+ * {@code models}: every model version's state and, where it has one, its reason (a version that
+ * failed while an older one answers for the model shows FAILED here and leaves the component
+ * UP); DOWN while the server is not ready.
+ */
 public final class ModelsHealthIndicator implements HealthIndicator {
 
     private final ModelRegistry registry;
@@ -28,7 +32,7 @@ public final class ModelsHealthIndicator implements HealthIndicator {
             Map<String, Object> d = new LinkedHashMap<>();
             var notServing = inference.whyNotServing(s);
             d.put("status", s.ready() && notServing.isPresent() ? "NOT_ADMITTING" : s.status().name());
-            notServing.ifPresent(r -> d.put("reason", r));
+            notServing.or(s::indexReason).ifPresent(r -> d.put("reason", r));
             s.description().ifPresent(m -> d.put("backends", m.signature().backends()));
             if (s instanceof ModelVersionState.Ready ready) {
                 d.put("placement", ready.model().instances().placement());

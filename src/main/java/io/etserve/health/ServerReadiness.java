@@ -1,7 +1,6 @@
 package io.etserve.health;
 
 import io.etserve.inference.ModelRegistry;
-import io.etserve.inference.ModelVersionState;
 import java.util.List;
 import java.util.Optional;
 import org.springframework.boot.availability.ApplicationAvailability;
@@ -11,7 +10,7 @@ import org.springframework.boot.availability.ReadinessState;
  * One answer to "may traffic come here?", shared by the protocol's {@code /v2/health/ready}
  * and the actuator's readiness group: the application accepts traffic (it goes false first on
  * shutdown), the caller-stream check holds, and the models have loaded (with strict readiness:
- * all of them are ready).
+ * every model has a version that is ready).
  */
 public final class ServerReadiness {
 
@@ -46,9 +45,11 @@ public final class ServerReadiness {
             return registry.repositoryError();
         }
         if (strict) {
-            List<ModelVersionState> notReady = registry.states().stream().filter(s -> !s.ready()).toList();
-            if (!notReady.isEmpty()) {
-                return Optional.of("not ready: " + notReady.stream().map(s -> s.name() + ":" + s.version()).toList());
+            // a model counts once none of its versions serves: a new version that failed beside one
+            // that serves would otherwise take every replica out of rotation during a bad rollout
+            List<String> notServing = registry.notServing();
+            if (!notServing.isEmpty()) {
+                return Optional.of("no version of these models is ready: " + notServing);
             }
         }
         return Optional.empty();

@@ -18,6 +18,16 @@ public interface InferenceObserver {
     /** A model version unloaded: its series go away. */
     default void unloaded(String model, String version) {}
 
+    /**
+     * A row of the repository index after a load: whether the version's last load failed (it
+     * serves nothing, or serves what it loaded before). {@code version} is empty for a model
+     * without a usable version (its config.yml does not read, no version directory).
+     */
+    default void indexed(String model, String version, boolean loadFailed) {}
+
+    /** The row left the repository index. */
+    default void unindexed(String model, String version) {}
+
     void pending(String model, String version, int delta);
 
     /**

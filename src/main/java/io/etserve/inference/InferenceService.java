@@ -59,6 +59,16 @@ public final class InferenceService {
         return model.instances().unavailableReason().or(() -> admission.whyNotAdmitting(model));
     }
 
+    /** What now answers where {@code retiring} did, or null when nothing else does (unloaded). */
+    private LoadedModel successor(String modelName, String version, LoadedModel retiring) {
+        try {
+            return registry.resolve(modelName, version) instanceof ModelVersionState.Ready now
+                    && now.model() != retiring ? now.model() : null;
+        } catch (ModelNotFoundException e) {
+            return null;
+        }
+    }
+
     /** As {@link #infer(String, String, InferenceRequest, OutputBuffers)}, outputs in fresh buffers. */
     public InferenceResponse infer(String modelName, String version, InferenceRequest request) {
         return infer(modelName, version, request, OutputBuffers.ALLOCATE);
@@ -84,11 +94,16 @@ public final class InferenceService {
                     + " is not ready: " + state.notReadyReason().orElse(""));
         }
         LoadedModel model = ready.model();
-        if (!model.tryUse()) {
-            observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
-                    System.nanoTime() - start);
-            throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
-                    + " is being unloaded", Duration.ofSeconds(1));
+        while (!model.tryUse()) {
+            // Retired after what replaces it was installed: that one, if any, takes the request.
+            LoadedModel successor = successor(modelName, version, model);
+            if (successor == null) {
+                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
+                        System.nanoTime() - start);
+                throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
+                        + " is being unloaded", Duration.ofSeconds(1));
+            }
+            model = successor;
         }
         observer.pending(model.name(), model.version(), 1);
         try {

@@ -32,14 +32,39 @@ public sealed interface ModelVersionState
     /** Why it does not serve; empty when it is ready. */
     Optional<String> notReadyReason();
 
+    /**
+     * What the repository index and health say beside the state: why it does not serve, or, for
+     * a version that serves, why its newer files did not load.
+     */
+    default Optional<String> indexReason() {
+        return notReadyReason();
+    }
+
+    /** Whether its last load failed: it serves nothing, or serves what it loaded before. */
+    default boolean loadFailed() {
+        return this instanceof Failed || this instanceof Ready r && r.failedReload() != null;
+    }
+
     default boolean ready() {
         return this instanceof Ready;
     }
 
-    /** Serves: the program loaded and its instances exist. */
-    record Ready(LoadedModel model) implements ModelVersionState {
+    /**
+     * Serves: the program loaded and its instances exist. {@code failedReload}, when not null,
+     * says why the version's changed files did not load: it serves what it loaded before.
+     */
+    record Ready(LoadedModel model, String failedReload) implements ModelVersionState {
         public Ready {
             Objects.requireNonNull(model, "model");
+        }
+
+        public Ready(LoadedModel model) {
+            this(model, null);
+        }
+
+        /** The same serving model, noting why a newer load of its version failed. */
+        public Ready withFailedReload(String reason) {
+            return new Ready(model, reason);
         }
 
         @Override
@@ -65,6 +90,11 @@ public sealed interface ModelVersionState
         @Override
         public Optional<String> notReadyReason() {
             return Optional.empty();
+        }
+
+        @Override
+        public Optional<String> indexReason() {
+            return Optional.ofNullable(failedReload);
         }
     }
 

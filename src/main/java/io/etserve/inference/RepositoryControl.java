@@ -43,16 +43,19 @@ public final class RepositoryControl {
     /**
      * Loads or reloads {@code model}.
      *
-     * @throws RefusedException when the mode forbids it, or when what now serves under the name
-     *     (its highest version) is not ready, with the reason
+     * @throws RefusedException when the mode forbids it, or when a version did not load, with the
+     *     reason and the version that answers for the model meanwhile, if any
      */
     public void load(String model) {
         requireExplicit("load");
-        registry.load(model);
-        ModelVersionState served = registry.resolve(model, null);
-        if (!served.ready()) {
-            throw new RefusedException("failed to load '" + ModelRegistry.abbreviate(model) + "': "
-                    + served.notReadyReason().orElse(""));
+        List<ModelVersionState> failed = registry.load(model);
+        if (!failed.isEmpty()) {
+            ModelVersionState served = registry.resolve(model, null);
+            throw new RefusedException("failed to load '" + ModelRegistry.abbreviate(model) + "'" + failed.stream()
+                    .map(s -> (s.version().isEmpty() ? "" : " version " + s.version()) + ": "
+                            + s.notReadyReason().orElse(""))
+                    .collect(java.util.stream.Collectors.joining(";")) + (served.ready()
+                            ? " (version " + served.version() + " answers for the model)" : ""));
         }
     }
 

@@ -10,7 +10,8 @@ import org.springframework.context.SmartLifecycle;
 
 /**
  * The repository's poll mode ({@code etserve.repository.mode=poll}): every interval, what changed
- * on disk loads, reloads or unloads ({@link ModelRegistry#poll()}), on one thread of its own.
+ * on disk loads, reloads or unloads once it has held still for one interval
+ * ({@link ModelRegistry#poll()}), on one thread of its own.
  */
 public final class RepositoryPoller implements SmartLifecycle {
 

@@ -7,7 +7,9 @@ import java.util.TreeSet;
 
 /**
  * Which of a model's version directories load ({@code version-policy} in config.yml, as Triton's):
- * {@code all} (the default), {@code {latest: N}} (the N highest) or {@code {specific: [1, 3]}}.
+ * {@code all} (the default), {@code {latest: N}} (the N newest that load: {@link ModelRegistry}
+ * tries versions from the highest down and one that fails does not count) or
+ * {@code {specific: [1, 3]}}.
  */
 public record VersionPolicy(Kind kind, int latest, List<Long> specific) {
 
@@ -37,7 +39,7 @@ public record VersionPolicy(Kind kind, int latest, List<Long> specific) {
         return new VersionPolicy(Kind.SPECIFIC, 0, versions);
     }
 
-    /** The versions of {@code available} this policy loads. */
+    /** The versions of {@code available} this policy loads when every one of them loads. */
     public SortedSet<Long> select(SortedSet<Long> available) {
         return switch (kind) {
             case ALL -> new TreeSet<>(available);

@@ -35,6 +35,8 @@ public final class TritonMetrics implements InferenceObserver {
     private static final String BATCH_SIZE = "etserve.inference.batch.size";
     /** Not Triton's: how GPU calls' adaptive completion waits ended, by {@code ended}. */
     private static final String COMPLETION_WAITS = "etserve.gpu.completion.waits";
+    /** Not Triton's: 1 while a version's last load failed, 0 once it loads; one series per index row. */
+    private static final String LOAD_FAILED = "etserve.model.load.failed";
 
     private static final Map<String, String> DESCRIPTIONS = Map.of(
             PENDING, "Requests waiting for or in execution",
@@ -52,6 +54,7 @@ public final class TritonMetrics implements InferenceObserver {
     private final Map<Key, Series> series = new ConcurrentHashMap<>();
     private final Map<Key, DistributionSummary> batchSizes = new ConcurrentHashMap<>();
     private final Map<Key, Counter> completionWaits = new ConcurrentHashMap<>();
+    private final Map<Key, LoadState> loadStates = new ConcurrentHashMap<>();
 
     public TritonMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -61,6 +64,28 @@ public final class TritonMetrics implements InferenceObserver {
 
     /** One exported value: a total (or, for pending, a level) and the gauge that reads it. */
     private record Series(LongAdder value, Gauge gauge) {}
+
+    /** A version's load outcome (1 failed, 0 loaded) and the gauge that reads it. */
+    private record LoadState(java.util.concurrent.atomic.AtomicInteger failed, Gauge gauge) {}
+
+    @Override
+    public void indexed(String model, String version, boolean loadFailed) {
+        loadStates.computeIfAbsent(new Key(LOAD_FAILED, model, version, null), k -> {
+            var failed = new java.util.concurrent.atomic.AtomicInteger();
+            return new LoadState(failed, Gauge.builder(LOAD_FAILED, failed, java.util.concurrent.atomic.AtomicInteger::get)
+                    .description("1 while the last load of a model version failed (the repository index says why;"
+                            + " a version that serves keeps serving what it loaded before), 0 once it loads")
+                    .tag("model", model).tag("version", version).register(registry));
+        }).failed().set(loadFailed ? 1 : 0);
+    }
+
+    @Override
+    public void unindexed(String model, String version) {
+        LoadState s = loadStates.remove(new Key(LOAD_FAILED, model, version, null));
+        if (s != null) {
+            registry.remove(s.gauge());
+        }
+    }
 
     @Override
     public void loaded(String model, String version) {

@@ -8,6 +8,7 @@ import io.etserve.support.TestPaths;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -31,6 +32,17 @@ class ModelRegistryTest {
                 {"none-selected", "{ specific: [2] }"}}) {
             repo.copy(repo.root(), "two-versions", policy[0]);
             Files.writeString(repo.root().resolve(policy[0] + "/config.yml"), "version-policy: " + policy[1] + "\n");
+        }
+        // versions 1 and 2 load, the newest (3) does not, under each policy
+        for (String[] policy : new String[][] {{"newest-fails-all", null}, {"newest-fails-latest-one", "{ latest: 1 }"},
+                {"newest-fails-latest-two", "{ latest: 2 }"}}) {
+            repo.copy(repo.root(), "two-versions", policy[0]);
+            Files.createDirectories(repo.root().resolve(policy[0] + "/2"));
+            Files.copy(v1, repo.root().resolve(policy[0] + "/2/model.pte"));
+            Files.writeString(repo.root().resolve(policy[0] + "/3/model.pte"), "not a program");
+            if (policy[1] != null) {
+                Files.writeString(repo.root().resolve(policy[0] + "/config.yml"), "version-policy: " + policy[1] + "\n");
+            }
         }
         registry = new ModelRegistry(repo.root(), CpuModelLoaders.create(), InferenceObserver.NONE);
         registry.loadAll();
@@ -69,6 +81,23 @@ class ModelRegistryTest {
         assertThat(none.notReadyReason()).hasValueSatisfying(r -> assertThat(r).contains("selects none of the versions [1, 3]"));
     }
 
+    List<String> index(String model) {
+        return registry.states().stream().filter(s -> s.name().equals(model)).map(s -> s.version() + " " + s.status())
+                .toList();
+    }
+
+    @Test
+    void aNewestVersionThatFailsNeverAnswersForTheModel() {
+        assertThat(index("newest-fails-all")).containsExactly("1 READY", "2 READY", "3 FAILED");
+        assertThat(registry.resolve("newest-fails-all", null).version()).isEqualTo("2");
+        // latest: N keeps the N newest versions that load (Triton's choice); the failed one stays listed
+        assertThat(index("newest-fails-latest-one")).containsExactly("2 READY", "3 FAILED");
+        assertThat(registry.resolve("newest-fails-latest-one", null).version()).isEqualTo("2");
+        assertThat(index("newest-fails-latest-two")).containsExactly("1 READY", "2 READY", "3 FAILED");
+        assertThat(registry.resolve("newest-fails-latest-one", "3").notReadyReason().orElseThrow()).contains("model.pte");
+        assertThat(registry.notServing()).containsExactly("corrupt", "none-selected");
+    }
+
     @Test
     void aFileThatIsNotAProgramFailsAloneWithItsReason() {
         ModelVersionState corrupt = registry.resolve("corrupt", null);
@@ -78,6 +107,7 @@ class ModelRegistryTest {
         assertThat(corrupt.notReadyReason().orElseThrow()).contains("model.pte");
         assertThat(registry.resolve("demo-portable", null).ready()).isTrue();
         assertThat(registry.modelNames()).containsExactlyInAnyOrder("corrupt", "demo-portable", "two-versions",
-                "latest-one", "only-first", "none-selected");
+                "latest-one", "only-first", "none-selected", "newest-fails-all", "newest-fails-latest-one",
+                "newest-fails-latest-two");
     }
 }

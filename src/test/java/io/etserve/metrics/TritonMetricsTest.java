@@ -56,6 +56,20 @@ class TritonMetricsTest {
     }
 
     @Test
+    void aLoadThatFailedShowsAsOneUntilTheVersionLoadsOrLeavesTheIndex() {
+        metrics.indexed("m", "1", false);
+        metrics.indexed("m", "2", true);
+        assertThat(value("etserve.model.load.failed", "m", "1")).isZero();
+        assertThat(value("etserve.model.load.failed", "m", "2")).isEqualTo(1);
+        metrics.indexed("m", "2", false);
+        assertThat(value("etserve.model.load.failed", "m", "2")).isZero();
+        metrics.indexed("m", "2", true);
+        metrics.unindexed("m", "2");
+        assertThat(registry.find("etserve.model.load.failed").tag("version", "2").gauges()).isEmpty();
+        assertThat(value("etserve.model.load.failed", "m", "1")).isZero();
+    }
+
+    @Test
     void completionWaitsAreCountedByHowTheyEndedFromTheFirstAndGoAtUnload() {
         metrics.loaded("gpu", "1");
         assertThat(registry.find("etserve.gpu.completion.waits").counters()).isEmpty();
