@@ -5,6 +5,7 @@ import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
+import io.etserve.inference.RequestCancelledException;
 import io.etserve.runtime.ExecuTorchException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,6 +27,9 @@ import org.springframework.web.method.annotation.MethodArgumentTypeMismatchExcep
 class ApiExceptionHandler {
 
     private static final Logger log = LoggerFactory.getLogger(ApiExceptionHandler.class);
+
+    /** nginx's status for a request whose client closed the connection before the answer. */
+    static final int CLIENT_CLOSED_REQUEST = 499;
 
     private final PublicMessages messages;
 
@@ -63,6 +67,23 @@ class ApiExceptionHandler {
     @ExceptionHandler(OverloadedException.class)
     ResponseEntity<ProtocolDtos.ErrorBody> overloaded(OverloadedException e) {
         return api(new ApiException(HttpStatus.SERVICE_UNAVAILABLE, e.getMessage(), e.retryAfter()));
+    }
+
+    /**
+     * A request dropped before it ran. Its timeout expired: 503, as Triton answers "Request
+     * timeout expired" (no Retry-After: the client set the limit). Its client went away: 499
+     * (nginx's "client closed request"), which nobody reads but the access log and the request
+     * metrics show.
+     */
+    @ExceptionHandler(RequestCancelledException.class)
+    ResponseEntity<ProtocolDtos.ErrorBody> cancelled(RequestCancelledException e) {
+        int status = switch (e.reason()) {
+            case TIMEOUT -> HttpStatus.SERVICE_UNAVAILABLE.value();
+            case DEADLINE -> HttpStatus.GATEWAY_TIMEOUT.value();
+            case CLIENT -> CLIENT_CLOSED_REQUEST;
+        };
+        return ResponseEntity.status(status).contentType(MediaType.APPLICATION_JSON)
+                .body(new ProtocolDtos.ErrorBody(messages.redact(e.getMessage())));
     }
 
     @ExceptionHandler(ExecuTorchException.class)

@@ -48,10 +48,12 @@ public class InferenceProtocolController {
     private final InflightBytes inflight;
     private final DirectBufferPool pool;
     private final PublicMessages messages;
+    private final ClientConnections clients;
 
     public InferenceProtocolController(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             ProbeHealth probes, InferRequestDecoder decoder, InferResponseEncoder encoder, DecodeLimits limits, long maxRequestBytes,
-            String version, InflightBytes inflight, DirectBufferPool pool, PublicMessages messages) {
+            String version, InflightBytes inflight, DirectBufferPool pool, PublicMessages messages,
+            ClientConnections clients) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
@@ -64,6 +66,7 @@ public class InferenceProtocolController {
         this.inflight = inflight;
         this.pool = pool;
         this.messages = messages;
+        this.clients = clients;
     }
 
     @GetMapping({"", "/"})
@@ -118,7 +121,9 @@ public class InferenceProtocolController {
         try (RequestBody body = read instanceof RequestBody b ? b : readBlocking(http)) {
             InferenceRequest request = decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(),
                     limits, body::tensorBuffer);
-            InferenceResponse response = inference.infer(model, version, request, body);
+            // A client that closes its connection while the request waits for an instance or a
+            // batch has it dropped (ClientConnections); the answer then goes nowhere.
+            InferenceResponse response = inference.infer(model, version, request, body, clients.caller(http));
             EncodedResponse encoded = encoder.encode(response);
             reply.setStatus(HttpServletResponse.SC_OK);
             reply.setContentType(encoded.contentType());

@@ -124,13 +124,20 @@ public class ServingConfiguration {
     @Bean
     InferenceProtocolController inferenceProtocolController(ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, EtServeProperties props, InflightBytes inflight,
-            io.etserve.runtime.DirectBufferPool tensorBuffers, io.etserve.api.PublicMessages messages) {
+            io.etserve.runtime.DirectBufferPool tensorBuffers, io.etserve.api.PublicMessages messages,
+            io.etserve.api.ClientConnections clients) {
         String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         return new InferenceProtocolController(registry, inference, readiness, probes, new InferRequestDecoder(),
                 new InferResponseEncoder(),
                 new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
                 props.inference().maxRequestSize().toBytes(), version == null ? "dev" : version,
-                inflight, tensorBuffers, messages);
+                inflight, tensorBuffers, messages, clients);
+    }
+
+    /** One thread that sees HTTP clients close their connections while their requests wait. */
+    @Bean
+    io.etserve.api.ClientConnections clientConnections() {
+        return new io.etserve.api.ClientConnections();
     }
 
     @Bean

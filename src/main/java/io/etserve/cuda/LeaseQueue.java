@@ -82,14 +82,53 @@ public final class LeaseQueue {
     }
 
     /**
+     * Lets a waiter leave the line before its timeout: its caller no longer wants the slot (the
+     * client that asked went away). Watching the caller may cost something (a registration with
+     * the connection's selector), so it starts only once the waiter has waited
+     * {@link #watchAfterNanos()}: a short wait is never watched.
+     */
+    public interface Abandon {
+        /** Never abandons: the wait ends with a slot or the timeout. */
+        Abandon NEVER = new Abandon() {
+            @Override
+            public void watching(Thread waiter) {}
+
+            @Override
+            public boolean abandoned() {
+                return false;
+            }
+        };
+
+        /** How long a waiter waits before {@link #watching}; 0: before its first park. */
+        default long watchAfterNanos() {
+            return 0;
+        }
+
+        /**
+         * Called once, on the waiting thread, when it has waited {@link #watchAfterNanos()}; from
+         * then on whoever makes {@link #abandoned()} true must unpark {@code waiter}.
+         */
+        void watching(Thread waiter);
+
+        /** True once the waiter should leave the line; asked before every park. */
+        boolean abandoned();
+    }
+
+    /** As {@link #take(long, Abandon)}, never abandoned. */
+    public int take(long timeoutNanos) throws InterruptedException {
+        return take(timeoutNanos, Abandon.NEVER);
+    }
+
+    /**
      * Takes a free slot, waiting at most {@code timeoutNanos} (0: not at all) behind earlier
-     * callers.
+     * callers, or until {@code abandon} says the caller gave up.
      *
-     * @return the slot, or -1 when none came in time
+     * @return the slot, or -1 when none came in time or the caller gave up (a slot handed over
+     *     at the same moment goes on to the next waiter)
      * @throws InterruptedException when interrupted before or while waiting; a slot handed over
      *     at the same moment goes on to the next waiter
      */
-    public int take(long timeoutNanos) throws InterruptedException {
+    public int take(long timeoutNanos, Abandon abandon) throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }
@@ -114,13 +153,27 @@ public final class LeaseQueue {
             lock.unlock();
         }
         long deadline = start + timeoutNanos;
+        long watchAt = start + abandon.watchAfterNanos();
+        boolean watching = false;
         try {
             while (me.slot < 0) {
                 long now = System.nanoTime();
                 if (now - deadline >= 0) {
                     return leave(me);
                 }
-                LockSupport.parkNanos(this, Math.min(deadline - now, parkNanos(me, now)));
+                if (!watching && now - watchAt >= 0) {
+                    watching = true;
+                    abandon.watching(me.thread);
+                }
+                if (abandon.abandoned()) {
+                    int slot = leave(me);
+                    if (slot >= 0) {
+                        release(slot, false);
+                    }
+                    return -1;
+                }
+                long park = Math.min(deadline - now, parkNanos(me, now));
+                LockSupport.parkNanos(this, watching ? park : Math.min(park, watchAt - now));
                 if (Thread.interrupted()) {
                     throw new InterruptedException();
                 }

@@ -8,6 +8,7 @@ import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
+import io.etserve.inference.RequestCancelledException;
 import io.etserve.inference.RepositoryControl;
 import io.etserve.runtime.ExecuTorchException;
 import io.grpc.Metadata;
@@ -22,7 +23,9 @@ import org.slf4j.LoggerFactory;
  * {@code {"error": ...}} body: bad input INVALID_ARGUMENT (REST 400), unknown model NOT_FOUND
  * (404), not serving UNAVAILABLE and overload RESOURCE_EXHAUSTED (503; both with
  * {@code google.rpc.RetryInfo} when a retry time is known, as REST's Retry-After), a runtime
- * failure INTERNAL (500).
+ * failure INTERNAL (500); a request dropped before it ran UNAVAILABLE when its {@code timeout}
+ * parameter expired (Triton's "Request timeout expired", REST 503), CANCELLED or
+ * DEADLINE_EXCEEDED when the call itself ended.
  */
 final class GrpcStatuses {
 
@@ -51,6 +54,15 @@ final class GrpcStatuses {
         }
         if (e instanceof OverloadedException o) {
             return status(Status.RESOURCE_EXHAUSTED, e.getMessage(), o.retryAfter());
+        }
+        if (e instanceof RequestCancelledException c) {
+            // Triton: a timeout that expired in the queue is UNAVAILABLE "Request timeout expired".
+            Status status = switch (c.reason()) {
+                case TIMEOUT -> Status.UNAVAILABLE;
+                case DEADLINE -> Status.DEADLINE_EXCEEDED;
+                case CLIENT -> Status.CANCELLED;
+            };
+            return status(status, e.getMessage(), null);
         }
         if (e instanceof ExecuTorchException) {
             log.warn("inference failed in the runtime: {}", e.getMessage());

@@ -30,6 +30,8 @@ import io.etserve.inference.ModelRegistry;
 import io.etserve.inference.ModelVersionState;
 import io.etserve.inference.TensorMetadata;
 import io.etserve.metrics.ProtocolMetrics;
+import io.etserve.runtime.OutputBuffers;
+import io.grpc.Context;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
@@ -165,7 +167,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
                 throw statuses.status(Status.UNAVAILABLE, "server is not ready: " + refused.get(), Duration.ofSeconds(1));
             }
             return GrpcTensors.encode(inference.infer(request.getModelName(), emptyToNull(request.getModelVersion()),
-                    tensors.decode(request)));
+                    tensors.decode(request), OutputBuffers.ALLOCATE, new GrpcCaller(Context.current())));
         });
     }
 

@@ -1,31 +1,40 @@
 package io.etserve.inference;
 
+import io.etserve.cuda.LeaseQueue;
 import io.etserve.runtime.ProgramInstance;
 import io.etserve.runtime.StreamSelection;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.TimeUnit;
 
-/** CPU instances: a fixed set of Modules over one Program, no stream guard. */
+/**
+ * CPU instances: a fixed set of Modules over one Program, no stream guard. Callers wait for one
+ * in line ({@link LeaseQueue}, parked until served), and a caller that gives up leaves the line.
+ */
 public final class CpuInstancePool implements InstancePool {
 
     private final List<ProgramInstance> instances;
-    private final BlockingQueue<ProgramInstance> idle;
+    private final LeaseQueue idle;
 
     public CpuInstancePool(List<ProgramInstance> instances) {
         this.instances = List.copyOf(instances);
-        this.idle = new ArrayBlockingQueue<>(instances.size(), true, instances);
+        this.idle = new LeaseQueue(instances.size(), 0);
     }
 
     @Override
     public ExecutionSlot acquire(Duration timeout) throws InterruptedException {
-        ProgramInstance instance = idle.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        if (instance == null) {
+        return acquire(timeout, LeaseQueue.Abandon.NEVER);
+    }
+
+    @Override
+    public ExecutionSlot acquire(Duration timeout, LeaseQueue.Abandon abandon) throws InterruptedException {
+        int index = idle.take(timeout.toNanos(), abandon);
+        if (index < 0) {
+            if (abandon.abandoned()) {
+                return null;
+            }
             throw new OverloadedException("all " + instances.size() + " instances are busy", timeout);
         }
-        return new ExecutionSlot(instance, StreamSelection.none(), () -> idle.add(instance));
+        return new ExecutionSlot(instances.get(index), StreamSelection.none(), () -> idle.give(index));
     }
 
     @Override

@@ -11,9 +11,12 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,6 +32,10 @@ import org.slf4j.LoggerFactory;
  * <p>Every queued request ends in exactly one of: leading a batch, its share of a batch's outputs,
  * or an error. A request that finds no instance by its deadline gets 503; closing stops new
  * requests and runs everything already queued (without waiting for company) before it returns.
+ * A request whose caller goes, or whose own deadline passes, while it is queued is withdrawn
+ * ({@link #withdraw}): it never joins a batch, and a batch that has not been cut yet simply
+ * forms without it. A failure to find an instance for the queue is reported once, through the
+ * head request's hook, as an unbatched request's would be.
  */
 public final class DynamicBatcher implements AutoCloseable {
 
@@ -79,11 +86,39 @@ public final class DynamicBatcher implements AutoCloseable {
             if (closing) {
                 throw new ModelUnavailableException("model '" + model + "' is unloading", Duration.ofSeconds(1));
             }
+            member.batcher = this;
             queue.addLast(member);
             arrived.signal();
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Takes {@code member} out of the queue and fails it with {@code why}, unless it has left the
+     * queue already (it leads or joined a batch, or has its answer): then nothing changes.
+     *
+     * @return whether it was withdrawn
+     */
+    boolean withdraw(Member member, RuntimeException why) {
+        boolean removed;
+        lock.lock();
+        try {
+            removed = queue.remove(member);
+            if (removed) {
+                arrived.signal();  // it may have been the head the scheduler waits on
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (removed) {
+            member.future.completeExceptionally(why);
+        }
+        return removed;
+    }
+
+    String model() {
+        return model;
     }
 
     /** The leader reports its batch done (outputs handed out or failed), so closing can finish. */
@@ -111,9 +146,12 @@ public final class DynamicBatcher implements AutoCloseable {
                 first = queue.peekFirst();
                 long deadline = first.enqueuedNanos + policy.maxQueueDelay().toNanos();
                 long left;
-                while (!closing && compatibleRows(first) < policy.dispatchRows()
+                while (!closing && queue.peekFirst() == first && compatibleRows(first) < policy.dispatchRows()
                         && (left = deadline - System.nanoTime()) > 0) {
                     arrived.awaitNanos(left);
+                }
+                if (queue.peekFirst() != first) {
+                    continue;  // the head was withdrawn: the next one's delay decides
                 }
             } catch (InterruptedException e) {
                 // awaitNanos only; the scheduler is never interrupted by the service
@@ -130,9 +168,12 @@ public final class DynamicBatcher implements AutoCloseable {
                         e.retryAfter()));
                 continue;
             } catch (InterruptedException | RuntimeException e) {
-                // The pool is closing or broken: nothing queued can run.
+                // The pool is closing or broken (a faulted device's): nothing queued can run.
                 log.warn("model '{}': no instance for queued requests: {}", model, e.toString());
-                failAll(e instanceof RuntimeException r ? r : new ModelUnavailableException("interrupted"));
+                RuntimeException failure = e instanceof RuntimeException r ? r
+                        : new ModelUnavailableException("interrupted");
+                first.noInstance.accept(failure);  // once, as one unbatched call's failure would be
+                failAll(failure);
                 continue;
             }
             Batch batch = take(slot);
@@ -281,29 +322,89 @@ public final class DynamicBatcher implements AutoCloseable {
         final OutputBuffers outputs;
         final long enqueuedNanos;
         final long deadlineNanos;
+        /** Its caller going and its own deadline: it is withdrawn from the queue, or dropped from its batch. */
+        final Cancellation cancellation;
+        /** Told once when no instance could be found for the queue it heads (a broken or faulted pool). */
+        final Consumer<RuntimeException> noInstance;
         final CompletableFuture<Object> future = new CompletableFuture<>();
+        /** Set when it is queued. */
+        volatile DynamicBatcher batcher;
+        /** Its thread was interrupted while it waited (it keeps waiting; the flag is restored after). */
+        private boolean interrupted;
+
+        /** A member whose caller stays, with no deadline of its own and nobody to tell of a pool failure. */
+        Member(List<ExecutionInput> inputs, int rows, OutputBuffers outputs, Duration delay, Duration patience) {
+            this(inputs, rows, outputs, delay, patience, Cancellation.none(), e -> {});
+        }
 
         /**
          * @param inputs checked against the method, all with the same first dimension ({@code rows})
          * @param patience how long it may wait for an instance once its batching delay is over
          */
-        Member(List<ExecutionInput> inputs, int rows, OutputBuffers outputs, Duration delay, Duration patience) {
+        Member(List<ExecutionInput> inputs, int rows, OutputBuffers outputs, Duration delay, Duration patience,
+                Cancellation cancellation, Consumer<RuntimeException> noInstance) {
             this.inputs = inputs;
             this.rows = rows;
             this.key = ShapeKey.of(inputs);
             this.outputs = outputs;
             this.enqueuedNanos = System.nanoTime();
             this.deadlineNanos = enqueuedNanos + delay.toNanos() + patience.toNanos();
+            this.cancellation = cancellation;
+            this.noInstance = noInstance;
         }
 
-        /** Blocks until this request leads a batch, has its outputs, or failed (thrown as is). */
+        /**
+         * Blocks until this request leads a batch, has its outputs, or failed (thrown as is).
+         * Once it has waited {@link Cancellation#WATCH_AFTER_NANOS} its caller is watched: a caller
+         * that goes withdraws it from the queue, and so does its own deadline; once in a batch it
+         * waits for the batch, whatever happens.
+         */
         Object await() {
             try {
+                long now = System.nanoTime();
+                Object given = awaitUntil(now + cancellation.waitNanos(now, Cancellation.WATCH_AFTER_NANOS));
+                if (given != null) {
+                    return given;
+                }
+                cancellation.whileWaiting(() -> batcher.withdraw(this,
+                        cancellation.dropped(RequestCancelledException.Stage.BATCH, batcher.model())));
+                if (cancellation.bounded()) {
+                    given = awaitUntil(cancellation.deadlineNanos());
+                    if (given != null) {
+                        return given;
+                    }
+                    batcher.withdraw(this, cancellation.dropped(RequestCancelledException.Stage.BATCH,
+                            batcher.model()));
+                }
                 // Not interruptible: once queued, the scheduler always completes it (bounded by
                 // the deadline), and a leader must never walk away from others' outputs.
                 return future.join();
             } catch (CompletionException e) {
                 throw e.getCause() instanceof RuntimeException r ? r : e;
+            } finally {
+                cancellation.stopWaiting();
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        /** Its outcome, or null if it has none at {@code deadline}; an interrupt is kept for later. */
+        private Object awaitUntil(long deadline) {
+            while (true) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return future.isDone() ? future.join() : null;
+                }
+                try {
+                    return future.get(left, TimeUnit.NANOSECONDS);
+                } catch (TimeoutException e) {
+                    return null;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    throw e.getCause() instanceof RuntimeException r ? r : new CompletionException(e.getCause());
+                }
             }
         }
 

@@ -34,12 +34,21 @@ public final class GpuInstancePool implements InstancePool {
 
     @Override
     public ExecutionSlot acquire(Duration timeout) throws InterruptedException {
+        return acquire(timeout, LeaseQueue.Abandon.NEVER);
+    }
+
+    /** The wait for an instance can be abandoned; the stream's, shared and short, is bounded only. */
+    @Override
+    public ExecutionSlot acquire(Duration timeout, LeaseQueue.Abandon abandon) throws InterruptedException {
         unavailableReason().ifPresent(reason -> {
             throw new ModelUnavailableException(reason);
         });
         long deadline = System.nanoTime() + timeout.toNanos();
-        int index = idle.take(timeout.toNanos());
+        int index = idle.take(timeout.toNanos(), abandon);
         if (index < 0) {
+            if (abandon.abandoned()) {
+                return null;
+            }
             throw new OverloadedException("all " + instances.size() + " instances on " + placement() + " are busy",
                     timeout);
         }

@@ -9,6 +9,7 @@ public interface InferenceObserver {
     enum FailureReason {
         REJECTED, // queue full / timeout waiting for an instance
         BACKEND, // the runtime or a delegate failed
+        CANCELED, // nobody waited for it any more (Triton's spelling): its caller went, or its deadline passed
         OTHER // bad request, unknown model, not ready
     }
 
@@ -50,6 +51,13 @@ public interface InferenceObserver {
     default void completionWait(String model, String version, CompletionWaits.Ended ended) {}
 
     void failure(String model, String version, FailureReason reason, long requestNanos);
+
+    /**
+     * A request was dropped because nobody waited for it (before {@link #failure}): before it ran
+     * (stage queue or batch), or with its outputs discarded (stage execution).
+     */
+    default void cancelled(String model, String version, RequestCancelledException.Stage stage,
+            RequestCancelledException.Reason reason) {}
 
     InferenceObserver NONE = new InferenceObserver() {
         @Override

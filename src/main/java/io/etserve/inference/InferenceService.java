@@ -26,6 +26,12 @@ import java.util.OptionalInt;
  * batching, joins a batch that one forward call runs for all its requests. Either way the
  * forward call goes through {@link #forward} and the request's outcome through
  * {@link #settleRequest}: one path for every protocol.
+ *
+ * <p>A request nobody waits for any more is dropped before it runs ({@link Cancellation}): its
+ * {@link Caller} went (an HTTP client that closed its connection, a cancelled gRPC call) while it
+ * waited for an instance or a batch, or its deadline passed (the protocol's {@code timeout}
+ * parameter, a gRPC deadline). One whose caller goes during its forward call has its outputs
+ * discarded. Each is counted once, by where it was ({@link RequestCancelledException.Stage}).
  */
 public final class InferenceService {
 
@@ -69,16 +75,25 @@ public final class InferenceService {
         }
     }
 
-    /** As {@link #infer(String, String, InferenceRequest, OutputBuffers)}, outputs in fresh buffers. */
+    /** As {@link #infer(String, String, InferenceRequest, OutputBuffers, Caller)}, outputs in fresh buffers. */
     public InferenceResponse infer(String modelName, String version, InferenceRequest request) {
-        return infer(modelName, version, request, OutputBuffers.ALLOCATE);
+        return infer(modelName, version, request, OutputBuffers.ALLOCATE, Caller.STAYS);
+    }
+
+    /** As {@link #infer(String, String, InferenceRequest, OutputBuffers, Caller)}, for a caller that stays. */
+    public InferenceResponse infer(String modelName, String version, InferenceRequest request, OutputBuffers outputs) {
+        return infer(modelName, version, request, outputs, Caller.STAYS);
     }
 
     /**
      * Runs {@code request}; its outputs are copied once, out of the Module, into buffers from
      * {@code outputs} (the caller's to give back once the response is written).
+     *
+     * @param caller who waits for the answer: a request whose caller goes before it runs is
+     *     dropped ({@link RequestCancelledException})
      */
-    public InferenceResponse infer(String modelName, String version, InferenceRequest request, OutputBuffers outputs) {
+    public InferenceResponse infer(String modelName, String version, InferenceRequest request, OutputBuffers outputs,
+            Caller caller) {
         long start = System.nanoTime();
         ModelVersionState state;
         try {
@@ -107,22 +122,29 @@ public final class InferenceService {
         }
         observer.pending(model.name(), model.version(), 1);
         try {
-            return run(model, request, outputs, start);
+            return run(model, request, outputs, caller, start);
         } finally {
             observer.pending(model.name(), model.version(), -1);
             model.release();
         }
     }
 
-    private InferenceResponse run(LoadedModel model, InferenceRequest request, OutputBuffers outputs, long start) {
+    private InferenceResponse run(LoadedModel model, InferenceRequest request, OutputBuffers outputs, Caller caller,
+            long start) {
+        Cancellation cancellation = null;
         try {
+            cancellation = Cancellation.of(caller, request.parameters(), start);
             List<ExecutionInput> inputs = TensorContract.bindInputs(model, request);
             TensorContract.OutputSelection selected = TensorContract.selectOutputs(model, request);
             Optional<DynamicBatcher> batcher = model.batcher();
             long bound = System.nanoTime();
             Executed done = batcher.isPresent()
-                    ? joinBatch(model, batcher.get(), inputs, outputs)
-                    : runAlone(model, inputs, outputs);
+                    ? joinBatch(model, batcher.get(), inputs, outputs, cancellation)
+                    : runAlone(model, inputs, outputs, cancellation);
+            if (cancellation.hasLeft()) {
+                // It ran, but nobody waits for it any more.
+                throw cancellation.dropped(RequestCancelledException.Stage.EXECUTION, model.name());
+            }
             long named = System.nanoTime();
             InferenceResponse response = new InferenceResponse(model.name(), model.version(), request.id(),
                     TensorContract.nameOutputs(model, done.outputs(), selected.names()), selected.binary());
@@ -132,6 +154,10 @@ public final class InferenceService {
             return response;
         } catch (RuntimeException e) {
             throw settleRequest(model, start, e);
+        } finally {
+            if (cancellation != null) {
+                cancellation.close();
+            }
         }
     }
 
@@ -139,29 +165,49 @@ public final class InferenceService {
     private record Executed(List<ExecutionOutput> outputs, long rows, long queueNanos, long inputNanos,
             long inferNanos, long outputNanos) {}
 
-    /** The request as its own forward call: admission, a free instance, execute. */
-    private Executed runAlone(LoadedModel model, List<ExecutionInput> inputs, OutputBuffers outputs) {
+    /**
+     * The request as its own forward call: a free instance, admission, execute. The wait is in
+     * the instance line, which a request whose caller goes leaves at once; admission after it
+     * finds the bulkhead's permit free (it counts the instances) or the breaker's refusal.
+     */
+    private Executed runAlone(LoadedModel model, List<ExecutionInput> inputs, OutputBuffers outputs,
+            Cancellation cancellation) {
         long queued = System.nanoTime();
+        ExecutionSlot slot = null;
         ModelAdmission.Admission admitted = null;
         boolean reported = false;
         try {
+            slot = acquire(model, cancellation);
             admitted = admission.admit(model);
-            ExecutionSlot slot = acquire(model);
             long executing = System.nanoTime();
             reported = true;  // forward() reports the outcome, whatever it is
-            List<ExecutionOutput> outs = forward(model, admitted, slot, inputs, outputs, 0);
+            ExecutionSlot held = slot;
+            slot = null;  // forward() gives it back
+            List<ExecutionOutput> outs = forward(model, admitted, held, inputs, outputs, 0);
             return new Executed(outs, 1, executing - queued, 0, System.nanoTime() - executing, 0);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new ModelUnavailableException("interrupted while waiting for an instance");
         } catch (RuntimeException e) {
-            if (!reported && Outcome.of(e) == Outcome.BACKEND_FAILURE) {
-                // Failed before running, e.g. a stream that could not be leased on a faulted device.
-                faults.onRuntimeFailure(OptionalInt.empty(), e);
+            if (!reported) {
+                notRun(e);
             }
             throw e;
         } finally {
+            if (slot != null) {
+                slot.close();
+            }
             release(admitted, reported);
+        }
+    }
+
+    /**
+     * A call that failed before its forward call (no instance, a stream that could not be leased
+     * on a faulted device) reaches the fault listener as a runtime failure would, once.
+     */
+    private void notRun(RuntimeException e) {
+        if (Outcome.of(e) == Outcome.BACKEND_FAILURE) {
+            faults.onRuntimeFailure(OptionalInt.empty(), e);
         }
     }
 
@@ -170,10 +216,10 @@ public final class InferenceService {
      * given, its thread runs the batch for all of its members.
      */
     private Executed joinBatch(LoadedModel model, DynamicBatcher batcher, List<ExecutionInput> inputs,
-            OutputBuffers outputs) {
+            OutputBuffers outputs, Cancellation cancellation) {
         int rows = TensorContract.batchRows(inputs);
         DynamicBatcher.Member me = new DynamicBatcher.Member(inputs, rows, outputs, batcher.policy().maxQueueDelay(),
-                queueTimeout);
+                queueTimeout, cancellation, this::notRun);
         batcher.submit(me);
         Object given = me.await();
         DynamicBatcher.Share share = given instanceof DynamicBatcher.Batch batch
@@ -186,42 +232,60 @@ public final class InferenceService {
     /**
      * Runs a batch on the instance the batcher found for it, gives every other member its share
      * (or the batch's error) and returns the leader's own. A batch of one runs on its request's
-     * own buffers, exactly as alone.
+     * own buffers, exactly as alone. Members whose callers went since the batch was cut are
+     * dropped before it runs; the leader runs it for the others even when its own caller went.
      */
     private DynamicBatcher.Share runBatch(LoadedModel model, DynamicBatcher.Batch batch) {
-        List<DynamicBatcher.Member> members = batch.members();
+        DynamicBatcher.Member leader = batch.members().get(0);
+        List<DynamicBatcher.Member> members = new ArrayList<>(batch.members().size());
+        int rows = 0;
+        for (DynamicBatcher.Member m : batch.members()) {
+            if (!m.cancellation.hasLeft()) {
+                members.add(m);
+                rows += m.rows;
+            } else if (m != leader) {
+                m.fail(m.cancellation.dropped(RequestCancelledException.Stage.BATCH, model.name()));
+            }
+        }
         ModelAdmission.Admission admitted = null;
         boolean reported = false;
         try (BatchTensors tensors = new BatchTensors(buffers)) {
+            if (members.isEmpty()) {
+                throw leader.cancellation.dropped(RequestCancelledException.Stage.BATCH, model.name());
+            }
             // The bulkhead admits at once (the batcher holds one of the instances it counts);
             // the breaker may still refuse the whole batch.
             admitted = admission.admit(model);
             long joining = System.nanoTime();
             boolean alone = members.size() == 1;
-            List<ExecutionInput> inputs = alone ? members.get(0).inputs : tensors.concatenate(members, batch.rows());
+            List<ExecutionInput> inputs = alone ? members.get(0).inputs : tensors.concatenate(members, rows);
             long executing = System.nanoTime();
             reported = true;
             List<ExecutionOutput> outs = forward(model, admitted, batch.slot(), inputs,
-                    alone ? members.get(0).outputs : tensors, batch.rows());
+                    alone ? members.get(0).outputs : tensors, rows);
             long executed = System.nanoTime();
             List<List<ExecutionOutput>> shares = new ArrayList<>(members.size());
             int row = 0;
             for (DynamicBatcher.Member m : members) {
-                shares.add(alone ? outs : BatchTensors.share(outs, batch.rows(), row, m.rows, m.outputs));
+                shares.add(alone ? outs : BatchTensors.share(outs, rows, row, m.rows, m.outputs));
                 row += m.rows;
             }
             long cut = System.nanoTime();
             DynamicBatcher.Share mine = null;
             for (int i = 0; i < members.size(); i++) {
                 DynamicBatcher.Member m = members.get(i);
-                DynamicBatcher.Share share = new DynamicBatcher.Share(shares.get(i), batch.rows(),
+                DynamicBatcher.Share share = new DynamicBatcher.Share(shares.get(i), rows,
                         batch.startedNanos() - m.enqueuedNanos, executing - joining, executed - executing,
                         cut - executed);
-                if (i == 0) {
+                if (m == leader) {
                     mine = share;
                 } else {
                     m.complete(share);
                 }
+            }
+            if (mine == null) {
+                // The leader's caller went before the batch ran: its rows were left out.
+                throw leader.cancellation.dropped(RequestCancelledException.Stage.BATCH, model.name());
             }
             return mine;
         } catch (InterruptedException e) {
@@ -230,10 +294,10 @@ public final class InferenceService {
             members.forEach(m -> m.fail(failure));
             throw failure;
         } catch (RuntimeException e) {
-            if (!reported && Outcome.of(e) == Outcome.BACKEND_FAILURE) {
-                faults.onRuntimeFailure(OptionalInt.empty(), e);
+            if (!reported) {
+                notRun(e);
             }
-            members.forEach(m -> m.fail(e));
+            members.forEach(m -> m.fail(e));  // those already given their share keep it
             throw e;
         } finally {
             batch.slot().close();  // idempotent: forward() gave it back unless it never ran
@@ -296,7 +360,9 @@ public final class InferenceService {
         /** The model cannot take calls (breaker open, unloading): 503. */
         UNAVAILABLE(InferenceObserver.FailureReason.OTHER),
         /** The runtime or the device failed: 500, counts against the breaker, may be a CUDA fault. */
-        BACKEND_FAILURE(InferenceObserver.FailureReason.BACKEND);
+        BACKEND_FAILURE(InferenceObserver.FailureReason.BACKEND),
+        /** Nobody waits for it (its caller went, its deadline passed): says nothing about the model. */
+        CANCELLED(InferenceObserver.FailureReason.CANCELED);
 
         final InferenceObserver.FailureReason reason;
 
@@ -307,6 +373,10 @@ public final class InferenceService {
         static Outcome of(Throwable t) {
             if (t instanceof InvalidInputException || (t instanceof ExecuTorchException e && e.isInvalidInput())) {
                 return BAD_INPUT;
+            }
+            if (t instanceof RequestCancelledException c) {
+                // Triton counts a request whose timeout expired in the queue as rejected.
+                return c.reason() == RequestCancelledException.Reason.TIMEOUT ? REJECTED : CANCELLED;
             }
             if (t instanceof OverloadedException || t instanceof InterruptedException) {
                 return REJECTED;
@@ -324,6 +394,9 @@ public final class InferenceService {
      */
     private RuntimeException settleRequest(LoadedModel model, long start, RuntimeException e) {
         Outcome outcome = Outcome.of(e);
+        if (e instanceof RequestCancelledException c) {
+            observer.cancelled(model.name(), model.version(), c.stage(), c.reason());
+        }
         observer.failure(model.name(), model.version(), outcome.reason, System.nanoTime() - start);
         if (outcome == Outcome.BAD_INPUT && e instanceof ExecuTorchException x) {
             return new InvalidInputException("model '" + model.name() + "' rejected the input: " + x.getMessage());
@@ -334,12 +407,33 @@ public final class InferenceService {
         return e;
     }
 
-    private ExecutionSlot acquire(LoadedModel model) throws InterruptedException {
+    /**
+     * A free instance within the queue timeout (or the request's deadline, when sooner); leaves
+     * the line when the caller goes.
+     *
+     * @throws RequestCancelledException when the caller went or the deadline passed first
+     * @throws OverloadedException when the queue timeout passed first
+     */
+    private ExecutionSlot acquire(LoadedModel model, Cancellation cancellation) throws InterruptedException {
+        ExecutionSlot slot;
         try {
-            return model.instances().acquire(queueTimeout);
+            slot = model.instances().acquire(
+                    Duration.ofNanos(cancellation.waitNanos(System.nanoTime(), queueTimeout.toNanos())), cancellation);
         } catch (OverloadedException e) {
+            if (cancellation.expired(System.nanoTime())) {
+                throw cancellation.dropped(RequestCancelledException.Stage.QUEUE, model.name());
+            }
             throw new OverloadedException("model '" + model.name() + "' is at capacity: " + e.getMessage(),
                     e.retryAfter());
+        } finally {
+            cancellation.stopWaiting();
         }
+        if (slot == null || cancellation.hasLeft()) {
+            if (slot != null) {
+                slot.close();
+            }
+            throw cancellation.dropped(RequestCancelledException.Stage.QUEUE, model.name());
+        }
+        return slot;
     }
 }

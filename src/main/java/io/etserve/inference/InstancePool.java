@@ -1,5 +1,6 @@
 package io.etserve.inference;
 
+import io.etserve.cuda.LeaseQueue;
 import java.time.Duration;
 
 /** The Modules of one model version, handed out one caller at a time. */
@@ -11,6 +12,17 @@ public interface InstancePool extends AutoCloseable {
      * @throws OverloadedException when none became free in time
      */
     ExecutionSlot acquire(Duration timeout) throws InterruptedException;
+
+    /**
+     * As {@link #acquire(Duration)}, but leaves the line as soon as {@code abandon} says the
+     * caller gave up. A pool that cannot leave early waits as {@link #acquire(Duration)} does.
+     *
+     * @return the slot, or null when the caller gave up first
+     * @throws OverloadedException when none became free in time
+     */
+    default ExecutionSlot acquire(Duration timeout, LeaseQueue.Abandon abandon) throws InterruptedException {
+        return acquire(timeout);
+    }
 
     /** Concurrent calls this pool can run. */
     int capacity();

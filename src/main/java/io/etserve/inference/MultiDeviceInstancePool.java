@@ -1,5 +1,6 @@
 package io.etserve.inference;
 
+import io.etserve.cuda.LeaseQueue;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,15 +25,27 @@ public final class MultiDeviceInstancePool implements InstancePool {
 
     @Override
     public ExecutionSlot acquire(Duration timeout) throws InterruptedException {
+        return acquire(timeout, LeaseQueue.Abandon.NEVER);
+    }
+
+    /** A caller that gives up leaves within one poll of the last device ({@code POLL}). */
+    @Override
+    public ExecutionSlot acquire(Duration timeout, LeaseQueue.Abandon abandon) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         int start = Math.floorMod(next.getAndIncrement(), devices.size());
         List<String> faults = new ArrayList<>();
         do {
             faults.clear();
             for (int i = 0; i < devices.size(); i++) {
+                if (abandon.abandoned()) {
+                    return null;
+                }
                 GpuInstancePool pool = devices.get((start + i) % devices.size());
                 try {
-                    return pool.acquire(i == devices.size() - 1 ? POLL : Duration.ZERO);
+                    ExecutionSlot slot = pool.acquire(i == devices.size() - 1 ? POLL : Duration.ZERO, abandon);
+                    if (slot != null) {
+                        return slot;
+                    }
                 } catch (OverloadedException busy) {
                     // try the next device
                 } catch (ModelUnavailableException faulted) {

@@ -1,6 +1,7 @@
 package io.etserve.metrics;
 
 import io.etserve.inference.InferenceObserver;
+import io.etserve.inference.RequestCancelledException;
 import io.etserve.runtime.CompletionWaits;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
@@ -37,6 +38,12 @@ public final class TritonMetrics implements InferenceObserver {
     private static final String COMPLETION_WAITS = "etserve.gpu.completion.waits";
     /** Not Triton's: 1 while a version's last load failed, 0 once it loads; one series per index row. */
     private static final String LOAD_FAILED = "etserve.model.load.failed";
+    /**
+     * Not Triton's: requests dropped because nobody waited for them, by {@code stage} (queue,
+     * batch: never ran; execution: ran, outputs discarded) and {@code reason} (client, deadline,
+     * timeout). Exported as {@code etserve_inference_cancelled_total}.
+     */
+    private static final String CANCELLED = "etserve.inference.cancelled";
 
     private static final Map<String, String> DESCRIPTIONS = Map.of(
             PENDING, "Requests waiting for or in execution",
@@ -55,6 +62,7 @@ public final class TritonMetrics implements InferenceObserver {
     private final Map<Key, DistributionSummary> batchSizes = new ConcurrentHashMap<>();
     private final Map<Key, Counter> completionWaits = new ConcurrentHashMap<>();
     private final Map<Key, LoadState> loadStates = new ConcurrentHashMap<>();
+    private final Map<Key, Counter> cancelled = new ConcurrentHashMap<>();
 
     public TritonMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -122,6 +130,23 @@ public final class TritonMetrics implements InferenceObserver {
                 registry.remove(c);
             }
         }
+        cancelled.keySet().removeIf(key -> {
+            if (key.model().equals(model) && key.version().equals(version)) {
+                registry.remove(cancelled.get(key));
+                return true;
+            }
+            return false;
+        });
+    }
+
+    /** Counted from a model's first dropped request on, like the completion waits. */
+    @Override
+    public void cancelled(String model, String version, RequestCancelledException.Stage stage,
+            RequestCancelledException.Reason reason) {
+        cancelled.computeIfAbsent(new Key(CANCELLED, model, version, stage.label() + "/" + reason.label()), k -> Counter
+                .builder(CANCELLED).description("Requests dropped because nobody waited for them any more")
+                .tag("model", model).tag("version", version).tag("stage", stage.label()).tag("reason", reason.label())
+                .register(registry)).increment();
     }
 
     /**

@@ -191,4 +191,63 @@ class LeaseQueueTest {
         assertThat(q.holdNanos()).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(19));
         assertThat(q.freeCount()).isEqualTo(1);
     }
+
+    /** An abandon the test triggers, as a client that goes would: set, then unpark the waiter. */
+    static final class TestAbandon implements LeaseQueue.Abandon {
+        final AtomicInteger parked = new AtomicInteger();
+        volatile Thread waiter;
+        volatile boolean gone;
+
+        @Override
+        public long watchAfterNanos() {
+            return TimeUnit.MILLISECONDS.toNanos(20);
+        }
+
+        @Override
+        public void watching(Thread waiter) {
+            parked.incrementAndGet();
+            this.waiter = waiter;
+        }
+
+        @Override
+        public boolean abandoned() {
+            return gone;
+        }
+
+        void go() {
+            gone = true;
+            java.util.concurrent.locks.LockSupport.unpark(waiter);
+        }
+    }
+
+    @ParameterizedTest(name = "slice {0} ns")
+    @ValueSource(longs = {0, 50_000})
+    void aWaiterWhoseCallerGoesLeavesTheLineAtOnceAndTheSlotGoesToTheNext(long slice) throws Exception {
+        LeaseQueue q = new LeaseQueue(1, slice);
+        TestAbandon free = new TestAbandon();
+        int held = q.take(10 * SECOND, free);
+        assertThat(free.parked).as("a caller served at once is never watched").hasValue(0);
+        TestAbandon brief = new TestAbandon();
+        assertThat(q.take(TimeUnit.MILLISECONDS.toNanos(5), brief)).as("none free").isEqualTo(-1);
+        assertThat(brief.parked).as("a wait shorter than its grace is never watched").hasValue(0);
+        TestAbandon first = new TestAbandon();
+        Future<Integer> abandoned = exec.submit(() -> q.take(10 * SECOND, first));
+        awaitWaiting(q, 1);
+        Future<Integer> second = exec.submit(() -> q.take(10 * SECOND));
+        awaitWaiting(q, 2);
+        long until = System.nanoTime() + 5 * SECOND;
+        while (first.parked.get() == 0 && System.nanoTime() < until) {
+            Thread.sleep(1);
+        }
+        assertThat(first.parked).as("watched once, after its first 20 ms").hasValue(1);
+        long t0 = System.nanoTime();
+        first.go();
+        assertThat(abandoned.get(5, TimeUnit.SECONDS)).isEqualTo(-1);
+        assertThat(System.nanoTime() - t0).as("left at once, not at its timeout").isLessThan(2 * SECOND);
+        awaitWaiting(q, 1);
+        q.give(held);
+        assertThat(second.get(5, TimeUnit.SECONDS)).isEqualTo(held);
+        q.give(held);
+        assertThat(q.freeCount()).isEqualTo(1);
+    }
 }

@@ -3,12 +3,14 @@ package io.etserve.inference;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.etserve.cuda.CudaException;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.StreamSelection;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -136,5 +138,120 @@ class DynamicBatcherTest {
                 .hasMessageContaining("model 'm' is at capacity")
                 .satisfies(e -> assertThat(((OverloadedException) e).retryAfter()).isNotNull());
         assertThat(batcher.queued()).isZero();
+    }
+
+    /** A caller the test sends away, as a closed connection or a cancelled call would. */
+    static final class TestCaller implements Caller {
+        volatile Runnable gone;
+        volatile boolean left;
+
+        @Override
+        public Watch watch(Runnable gone) {
+            this.gone = gone;
+            if (left) {
+                gone.run();
+            }
+            return () -> this.gone = null;
+        }
+
+        void leave() {
+            left = true;
+            Runnable g = gone;
+            if (g != null) {
+                g.run();
+            }
+        }
+    }
+
+    static DynamicBatcher.Member member(Cancellation cancellation, java.util.function.Consumer<RuntimeException> noInstance) {
+        ExecutionInput x = new ExecutionInput(ByteBuffer.allocateDirect(64), 6, new long[] {1, 16});
+        return new DynamicBatcher.Member(List.of(x), 1, null, Duration.ZERO, Duration.ofSeconds(10), cancellation,
+                noInstance);
+    }
+
+    @Test
+    void aRequestWhoseCallerGoesLeavesTheQueueAndTheBatchFormsWithoutIt() throws Exception {
+        batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(4, Duration.ZERO, List.of()));
+        TestCaller caller = new TestCaller();
+        DynamicBatcher.Member a = member(1, 16);
+        DynamicBatcher.Member b = member(Cancellation.of(caller, Map.of(), System.nanoTime()), e -> {});
+        DynamicBatcher.Member c = member(1, 16);
+        List<Future<Object>> given = new ArrayList<>();
+        for (DynamicBatcher.Member m : List.of(a, b, c)) {
+            given.add(queue(m));
+        }
+        awaitQueued(3);
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (caller.gone == null && System.nanoTime() < until) {
+            Thread.sleep(1);
+        }
+        assertThat(caller.gone).as("watched once it has waited a little").isNotNull();
+        caller.leave();
+        assertThatThrownBy(() -> given.get(1).get(10, TimeUnit.SECONDS)).cause()
+                .isInstanceOf(RequestCancelledException.class).hasMessageContaining("the client went away")
+                .satisfies(e -> {
+                    assertThat(((RequestCancelledException) e).reason()).isEqualTo(RequestCancelledException.Reason.CLIENT);
+                    assertThat(((RequestCancelledException) e).stage()).isEqualTo(RequestCancelledException.Stage.BATCH);
+                });
+        awaitQueued(2);
+        pool.free.release();
+        DynamicBatcher.Batch batch = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
+        assertThat(batch.members()).containsExactly(a, c);
+        assertThat(batch.rows()).isEqualTo(2);
+        batcher.finished(batch);
+        // Once in a batch, a request is not withdrawn: its batch's leader decides.
+        assertThat(batcher.withdraw(c, new IllegalStateException("too late"))).isFalse();
+    }
+
+    @Test
+    void aRequestWhoseTimeoutPassesInTheQueueLeavesItWithTritonsError() {
+        batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(4, Duration.ZERO, List.of()));
+        DynamicBatcher.Member m = member(Cancellation.of(Caller.STAYS, Map.of("timeout", 100_000L), System.nanoTime()),
+                e -> {});
+        batcher.submit(m);
+        long t0 = System.nanoTime();
+        assertThatThrownBy(m::await).isInstanceOf(RequestCancelledException.class)
+                .hasMessageContaining("request timeout expired").hasMessageContaining("100000 us")
+                .satisfies(e -> assertThat(((RequestCancelledException) e).reason())
+                        .isEqualTo(RequestCancelledException.Reason.TIMEOUT));
+        assertThat(System.nanoTime() - t0).as("at its 100 ms, not at the queue's 10 s")
+                .isLessThan(TimeUnit.SECONDS.toNanos(5));
+        assertThat(batcher.queued()).isZero();
+    }
+
+    @Test
+    void aPoolThatFailsAsAFaultedDevicesDoesIsReportedOnceAndFailsEveryQueuedRequest() throws Exception {
+        CudaException sticky = new CudaException("cudaStreamQuery", 700, "cudaErrorIllegalAddress",
+                "an illegal memory access was encountered");
+        InstancePool faulted = new InstancePool() {
+            @Override
+            public ExecutionSlot acquire(Duration timeout) {
+                throw sticky;
+            }
+
+            @Override
+            public int capacity() {
+                return 1;
+            }
+
+            @Override
+            public String placement() {
+                return "cuda:0";
+            }
+
+            @Override
+            public void close() {}
+        };
+        // Four one-row requests fill the batch (max 4): the scheduler asks the pool once.
+        batcher = new DynamicBatcher("m", "1", faulted, new DynamicBatching(4, Duration.ofSeconds(10), List.of()));
+        List<RuntimeException> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Future<Object>> given = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            given.add(queue(member(Cancellation.none(), heard::add)));
+        }
+        for (Future<Object> f : given) {
+            assertThatThrownBy(() -> f.get(10, TimeUnit.SECONDS)).cause().isSameAs(sticky);
+        }
+        assertThat(heard).as("the fault listener hears it once, as from one unbatched call").containsExactly(sticky);
     }
 }

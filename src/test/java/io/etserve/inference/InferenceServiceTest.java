@@ -53,6 +53,11 @@ class InferenceServiceTest {
             public void failure(String model, String version, FailureReason reason, long requestNanos) {
                 heard.add("metrics:" + reason);
             }
+
+            public void cancelled(String model, String version, RequestCancelledException.Stage stage,
+                    RequestCancelledException.Reason reason) {
+                heard.add("cancelled:" + stage.label() + "/" + reason.label());
+            }
         };
         ModelAdmission admission = new ModelAdmission() {
             public Admission admit(LoadedModel model) {
@@ -89,8 +94,27 @@ class InferenceServiceTest {
     }
 
     static InferenceRequest request(Reference.TensorValue x, long[] shape) {
-        return new InferenceRequest(null, Map.of(), List.of(new Tensor("x", DataType.FP32, shape, x.bytes())),
+        return request(x, shape, Map.of());
+    }
+
+    static InferenceRequest request(Reference.TensorValue x, long[] shape, Map<String, Object> parameters) {
+        return new InferenceRequest(null, parameters, List.of(new Tensor("x", DataType.FP32, shape, x.bytes())),
                 List.of(), false);
+    }
+
+    static Reference.TensorValue input() {
+        return Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json")).cases().get(0).inputs()
+                .get(0);
+    }
+
+    /** Every instance of the model, held by the test: the next request waits in line. */
+    static AutoCloseable holdTheInstances() throws InterruptedException {
+        InstancePool pool = ((ModelVersionState.Ready) registry.resolve("demo-portable", null)).model().instances();
+        List<ExecutionSlot> held = new ArrayList<>();
+        for (int i = 0; i < pool.capacity(); i++) {
+            held.add(pool.acquire(Duration.ofSeconds(5)));
+        }
+        return () -> held.forEach(ExecutionSlot::close);
     }
 
     @Test
@@ -159,5 +183,71 @@ class InferenceServiceTest {
                 .isEqualTo(InferenceService.Outcome.BAD_INPUT);
         assertThat(InferenceService.Outcome.of(new ExecuTorchException("MemoryAllocationFailed", 0x21, "x", "")))
                 .isEqualTo(InferenceService.Outcome.BACKEND_FAILURE);
+    }
+
+    @Test
+    void aRequestWhoseCallerGoesWhileItWaitsForAnInstanceNeverRunsAndBlamesNobody() throws Exception {
+        DynamicBatcherTest.TestCaller caller = new DynamicBatcherTest.TestCaller();
+        InferenceService service = service();
+        java.util.concurrent.ExecutorService exec = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (AutoCloseable held = holdTheInstances()) {
+            Reference.TensorValue x = input();
+            java.util.concurrent.Future<InferenceResponse> waiting = exec.submit(() -> service.infer("demo-portable",
+                    null, request(x, x.shape()), io.etserve.runtime.OutputBuffers.ALLOCATE, caller));
+            long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (caller.gone == null && System.nanoTime() < until) {
+                Thread.sleep(1);
+            }
+            assertThat(caller.gone).as("watched once it waits").isNotNull();
+            caller.leave();
+            assertThatThrownBy(() -> waiting.get(5, java.util.concurrent.TimeUnit.SECONDS)).cause()
+                    .isInstanceOf(RequestCancelledException.class)
+                    .hasMessageContaining("the client went away while it waited for an instance of model 'demo-portable'");
+        } finally {
+            exec.shutdownNow();
+        }
+        // Never admitted, never run: the breaker and the fault listener hear nothing.
+        assertThat(heard).containsExactly("cancelled:queue/client", "metrics:CANCELED");
+        assertThat(caller.gone).as("no longer watched once it ended").isNull();
+    }
+
+    @Test
+    void aTimeoutThatPassesWhileTheRequestWaitsIsRejectedAsTritonRejectsIt() throws Exception {
+        InferenceService service = service();
+        try (AutoCloseable held = holdTheInstances()) {
+            Reference.TensorValue x = input();
+            long t0 = System.nanoTime();
+            assertThatThrownBy(() -> service.infer("demo-portable", null,
+                    request(x, x.shape(), Map.of("timeout", 50_000L))))
+                    .isInstanceOf(RequestCancelledException.class)
+                    .hasMessageContaining("request timeout expired: it did not start within its timeout of 50000 us")
+                    .satisfies(e -> assertThat(((RequestCancelledException) e).reason())
+                            .isEqualTo(RequestCancelledException.Reason.TIMEOUT));
+            assertThat(System.nanoTime() - t0).as("at its 50 ms, not at the queue's 1 s")
+                    .isLessThan(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(900));
+        }
+        assertThat(heard).containsExactly("cancelled:queue/timeout", "metrics:REJECTED");
+    }
+
+    @Test
+    void aRequestThatRunsAtOnceIsNeverWatchedAndATimeoutOnlyBoundsTheWait() {
+        Caller caller = gone -> {
+            throw new AssertionError("a request that does not wait is not watched");
+        };
+        Reference.TensorValue x = input();
+        // A timeout that has passed by the time an instance is free does not stop it: it did not wait.
+        service().infer("demo-portable", null, request(x, x.shape(), Map.of("timeout", 1L)),
+                io.etserve.runtime.OutputBuffers.ALLOCATE, caller);
+        assertThat(heard).containsExactly("admit", "breaker:succeeded", "release", "metrics:success");
+    }
+
+    @Test
+    void aTimeoutThatIsNotAWholeNumberOfMicrosecondsIsBadInput() {
+        Reference.TensorValue x = input();
+        for (Object bad : List.of(-1L, 2.5, "soon")) {
+            assertThatThrownBy(() -> service().infer("demo-portable", null, request(x, x.shape(), Map.of("timeout", bad))))
+                    .isInstanceOf(InvalidInputException.class).hasMessageContaining("'timeout'");
+        }
+        assertThat(heard).containsExactly("metrics:OTHER", "metrics:OTHER", "metrics:OTHER");
     }
 }

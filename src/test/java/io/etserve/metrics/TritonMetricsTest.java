@@ -3,6 +3,7 @@ package io.etserve.metrics;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.inference.InferenceObserver;
+import io.etserve.inference.RequestCancelledException;
 import io.etserve.runtime.CompletionWaits;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
@@ -82,5 +83,24 @@ class TritonMetricsTest {
                 .isEqualTo(1);
         metrics.unloaded("gpu", "1");
         assertThat(registry.find("etserve.gpu.completion.waits").counters()).isEmpty();
+    }
+
+    @Test
+    void droppedRequestsAreCountedByStageAndReasonUntilTheVersionUnloads() {
+        metrics.loaded("m", "1");
+        metrics.loaded("m", "2");
+        metrics.cancelled("m", "1", RequestCancelledException.Stage.QUEUE, RequestCancelledException.Reason.CLIENT);
+        metrics.cancelled("m", "1", RequestCancelledException.Stage.QUEUE, RequestCancelledException.Reason.CLIENT);
+        metrics.cancelled("m", "1", RequestCancelledException.Stage.BATCH, RequestCancelledException.Reason.TIMEOUT);
+        metrics.cancelled("m", "2", RequestCancelledException.Stage.EXECUTION, RequestCancelledException.Reason.DEADLINE);
+        // etserve_inference_cancelled_total{model,version,stage,reason} in Prometheus
+        assertThat(registry.get("etserve.inference.cancelled").tag("model", "m").tag("version", "1")
+                .tag("stage", "queue").tag("reason", "client").counter().count()).isEqualTo(2);
+        assertThat(registry.get("etserve.inference.cancelled").tag("version", "1").tag("stage", "batch")
+                .tag("reason", "timeout").counter().count()).isEqualTo(1);
+        metrics.unloaded("m", "1");
+        assertThat(registry.find("etserve.inference.cancelled").tag("version", "1").counters()).isEmpty();
+        assertThat(registry.get("etserve.inference.cancelled").tag("version", "2").tag("stage", "execution")
+                .tag("reason", "deadline").counter().count()).isEqualTo(1);
     }
 }
