@@ -15,14 +15,16 @@ import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
-import org.springframework.web.method.annotation.MethodArgumentTypeMismatchException;
 
 /**
  * The protocol fixes its error body: {@code {"error": "..."}} with 400, 404, 503 or 500.
- * Scoped to the protocol controllers; everything else keeps Spring's problem details.
+ * Scoped to the protocol controllers; everything else keeps Spring's problem details. Spring
+ * MVC's own exceptions (wrong method, media types, a body or header that does not bind) are
+ * {@link MvcExceptionHandler}'s, which comes first: what reaches the catch-all here is the
+ * server's failure.
  */
 @RestControllerAdvice(assignableTypes = {InferenceProtocolController.class, RepositoryController.class})
-// Before Spring Boot's problem-details advice, which would answer binding errors in its shape.
+// After MvcExceptionHandler (HIGHEST_PRECEDENCE), whose exceptions the catch-all must not take.
 @org.springframework.core.annotation.Order(org.springframework.core.Ordered.HIGHEST_PRECEDENCE + 1)
 class ApiExceptionHandler {
 
@@ -47,9 +49,7 @@ class ApiExceptionHandler {
     }
 
     @ExceptionHandler({InvalidRequestException.class, InvalidInputException.class,
-            io.etserve.inference.RepositoryControl.RefusedException.class,
-            MethodArgumentTypeMismatchException.class, org.springframework.beans.TypeMismatchException.class,
-            org.springframework.web.bind.ServletRequestBindingException.class})
+            io.etserve.inference.RepositoryControl.RefusedException.class})
     ResponseEntity<ProtocolDtos.ErrorBody> badRequest(Exception e) {
         return error(HttpStatus.BAD_REQUEST, e.getMessage());
     }

@@ -20,6 +20,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.util.List;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
@@ -34,6 +35,8 @@ import org.springframework.web.bind.annotation.RestController;
 public class InferenceProtocolController {
 
     static final String HEADER_LENGTH = "Inference-Header-Content-Length";
+    static final String JSON = MediaType.APPLICATION_JSON_VALUE;
+    static final String OCTET_STREAM = MediaType.APPLICATION_OCTET_STREAM_VALUE;
     public static final List<String> EXTENSIONS = List.of("binary_tensor_data");
 
     private final ModelRegistry registry;
@@ -69,12 +72,12 @@ public class InferenceProtocolController {
         this.clients = clients;
     }
 
-    @GetMapping({"", "/"})
+    @GetMapping(value = {"", "/"}, produces = JSON)
     ProtocolDtos.ServerMetadata server() {
         return new ProtocolDtos.ServerMetadata("etserve", version, EXTENSIONS);
     }
 
-    /** Exactly actuator's liveness answer (see {@link ProbeHealth}). */
+    /** Exactly actuator's liveness answer (see {@link ProbeHealth}); a status alone, so any Accept takes it. */
     @GetMapping("/health/live")
     ResponseEntity<Void> live() {
         return ResponseEntity.status(probes.liveness()).build();
@@ -86,14 +89,14 @@ public class InferenceProtocolController {
         return ResponseEntity.status(probes.readiness()).build();
     }
 
-    @GetMapping({"/models/{model}", "/models/{model}/versions/{version}"})
+    @GetMapping(value = {"/models/{model}", "/models/{model}/versions/{version}"}, produces = JSON)
     ProtocolDtos.ModelMetadata metadata(@PathVariable String model, @PathVariable(required = false) String version) {
         ModelDescription loaded = registry.describe(model, version);
         return new ProtocolDtos.ModelMetadata(loaded.name(), registry.versions(loaded.name()), "executorch",
                 describe(loaded.inputs()), describe(loaded.outputs()));
     }
 
-    @GetMapping({"/models/{model}/ready", "/models/{model}/versions/{version}/ready"})
+    @GetMapping(value = {"/models/{model}/ready", "/models/{model}/versions/{version}/ready"}, produces = JSON)
     ResponseEntity<ProtocolDtos.ModelReady> modelReady(@PathVariable String model,
             @PathVariable(required = false) String version) {
         ModelVersionState state = registry.resolve(model, version);
@@ -103,7 +106,13 @@ public class InferenceProtocolController {
                 .body(new ProtocolDtos.ModelReady(state.name(), ready, messages.redact(reason)));
     }
 
-    @PostMapping({"/models/{model}/infer", "/models/{model}/versions/{version}/infer"})
+    /**
+     * JSON, or binary with {@code Inference-Header-Content-Length}; a request without a
+     * Content-Type (Triton's clients send none) counts as binary, which covers both. Anything
+     * else is refused 415, and an Accept that takes neither answer type 406, before the model runs.
+     */
+    @PostMapping(value = {"/models/{model}/infer", "/models/{model}/versions/{version}/infer"},
+            consumes = {JSON, OCTET_STREAM}, produces = {JSON, OCTET_STREAM})
     void infer(@PathVariable String model, @PathVariable(required = false) String version,
             @RequestHeader(value = HEADER_LENGTH, required = false) Integer headerLength, HttpServletRequest http,
             HttpServletResponse reply) throws IOException {

@@ -3,6 +3,7 @@ package io.etserve.api;
 import io.etserve.inference.RepositoryControl;
 import java.util.List;
 import java.util.Map;
+import org.springframework.http.MediaType;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
@@ -29,8 +30,11 @@ public class RepositoryController {
         this.messages = messages;
     }
 
-    /** Body (optional): {@code {"ready": true}} for the models that serve only. */
-    @PostMapping("/index")
+    /**
+     * Body (optional): {@code {"ready": true}} for the models that serve only. The {@code produces}
+     * of these mappings is checked before they act: an unload refused 406 unloads nothing.
+     */
+    @PostMapping(value = "/index", consumes = MediaType.APPLICATION_JSON_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
     List<IndexEntry> index(@RequestBody(required = false) Map<String, Object> body) {
         boolean readyOnly = body != null && Boolean.TRUE.equals(body.get("ready"));
         return repository.index(readyOnly).stream()
@@ -39,13 +43,13 @@ public class RepositoryController {
                 .toList();
     }
 
-    @PostMapping("/models/{model}/load")
+    @PostMapping(value = "/models/{model}/load", produces = MediaType.APPLICATION_JSON_VALUE)
     Map<String, Object> load(@PathVariable String model) {
         repository.load(model);
         return Map.of();
     }
 
-    @PostMapping("/models/{model}/unload")
+    @PostMapping(value = "/models/{model}/unload", produces = MediaType.APPLICATION_JSON_VALUE)
     Map<String, Object> unload(@PathVariable String model) {
         repository.unload(model);
         return Map.of();

@@ -198,6 +198,12 @@ public final class ReliabilityCheck {
         h.put("NUL in name", json("/v2/models/a%00b/infer", DEMO_BODY));
         h.put("wrong method", req("DELETE", DEMO, Map.of(), null));
         h.put("GET infer", req("GET", DEMO, Map.of(), null));
+        h.put("index as text", req("POST", "/v2/repository/index", Map.of("Content-Type", "text/plain"),
+                "ready".getBytes(StandardCharsets.UTF_8)));
+        h.put("infer as form", req("POST", DEMO, Map.of("Content-Type", "application/x-www-form-urlencoded"),
+                DEMO_BODY.getBytes(StandardCharsets.UTF_8)));
+        h.put("unacceptable Accept", req("GET", "/v2/models/demo-portable", Map.of("Accept", "image/png"), null));
+        h.put("malformed index", json("/v2/repository/index", "{bad"));
         h.put("declared 100 MB", req("POST", DEMO, Map.of("Content-Type", "application/json",
                 "Content-Length", Long.toString(100L * 1024 * 1024)), null) + "{");
         h.put("bad chunking", req("POST", DEMO, Map.of("Transfer-Encoding", "chunked"), null) + "zz\r\n{}\r\n0\r\n\r\n");
