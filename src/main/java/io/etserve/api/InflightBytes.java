@@ -9,10 +9,13 @@ import org.springframework.http.HttpStatus;
  * model's bulkhead admits it, so without this a burst of large requests on a small model could
  * hold (connections x body size) of memory.
  *
- * <p>A body reserves what it has actually allocated, grown as its bytes arrive, never what its
+ * <p>A body reserves the bytes that have arrived, as they arrive, never what its
  * {@code Content-Length} declares: a client that declares 64 MB and trickles a few bytes holds a
- * few kilobytes of the budget. Reservations never wait (they are made on the thread that reads
- * bodies for every connection): when the budget is spent the request gets 503 at once.
+ * few bytes of the budget, and eight uploads stalled at 33 MiB hold 264 MiB of 512, not all of
+ * it. ({@link RequestBody} holds them in chunks, so the memory behind a reservation is what
+ * arrived and the rest of one chunk per part: at most 1 MiB, or what was already waiting.) Reservations never wait (they are made
+ * on the thread that reads bodies for every connection): when the budget is spent the request
+ * gets 503 at once.
  */
 public final class InflightBytes {
 

@@ -7,30 +7,36 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import org.springframework.http.HttpStatus;
 
 /**
  * An inference request's body as it arrives, and the owner of every tensor buffer its exchange
  * uses. The JSON part (all of a JSON request; the first {@code Inference-Header-Content-Length}
- * bytes of a binary one) grows in a heap array; the binary sections go straight from the
- * connection into one pooled direct buffer, which the inputs then use in place (slices), so the
- * only copy of binary tensor data on the way in is the one out of the server's network buffer.
- * Inputs decoded from JSON and the forward call's outputs take pooled buffers from here too
- * ({@link #tensorBuffer}, {@link #allocate}); {@link #close()} gives them all back once the
- * response is written. Those are not counted in the in-flight budget, which bounds bodies held
- * before a model admits them: a JSON tensor is at most the size of its text, an output is made
- * only by an admitted call.
+ * bytes of a binary one) is held in heap arrays; the binary sections go straight from the
+ * connection into pooled direct buffers, which the inputs then use in place (slices), so a
+ * binary tensor's bytes are copied out of the server's network buffer once, and once more only
+ * if they arrived in pieces. Inputs decoded from JSON and the forward call's outputs take pooled
+ * buffers from here too ({@link #tensorBuffer}, {@link #allocate}); {@link #close()} gives them
+ * all back once the response is written. Those are not counted in the in-flight budget, which
+ * bounds bodies held before a model admits them: a JSON tensor is at most the size of its text,
+ * an output is made only by an admitted call.
  *
- * <p>Everything allocated is reserved in {@link InflightBytes} as it grows, capped by the size
- * limit and the declared {@code Content-Length}: a client that declares a large body and sends
- * little costs what it sent (allocations at most double what arrived).
+ * <p>Each byte that arrives is reserved in {@link InflightBytes}, never what the
+ * {@code Content-Length} declares, and a body holds little more than what arrived: a part
+ * arrives into chunks that grow with it up to 1 MiB (each sized to what is already waiting when
+ * that is more), and becomes one array or buffer when it is read ({@link #json()},
+ * {@link #binary()}). A body that came with its headers (the usual small request) is one chunk
+ * per part, of its exact size, and is never copied again; a stalled upload holds what it sent
+ * and at most one chunk per part more.
  */
 final class RequestBody implements OutputBuffers, AutoCloseable {
 
-    /** First allocation of each part when the client declared nothing (or something larger). */
+    /** The first chunk of a part when less is waiting. */
     private static final int INITIAL = 64 * 1024;
+    /** Chunks double with their part up to this: few chunks, and little held beyond what arrived. */
+    private static final int LARGEST_CHUNK = 1 << 20;
+    private static final byte[] NO_JSON = new byte[0];
 
     private final InflightBytes.Reservation reservation;
     private final DirectBufferPool pool;
@@ -38,9 +44,13 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
     private final long declared;
     /** Bytes of the JSON part: the header length of a binary request, else the whole body. */
     private final long jsonCap;
-    private byte[] json = new byte[0];
+    /** The JSON part: heap chunks, all full but the last, which holds {@code jsonInLast} bytes. */
+    private final List<byte[]> json = new ArrayList<>();
+    private int jsonInLast;
     private int jsonLength;
-    private ByteBuffer binary;  // pooled; position = bytes received
+    /** The binary sections: pooled chunks, all full but the last; position = bytes received. */
+    private final List<ByteBuffer> binary = new ArrayList<>();
+    private long binaryLength;
     private final List<ByteBuffer> taken = new ArrayList<>();
     private boolean closed;
 
@@ -72,9 +82,11 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
 
     /**
      * One read from {@code in} straight into the part it belongs to (no intermediate buffer), so
-     * a non-blocking caller can ask {@code isReady()} between calls.
+     * a non-blocking caller can ask {@code isReady()} between calls. The bytes read are reserved
+     * in the budget.
      *
      * @return the bytes read, or -1 at the end of the body
+     * @throws ApiException 503 when the budget is spent, 413 past the limit
      */
     int readFrom(InputStream in) throws IOException {
         if (length() == cap()) {
@@ -85,30 +97,59 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
             }
             throw overCap();
         }
-        if (jsonLength < jsonCap) {
-            if (jsonLength == json.length) {
-                growJson();
-            }
-            int n = in.read(json, jsonLength, (int) Math.min(json.length - jsonLength, jsonCap - jsonLength));
-            if (n > 0) {
-                jsonLength += n;
-            }
-            return n;
+        int n = jsonLength < jsonCap ? readJson(in) : readBinary(in);
+        if (n > 0) {
+            reservation.grow(n);
         }
-        if (binary == null || !binary.hasRemaining()) {
-            growBinary(in.available());
+        return n;
+    }
+
+    private int readJson(InputStream in) throws IOException {
+        byte[] chunk = json.isEmpty() ? null : json.get(json.size() - 1);
+        if (chunk == null || jsonInLast == chunk.length) {
+            chunk = new byte[chunk(jsonLength, jsonCap - jsonLength, in.available())];
+            json.add(chunk);
+            jsonInLast = 0;
+        }
+        int n = in.read(chunk, jsonInLast, chunk.length - jsonInLast);
+        if (n > 0) {
+            jsonInLast += n;
+            jsonLength += n;
+        }
+        return n;
+    }
+
+    private int readBinary(InputStream in) throws IOException {
+        ByteBuffer chunk = binary.isEmpty() ? null : binary.get(binary.size() - 1);
+        if (chunk == null || !chunk.hasRemaining()) {
+            chunk = pool.acquire(chunk(binaryLength, cap() - jsonCap - binaryLength, in.available()));
+            binary.add(chunk);
         }
         int n;
         if (in instanceof ServletInputStream servlet) {
-            n = servlet.read(binary);  // the network buffer's bytes, copied once, into place
+            n = servlet.read(chunk);  // the network buffer's bytes, copied once, into place
         } else {
-            byte[] chunk = new byte[Math.min(binary.remaining(), INITIAL)];
-            n = in.read(chunk);
+            byte[] bytes = new byte[Math.min(chunk.remaining(), INITIAL)];
+            n = in.read(bytes);
             if (n > 0) {
-                binary.put(chunk, 0, n);
+                chunk.put(bytes, 0, n);
             }
         }
+        if (n > 0) {
+            binaryLength += n;
+        }
         return n;
+    }
+
+    /**
+     * The next chunk of a part that holds {@code held} bytes and may take {@code left} more:
+     * as large as the part so far (doubling it) within {@link #INITIAL} and
+     * {@link #LARGEST_CHUNK}, or what is already {@code waiting} when that is more, never past
+     * what may still legally arrive (so an honest length ends in a chunk of exactly that size).
+     */
+    private static int chunk(long held, long left, int waiting) {
+        long size = Math.max(Math.min(LARGEST_CHUNK, Math.max(INITIAL, held)), waiting);
+        return (int) Math.min(left, size);
     }
 
     /** The most bytes this body may have: its declared length, else the limit. */
@@ -119,32 +160,6 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
     private ApiException overCap() {
         return tooLarge(declared >= 0 ? "request body is longer than its Content-Length of " + declared
                 : "request body exceeds the limit of " + maxBytes + " bytes");
-    }
-
-    private void growJson() {
-        // Doubling keeps copies amortized O(n); never past what may still legally arrive, so an
-        // honest length ends in an array of exactly that size.
-        int grown = (int) Math.min(jsonCap, Math.max(INITIAL, 2L * json.length));
-        reservation.grow(grown - json.length);
-        json = Arrays.copyOf(json, grown);
-    }
-
-    /**
-     * Room for more binary data: double what is held (or take what is already waiting), never
-     * past what may still legally arrive. An honest Content-Length that arrives with its headers
-     * gets its final buffer at once; a trickled one is copied on growth, amortized O(n).
-     */
-    private void growBinary(int waiting) {
-        long most = cap() - jsonCap;
-        int held = binary == null ? 0 : binary.position();
-        long grown = Math.min(most, Math.max(Math.max(INITIAL, 2L * held), (long) held + waiting));
-        ByteBuffer bigger = pool.acquire(grown);
-        reservation.grow(bigger.capacity() - (binary == null ? 0 : binary.capacity()));
-        if (binary != null) {
-            bigger.put(binary.flip());
-            pool.release(binary);
-        }
-        binary = bigger;
     }
 
     /** {@code Inference-Header-Content-Length}, or -1 when absent or not a number (the controller refuses that). */
@@ -161,21 +176,57 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
     }
 
     int length() {
-        return jsonLength + (binary == null ? 0 : binary.position());
+        return (int) (jsonLength + binaryLength);
     }
 
-    /** The JSON part's array; its first {@link #jsonLength()} bytes are the JSON. */
+    /** Bytes of the arrays and buffers that hold the body (what arrived, and the rest of its last chunks). */
+    long allocated() {
+        return json.stream().mapToLong(a -> a.length).sum() + binary.stream().mapToLong(ByteBuffer::capacity).sum();
+    }
+
+    /**
+     * The JSON part's array; its first {@link #jsonLength()} bytes are the JSON. A part that
+     * arrived in several chunks is joined into one array here, once.
+     */
     byte[] json() {
-        return json;
+        if (json.size() > 1 && jsonLength > json.get(0).length) {
+            byte[] all = new byte[jsonLength];
+            int at = 0;
+            for (byte[] chunk : json) {
+                int n = Math.min(chunk.length, jsonLength - at);
+                System.arraycopy(chunk, 0, all, at, n);
+                at += n;
+            }
+            json.clear();
+            json.add(all);
+            jsonInLast = jsonLength;
+        }
+        return json.isEmpty() ? NO_JSON : json.get(0);
     }
 
     int jsonLength() {
         return jsonLength;
     }
 
-    /** The binary sections (a view from their first byte to the last received), or an empty buffer. */
+    /**
+     * The binary sections (a view from their first byte to the last received), or an empty
+     * buffer. Sections that arrived in several chunks are joined into one pooled buffer here, once.
+     */
     ByteBuffer binary() {
-        return binary == null ? ByteBuffer.allocate(0) : binary.duplicate().flip().slice();
+        if (binary.isEmpty()) {
+            return ByteBuffer.allocate(0);
+        }
+        if (binary.size() > 1) {
+            // (A chunked body ends with a chunk taken for bytes that did not come: no join then.)
+            ByteBuffer all = binary.get(0).position() == binaryLength ? binary.remove(0) : pool.acquire(binaryLength);
+            for (ByteBuffer chunk : binary) {
+                all.put(chunk.flip());
+                pool.release(chunk);
+            }
+            binary.clear();
+            binary.add(all);
+        }
+        return binary.get(0).duplicate().flip().slice();
     }
 
     /** A pooled direct buffer for an input decoded from JSON; given back with the body. */
@@ -205,11 +256,9 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
             return;
         }
         closed = true;
-        json = null;
-        if (binary != null) {
-            pool.release(binary);
-            binary = null;
-        }
+        json.clear();
+        binary.forEach(pool::release);
+        binary.clear();
         taken.forEach(pool::release);
         taken.clear();
         reservation.close();

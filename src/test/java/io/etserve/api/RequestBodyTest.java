@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.ByteArrayInputStream;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpStatus;
 
@@ -16,12 +18,103 @@ class RequestBodyTest {
         return new ByteArrayInputStream(new byte[n]);
     }
 
+    /** {@code n} bytes that arrive 16 KiB at a time, as a network delivers a large body. */
+    static java.io.InputStream trickle(long n) {
+        return new java.io.InputStream() {
+            long left = n;
+
+            @Override
+            public int read() {
+                return left-- > 0 ? 0 : -1;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) {
+                if (left <= 0) {
+                    return -1;
+                }
+                int k = (int) Math.min(Math.min(len, 16 * 1024), left);
+                left -= k;
+                return k;
+            }
+
+            @Override
+            public int available() {
+                return (int) Math.min(left, 16 * 1024);
+            }
+        };
+    }
+
+    @Test
+    void eightUploadsStalledPastHalfTheirLengthLeaveTheBudgetForOthers() throws Exception {
+        // The case scaled by 1/32: a 512 MiB budget, 64 MiB uploads that stall at 33 MiB.
+        // Charged what arrived, eight of them hold 264/512; charged their buffers (each doubled
+        // past the half), they held it all and refused everyone.
+        InflightBytes budget = new InflightBytes(16 * MB);
+        long declared = 2 * MB;
+        long arrived = 33 * MB / 32;
+        List<RequestBody> stalled = new ArrayList<>();
+        try {
+            for (int i = 0; i < 8; i++) {
+                // JSON bodies and binary ones (a 100-byte JSON header, then binary sections).
+                RequestBody body = new RequestBody(budget, POOL, 64 * MB, declared, i % 2 == 0 ? -1 : 100);
+                stalled.add(body);
+                body.readAll(trickle(arrived));
+                assertThat(body.length()).isEqualTo(arrived);
+                // What a stalled body holds is what arrived and at most one more chunk.
+                assertThat(body.allocated()).isBetween(arrived, arrived + MB);
+            }
+            assertThat(budget.held()).isEqualTo(8 * arrived);
+            // A good request of 4 MiB (128 MiB unscaled) still fits beside them.
+            try (RequestBody good = new RequestBody(budget, POOL, 64 * MB, 4 * MB, -1)) {
+                good.readAll(trickle(4 * MB));
+                assertThat(good.length()).isEqualTo(4 * MB);
+            }
+        } finally {
+            stalled.forEach(RequestBody::close);
+        }
+        assertThat(budget.held()).isZero();
+    }
+
+    @Test
+    void aBodyThatArrivedInPiecesIsOneArrayAndOneBufferOnceComplete() throws Exception {
+        InflightBytes budget = new InflightBytes(64 * MB);
+        io.etserve.runtime.DirectBufferPool pool = new io.etserve.runtime.DirectBufferPool(64 * MB);
+        byte[] sent = new byte[100 + 3 * (int) MB];
+        new java.util.Random(7).nextBytes(sent);
+        try (RequestBody body = new RequestBody(budget, pool, 64 * MB, sent.length, 100)) {
+            java.io.InputStream in = new java.io.FilterInputStream(new ByteArrayInputStream(sent)) {
+                @Override
+                public int read(byte[] b, int off, int len) throws java.io.IOException {
+                    return super.read(b, off, Math.min(len, 1000));
+                }
+
+                @Override
+                public int available() throws java.io.IOException {
+                    return Math.min(super.available(), 1000);
+                }
+            };
+            body.readAll(in);
+            assertThat(budget.held()).isEqualTo(sent.length);
+            assertThat(java.util.Arrays.copyOf(body.json(), body.jsonLength()))
+                    .isEqualTo(java.util.Arrays.copyOf(sent, 100));
+            java.nio.ByteBuffer binary = body.binary();
+            assertThat(binary.isDirect()).isTrue();
+            byte[] got = new byte[binary.remaining()];
+            binary.get(got);
+            assertThat(got).isEqualTo(java.util.Arrays.copyOfRange(sent, 100, sent.length));
+        }
+        assertThat(budget.held()).isZero();
+    }
+
     @Test
     void aLargeDeclaredBodyReservesOnlyWhatArrived() throws Exception {
         InflightBytes budget = new InflightBytes(4 * MB);
         try (RequestBody body = new RequestBody(budget, POOL, 64 * MB, 64 * MB, -1)) {
             body.readAll(bytes(10));
-            assertThat(budget.held()).isEqualTo(64 * 1024);
+            assertThat(budget.held()).isEqualTo(10);
+            // Its chunk was sized to what was waiting, not to the declared 64 MB.
+            assertThat(body.allocated()).isEqualTo(64 * 1024);
         }
         assertThat(budget.held()).isZero();
     }
@@ -65,13 +158,17 @@ class RequestBodyTest {
         try (RequestBody first = new RequestBody(budget, POOL, 64 * MB, -1, -1)) {
             first.readAll(bytes(60_000));
             try (RequestBody second = new RequestBody(budget, POOL, 64 * MB, -1, -1)) {
-                assertThatThrownBy(() -> second.readAll(bytes(1)))
+                second.readAll(bytes(40_000));
+                assertThat(budget.held()).isEqualTo(100_000);
+            }
+            try (RequestBody third = new RequestBody(budget, POOL, 64 * MB, -1, -1)) {
+                assertThatThrownBy(() -> third.readAll(bytes(50_000)))
                         .isInstanceOfSatisfying(ApiException.class, e -> {
                             assertThat(e.status()).isEqualTo(HttpStatus.SERVICE_UNAVAILABLE);
                             assertThat(e.retryAfter()).isNotNull();
                         });
             }
-            assertThat(budget.held()).isEqualTo(64 * 1024);
+            assertThat(budget.held()).isEqualTo(60_000);
         }
         assertThat(budget.held()).isZero();
     }
@@ -93,8 +190,9 @@ class RequestBodyTest {
             assertThat(binary.remaining()).isEqualTo(300_000);
             assertThat(binary.get(0)).isEqualTo((byte) 7);
             assertThat(binary.get(299_999)).isEqualTo((byte) 9);
-            // Everything that arrived was available at once: one buffer, no growth copies.
-            assertThat(budget.held()).isEqualTo(10 + 512 * 1024);
+            // Everything that arrived was available at once: one buffer of its size, no copies.
+            assertThat(budget.held()).isEqualTo(sent.length);
+            assertThat(body.allocated()).isEqualTo(10 + 512 * 1024);
             assertThat(pool.retainedBytes()).isZero();
         }
         assertThat(budget.held()).isZero();
