@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Reliability suite: starts the packaged service on loopback over a repository of demo models,
 # crafted and bit-flipped program files, then runs io.etserve.bench.ReliabilityCheck against it:
-# hostile requests, corrupt files (verification=minimal), slow clients, overload, a soak.
-# Writes target/bench/reliability.txt; exits 1 when a check failed. Takes about 2 min + the soak.
+# hostile requests, corrupt files (verification=minimal), slow clients, slow headers (4,000
+# slowloris connections), stalled uploads, overload, a soak.
+# Writes target/bench/reliability.txt; exits 1 when a check failed. Takes about 3 min + the soak.
 #   bench/reliability.sh                 (RELIABILITY_SOAK_SECONDS=120, RELIABILITY_PORT=18090)
+#   RELIABILITY_STEPS=slowHeaders,stalledUploads   only those steps (ReliabilityCheck's names)
+#   RELIABILITY_SERVER_ARGS="--server.jetty.max-connections=2048"   more arguments for the service
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -14,6 +17,8 @@ SOAK=${RELIABILITY_SOAK_SECONDS:-120}
 JAR=$ROOT/target/etserve-0.1.0-SNAPSHOT.jar
 log() { printf '[reliability %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 mkdir -p "$OUT"
+# The slow-headers step holds 4,000 sockets on each side: raise the descriptor limit to the most allowed.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
@@ -28,7 +33,7 @@ log "starting the service on 127.0.0.1:$PORT (log: $OUT/reliability-server.log)"
   --server.address=127.0.0.1 --server.port="$PORT" --etserve.grpc.address=127.0.0.1 \
   --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
   --etserve.model-repository="$REPO" --etserve.native.verification=minimal \
-  --etserve.inference.queue-timeout=50ms --etserve.inference.body-timeout=10s \
+  --etserve.inference.queue-timeout=50ms --etserve.inference.body-timeout=10s ${RELIABILITY_SERVER_ARGS:-} \
   > "$OUT/reliability-server.log" 2>&1 &
 SERVER_PID=$!
 trap 'kill $SERVER_PID 2>/dev/null; wait $SERVER_PID 2>/dev/null || true' EXIT
@@ -44,9 +49,11 @@ for _ in $(seq 120); do
 done
 {
   echo "reliability suite, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "host: $(nproc) CPUs; service: java -jar, 127.0.0.1:$PORT, verification=minimal, queue-timeout=50ms, body-timeout=10s"
+  echo "host: $(nproc) CPUs, open files $(ulimit -n); service: java -jar, 127.0.0.1:$PORT, verification=minimal, queue-timeout=50ms, body-timeout=10s ${RELIABILITY_SERVER_ARGS:-}"
   status=0
-  java -cp "$CP" -Dreliability.repository="$REPO" io.etserve.bench.ReliabilityCheck run "$PORT" "$SERVER_PID" "$SOAK" || status=$?
+  java -cp "$CP" -Dreliability.repository="$REPO" -Dreliability.management-port="$MGMT_PORT" \
+    ${RELIABILITY_STEPS:+-Dreliability.steps="$RELIABILITY_STEPS"} \
+    io.etserve.bench.ReliabilityCheck run "$PORT" "$SERVER_PID" "$SOAK" || status=$?
   kill -0 "$SERVER_PID" 2>/dev/null && echo "service process alive at the end: yes" || { echo "service process alive at the end: NO"; status=1; }
   exit $status
 } 2>&1 | tee "$OUT/reliability.txt"

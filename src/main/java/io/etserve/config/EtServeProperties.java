@@ -27,7 +27,8 @@ public record EtServeProperties(
         @DefaultValue Health health,
         @DefaultValue Grpc grpc,
         @DefaultValue Repository repository,
-        @DefaultValue Api api) {
+        @DefaultValue Api api,
+        @DefaultValue Http http) {
 
     /**
      * @param libraryDir a directory holding the bridge and its libraries; empty = use the jar's
@@ -243,6 +244,24 @@ public record EtServeProperties(
                 }
             }
             return new io.etserve.security.RestrictedApis(keys);
+        }
+    }
+
+    /**
+     * The HTTP ports' defences against slow clients (bodies: {@link Inference#bodyTimeout()}).
+     *
+     * @param headerTimeout longest a request head (request line and headers) may take to arrive,
+     *     from the connection's opening or the head's first byte; the connection is closed after it
+     * @param acceptQueueSize connections the kernel may hold that the server has not accepted yet
+     *     (the listen backlog; the kernel caps it at {@code net.core.somaxconn})
+     */
+    public record Http(@DefaultValue("10s") Duration headerTimeout, @DefaultValue("4096") int acceptQueueSize) {
+
+        public Http {
+            if (headerTimeout.isNegative() || headerTimeout.isZero()) {
+                throw new IllegalArgumentException("etserve.http.header-timeout must be positive");
+            }
+            atLeastOne("etserve.http.accept-queue-size", acceptQueueSize);
         }
     }
 

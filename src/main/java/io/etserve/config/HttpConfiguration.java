@@ -79,8 +79,8 @@ public class HttpConfiguration {
 
     /** The public port's Jetty: see {@link JettyServerSettings} (the management port gets the same). */
     @Bean
-    WebServerFactoryCustomizer<JettyServletWebServerFactory> jettyServer() {
-        return factory -> factory.addServerCustomizers(new JettyServerSettings());
+    WebServerFactoryCustomizer<JettyServletWebServerFactory> jettyServer(EtServeProperties props) {
+        return factory -> factory.addServerCustomizers(new JettyServerSettings(props.http()));
     }
 
     /** The error path asked for directly is not an endpoint. */

@@ -3,10 +3,14 @@ package io.etserve.config;
 import io.etserve.api.JsonErrorHandler;
 import org.eclipse.jetty.http.HttpMethod;
 import org.eclipse.jetty.http.HttpStatus;
+import org.eclipse.jetty.server.AbstractConnector;
+import org.eclipse.jetty.server.Connector;
 import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.NetworkConnectionLimit;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.util.Callback;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 import org.springframework.boot.jetty.JettyServerCustomizer;
@@ -14,6 +18,10 @@ import org.springframework.boot.jetty.JettyServerCustomizer;
 /**
  * What both Jetty servers (the public port and the management port) do alike:
  * <ul>
+ *   <li>a request head must arrive within {@code etserve.http.header-timeout}, and at the
+ *       connection limit a new connection closes the one that has waited longest for its head
+ *       ({@link RequestHeadGuard}): slow headers cannot take the port away; the accept queue
+ *       holds {@code etserve.http.accept-queue-size} connections not yet accepted;
  *   <li>Jetty's own error answers (unparseable requests) as {@code {"error": ...}}, not its HTML page;
  *   <li>TRACE answers 405 before any servlet sees it (a servlet would echo the request, headers
  *       included; Tomcat refused it by default, Jetty does not);
@@ -23,8 +31,39 @@ import org.springframework.boot.jetty.JettyServerCustomizer;
  */
 final class JettyServerSettings implements JettyServerCustomizer {
 
+    private final EtServeProperties.Http http;
+
+    JettyServerSettings(EtServeProperties.Http http) {
+        this.http = http;
+    }
+
     @Override
     public void customize(Server server) {
+        if (server.getHandler() instanceof TraceRefusal) {
+            // Applied already: the main context's component scan also finds
+            // ManagementServerConfiguration, so the public port's factory gets this twice.
+            return;
+        }
+        // Spring Boot adds Jetty's limit (server.jetty.max-connections) before its customizers
+        // run; the guard takes its place, letting slow heads go where Jetty would stop accepting.
+        NetworkConnectionLimit limit = server.getBean(NetworkConnectionLimit.class);
+        if (limit != null) {
+            server.removeBean(limit);
+        }
+        for (Connector connector : server.getConnectors()) {
+            if (connector instanceof ServerConnector c) {
+                // Connections the kernel completes while Jetty has not accepted them yet: a
+                // burst (thousands of clients reconnecting at once) waits there instead of
+                // having SYNs dropped, which a client retries only after a second.
+                c.setAcceptQueueSize(http.acceptQueueSize());
+            }
+            if (connector instanceof AbstractConnector c) {
+                RequestHeadGuard guard = new RequestHeadGuard(c, http.headerTimeout(),
+                        limit == null ? 0 : limit.getMaxNetworkConnectionCount());
+                c.addBean(guard);
+                c.addEventListener(guard);
+            }
+        }
         server.setErrorHandler(new JsonErrorHandler());
         server.setHandler(new TraceRefusal(server.getHandler()));
         if (server.getThreadPool() instanceof QueuedThreadPool pool) {

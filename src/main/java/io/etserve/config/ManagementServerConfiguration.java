@@ -15,7 +15,7 @@ import org.springframework.context.annotation.Bean;
 public class ManagementServerConfiguration {
 
     @Bean
-    WebServerFactoryCustomizer<JettyServletWebServerFactory> managementJettyServer() {
-        return factory -> factory.addServerCustomizers(new JettyServerSettings());
+    WebServerFactoryCustomizer<JettyServletWebServerFactory> managementJettyServer(EtServeProperties props) {
+        return factory -> factory.addServerCustomizers(new JettyServerSettings(props.http()));
     }
 }

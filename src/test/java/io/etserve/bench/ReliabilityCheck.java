@@ -32,7 +32,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <pre>
  *   prepare DIR                     write the model repository (demo models, crafted and flipped files)
- *   run PORT PID SOAK_SECONDS       hostile list, corrupt files, slow clients, overload, soak
+ *   run PORT PID SOAK_SECONDS       hostile list, corrupt files, slow clients, slow headers, stalled
+ *                                   uploads, overload, soak (-Dreliability.steps=a,b: only those)
  * </pre>
  */
 public final class ReliabilityCheck {
@@ -63,12 +64,32 @@ public final class ReliabilityCheck {
             System.exit(2);
         }
         ReliabilityCheck check = new ReliabilityCheck(Integer.parseInt(args[1]), Long.parseLong(args[2]), System.out);
+        // -Dreliability.steps=slowHeaders,stalledUploads runs only those (all by default).
+        java.util.Set<String> steps = new java.util.HashSet<>(List.of(System.getProperty("reliability.steps",
+                "hostileRequests,corruptFiles,slowClients,slowHeaders,stalledUploads,overload,soak").split(",")));
         try {
-            check.hostileRequests();
-            check.corruptFiles();
-            check.slowClients();
-            check.overload();
-            check.soak(Integer.parseInt(args[3]));
+            if (steps.contains("hostileRequests")) {
+                check.hostileRequests();
+            }
+            if (steps.contains("corruptFiles")) {
+                check.corruptFiles();
+            }
+            if (steps.contains("slowClients")) {
+                check.slowClients();
+            }
+            if (steps.contains("slowHeaders")) {
+                check.slowHeaders(Integer.getInteger("reliability.slow-headers", 4000),
+                        Integer.getInteger("reliability.slow-headers-seconds", 40));
+            }
+            if (steps.contains("stalledUploads")) {
+                check.stalledUploads();
+            }
+            if (steps.contains("overload")) {
+                check.overload();
+            }
+            if (steps.contains("soak")) {
+                check.soak(Integer.parseInt(args[3]));
+            }
         } catch (Exception | AssertionError e) {
             // A step that could not run is a failed check; exit even if client threads linger.
             e.printStackTrace(check.out);
@@ -342,6 +363,149 @@ public final class ReliabilityCheck {
             }
         }
         check(serving(), "still serving after the slow clients");
+    }
+
+    /**
+     * Slowloris: {@code connections} sockets each sending one header byte every 10 s and never
+     * finishing their request head, replaced as soon as the server lets one go, for
+     * {@code seconds}. Meanwhile good clients (a new connection per call, as a client that was
+     * not already connected must) call the demo model and {@code /v2/health/live}: each must be
+     * answered, the calls' p99 within 100 ms.
+     */
+    void slowHeaders(int connections, int seconds) throws Exception {
+        section("slow headers: " + connections + " connections sending one header byte every 10 s, " + seconds + " s");
+        int managementPort = Integer.getInteger("reliability.management-port", port + 1);
+        List<Long> inferMicros = java.util.Collections.synchronizedList(new ArrayList<>());
+        Map<String, AtomicLong> outcomes = new ConcurrentHashMap<>();
+        AtomicLong liveOk = new AtomicLong();
+        AtomicLong liveOther = new AtomicLong();
+        long attackers;
+        long peak;
+        long cut;
+        long refused;
+        long rampMillis;
+        boolean managementLive;
+        try (Slowloris attack = new Slowloris(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), port),
+                connections, 10, TimeUnit.SECONDS).start()) {
+            long t0 = System.nanoTime();
+            long rampEnd = t0 + TimeUnit.SECONDS.toNanos(30);
+            while (attack.connected() < connections * 95L / 100 && System.nanoTime() < rampEnd) {
+                Thread.sleep(100);
+            }
+            rampMillis = (System.nanoTime() - t0) / 1_000_000;
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+            ExecutorService good = Executors.newFixedThreadPool(3);
+            List<Future<?>> fs = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                fs.add(good.submit(() -> {
+                    while (System.nanoTime() < end) {
+                        long start = System.nanoTime();
+                        String outcome;
+                        try (RawConnection c = RawConnection.open(port, 5_000)) {
+                            outcome = Integer.toString(c.exchange(RawConnection.post(DEMO, DEMO_BODY)).status());
+                        } catch (IOException e) {
+                            outcome = e.getClass().getSimpleName();
+                        }
+                        inferMicros.add((System.nanoTime() - start) / 1000);
+                        outcomes.computeIfAbsent(outcome, k -> new AtomicLong()).incrementAndGet();
+                        Thread.sleep(20);
+                    }
+                    return null;
+                }));
+            }
+            fs.add(good.submit(() -> {
+                while (System.nanoTime() < end) {
+                    try (RawConnection c = RawConnection.open(port, 5_000)) {
+                        (c.exchange("GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n").status() == 200 ? liveOk : liveOther)
+                                .incrementAndGet();
+                    } catch (IOException e) {
+                        liveOther.incrementAndGet();
+                    }
+                    Thread.sleep(250);
+                }
+                return null;
+            }));
+            for (Future<?> f : fs) {
+                f.get();
+            }
+            good.shutdown();
+            attackers = attack.connected();
+            peak = attack.peak();
+            cut = attack.closedByServer();
+            refused = attack.refused();
+            try (RawConnection c = RawConnection.open(managementPort, 5_000)) {
+                managementLive = c.exchange("GET /actuator/health/liveness HTTP/1.1\r\nHost: x\r\n\r\n").status() == 200;
+            } catch (IOException e) {
+                managementLive = false;
+            }
+        }
+        long[] micros = inferMicros.stream().mapToLong(Long::longValue).sorted().toArray();
+        long ok = outcomes.getOrDefault("200", new AtomicLong()).get();
+        long p99 = micros.length == 0 ? Long.MAX_VALUE : micros[Math.min(micros.length - 1, (int) (micros.length * 0.99))];
+        out.println("  attackers: " + peak + " connected at the peak (" + rampMillis + " ms to 95 %), " + attackers
+                + " at the end, " + cut + " let go by the server and replaced, " + refused + " connection attempts failed");
+        out.println("  good clients (a new connection per call): " + micros.length + " inference calls " + new TreeMap<>(outcomes)
+                + ", p50 " + (micros.length == 0 ? "-" : micros[micros.length / 2] / 1000.0) + " ms, p99 "
+                + p99 / 1000.0 + " ms, max " + (micros.length == 0 ? "-" : micros[micros.length - 1] / 1000.0)
+                + " ms; /v2/health/live " + liveOk.get() + " x 200, " + liveOther.get() + " other");
+        check(peak >= connections * 95L / 100, "the attack held " + connections + " connections open (peak " + peak + ")");
+        // One byte every 10 s keeps a connection from ever being idle: only a header timeout
+        // (10 s by default) lets them go; over the run each should have been let go at least once.
+        check(cut >= connections, "the server let the slow heads go (" + cut + " times)");
+        check(micros.length > 0 && ok == micros.length, "every good inference call succeeded under slow headers");
+        check(p99 <= 100_000, "good inference calls' p99 within 100 ms under slow headers (" + p99 / 1000.0 + " ms)");
+        check(liveOk.get() > 0 && liveOther.get() == 0, "/v2/health/live answers 200 under slow headers");
+        check(managementLive, "actuator liveness on the management port answers 200");
+        check(serving(), "still serving after the slow headers");
+    }
+
+    /**
+     * Eight 64 MiB uploads that stall after 33 MiB, under the 512 MiB in-flight budget: what they
+     * hold is what arrived (264 MiB), so a good request, even a 32 MiB one, is still admitted.
+     */
+    void stalledUploads() throws Exception {
+        section("stalled uploads: 8 x 64 MiB declared, 33 MiB sent, under the 512 MiB budget");
+        long mib = 1024 * 1024;
+        List<Socket> stalled = new ArrayList<>();
+        try {
+            byte[] part = new byte[(int) mib];
+            Arrays.fill(part, (byte) ' ');
+            long t0 = System.nanoTime();
+            for (int i = 0; i < 8; i++) {
+                Socket s = new Socket(InetAddress.getLoopbackAddress(), port);
+                s.setSoTimeout(30_000);
+                stalled.add(s);
+                OutputStream o = s.getOutputStream();
+                o.write(("POST " + DEMO + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                        + 64 * mib + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+                for (int m = 0; m < 33; m++) {
+                    o.write(part);  // blocks until the server has taken most of it
+                }
+                o.flush();
+            }
+            Thread.sleep(500);  // the last socket buffers drain into the server
+            out.println("  8 uploads stalled at 33 MiB after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+            int small;
+            try (RawConnection c = RawConnection.open(port, 10_000)) {
+                small = c.exchange(RawConnection.post(DEMO, DEMO_BODY)).status();
+            }
+            // 32 MiB of leading whitespace, then the demo request: valid JSON, a large body.
+            String padded = " ".repeat((int) (32 * mib)) + DEMO_BODY;
+            int large;
+            long t1 = System.nanoTime();
+            try (RawConnection c = RawConnection.open(port, 20_000)) {
+                large = c.exchange(RawConnection.post(DEMO, padded)).status();
+            }
+            long largeMillis = (System.nanoTime() - t1) / 1_000_000;
+            out.println("  beside them: a demo call " + small + ", a 32 MiB demo call " + large + " (" + largeMillis + " ms)");
+            check(small == 200, "a small request is served beside 8 x 33 MiB of stalled uploads");
+            check(large == 200, "a 32 MiB request is served beside 8 x 33 MiB of stalled uploads");
+        } finally {
+            for (Socket s : stalled) {
+                s.close();
+            }
+        }
+        check(serving(), "still serving after the stalled uploads");
     }
 
     void overload() throws Exception {
