@@ -123,20 +123,30 @@ final class RequestHeadGuard extends AbstractLifeCycle implements Connection.Lis
     }
 
     /**
-     * Closes the connection that has waited longest for its head, other than {@code opened}.
+     * Closes the connection that has waited longest for its head, other than {@code opened}:
+     * first one that has sent part of a head and stopped (a slow head), else one that has sent
+     * nothing yet. A real client's head comes whole, so it is never the first kind; it is the
+     * second only for the moment between its connection and its head being read.
      *
      * @return false when there is none: every other connection is past its head
      */
     private boolean evictOldest(HttpConnection opened) {
-        for (Waiting w; (w = waiting.pollFirst()) != null; ) {
-            if (w.connection == opened) {
-                waiting.addLast(w);
-                return false;
-            }
-            if (w.current()) {
+        Waiting nothingYet = null;
+        for (var it = waiting.iterator(); it.hasNext(); ) {
+            Waiting w = it.next();
+            if (!w.current()) {
+                it.remove();
+            } else if (!w.connection.getParser().isStart()) {
+                it.remove();
                 close(w.connection, evicted, "its request head was the longest awaited at the connection limit");
                 return true;
+            } else if (nothingYet == null && w.connection != opened) {
+                nothingYet = w;
             }
+        }
+        if (nothingYet != null && waiting.remove(nothingYet)) {
+            close(nothingYet.connection, evicted, "it had sent nothing, the longest of those at the connection limit");
+            return true;
         }
         return false;
     }
