@@ -30,10 +30,12 @@ import org.slf4j.LoggerFactory;
  *       the connection's opening (its first request) or of its first byte (a later request on a
  *       kept-alive connection), or the connection is closed; a kept-alive connection idle between
  *       requests is the idle timeout's business;
- *   <li>this is the connector's connection limit, in place of Jetty's: past it, a new connection
- *       closes the one that has waited longest for its request head, so slow heads can never
- *       fill the port; it stops accepting (as Jetty's would) only while every other connection
- *       is past its head.
+ *   <li>this is the connector's connection limit, in place of Jetty's (which stops accepting
+ *       when full): at the limit, a new connection closes the one that has waited longest for
+ *       its request head (sent part of one and stopped, or sent nothing for half a second), so
+ *       slow heads can never fill the port. It stops accepting only while none may be let go
+ *       (every connection is past its head, or the server has not read it yet, as in a flood of
+ *       new connections), and looks again every 20 ms.
  * </ul>
  * A real client sends a request head in one packet; a connection still sending one after seconds
  * is an attack or a broken client, and closing it costs nothing that needed an answer. The sweep
@@ -44,6 +46,12 @@ final class RequestHeadGuard extends AbstractLifeCycle implements Connection.Lis
 
     private static final Logger log = LoggerFactory.getLogger(RequestHeadGuard.class);
     private static final long LOG_EVERY_MILLIS = 10_000;
+    /** A connection that has sent nothing for this long may be let go at the limit. */
+    private static final long SILENT_MILLIS = 500;
+    /** Waiting connections looked at for one to let go. */
+    private static final int SCAN = 256;
+    /** While accepting is stopped at the limit, how often to look for room. */
+    private static final long RELIEVE_MILLIS = 20;
 
     private final AbstractConnector connector;
     private final long timeoutMillis;
@@ -95,12 +103,10 @@ final class RequestHeadGuard extends AbstractLifeCycle implements Connection.Lis
             return;
         }
         waiting.addLast(new Waiting(http, 0, connection.getEndPoint().getCreatedTimeStamp()));
-        if (maxConnections > 0 && connector.getConnectedEndPoints().size() >= maxConnections) {
-            // Full (or over: the acceptor runs ahead of the connections it opens): make room for
-            // the next one by letting go the longest-waiting head, or stop accepting.
-            if (!evictOldest(http)) {
-                setLimited(true);
-            }
+        if (maxConnections > 0 && connector.getConnectedEndPoints().size() >= maxConnections && !evictOldest()) {
+            // Full, and nothing to let go yet (the acceptor can run ahead of the heads the
+            // server has read): stop accepting until there is room, as Jetty's limit would.
+            setLimited(true);
         }
     }
 
@@ -111,42 +117,69 @@ final class RequestHeadGuard extends AbstractLifeCycle implements Connection.Lis
         }
     }
 
-    /** Stops or resumes accepting, when that changes. */
+    /** Stops or resumes accepting, when that changes; while stopped, {@link #relieve} looks again shortly. */
     private synchronized void setLimited(boolean limit) {
         if (limited != limit) {
             limited = limit;
             connector.setAccepting(!limit);
             if (limit) {
                 stoppedAccepting.incrementAndGet();
+                connector.getScheduler().schedule(this::relieve, RELIEVE_MILLIS, TimeUnit.MILLISECONDS);
+            }
+        }
+    }
+
+    /** While accepting is stopped: let slow heads go until there is room, then accept again. */
+    private void relieve() {
+        if (!limited || !isRunning()) {
+            return;
+        }
+        int room = connector.getConnectedEndPoints().size() - maxConnections + 1;
+        while (room-- > 0 && evictOldest()) {
+            // one each
+        }
+        synchronized (this) {
+            if (connector.getConnectedEndPoints().size() < maxConnections || room < 0) {
+                limited = false;
+                connector.setAccepting(true);
+            } else {
+                connector.getScheduler().schedule(this::relieve, RELIEVE_MILLIS, TimeUnit.MILLISECONDS);
             }
         }
     }
 
     /**
-     * Closes the connection that has waited longest for its head, other than {@code opened}:
-     * first one that has sent part of a head and stopped (a slow head), else one that has sent
-     * nothing yet. A real client's head comes whole, so it is never the first kind; it is the
-     * second only for the moment between its connection and its head being read.
+     * Closes the connection that has waited longest for its head: one that sent part of a head
+     * and stopped, or one that has sent nothing for {@link #SILENT_MILLIS}. A real client's head
+     * comes whole and is read within milliseconds, so it is neither (a connection whose head has
+     * not been read yet is left alone). Looks at the oldest {@link #SCAN} waiting connections.
      *
-     * @return false when there is none: every other connection is past its head
+     * @return false when none of them may be let go
      */
-    private boolean evictOldest(HttpConnection opened) {
-        Waiting nothingYet = null;
-        for (var it = waiting.iterator(); it.hasNext(); ) {
-            Waiting w = it.next();
-            if (!w.current()) {
-                it.remove();
-            } else if (!w.connection.getParser().isStart()) {
-                it.remove();
-                close(w.connection, evicted, "its request head was the longest awaited at the connection limit");
-                return true;
-            } else if (nothingYet == null && w.connection != opened) {
-                nothingYet = w;
+    private boolean evictOldest() {
+        long silentSince = System.currentTimeMillis() - SILENT_MILLIS;
+        for (int attempt = 0; attempt < 4; attempt++) {
+            Waiting victim = null;
+            int looked = 0;
+            for (var it = waiting.iterator(); it.hasNext() && looked < SCAN; ) {
+                Waiting w = it.next();
+                if (!w.current()) {
+                    it.remove();
+                    continue;
+                }
+                looked++;
+                if (!w.connection.getParser().isStart() || w.sinceMillis <= silentSince) {
+                    victim = w;
+                    break;
+                }
             }
-        }
-        if (nothingYet != null && waiting.remove(nothingYet)) {
-            close(nothingYet.connection, evicted, "it had sent nothing, the longest of those at the connection limit");
-            return true;
+            if (victim == null) {
+                return false;
+            }
+            if (waiting.remove(victim)) {  // another thread may have taken it: then look again
+                close(victim.connection, evicted, "its request head was the longest awaited at the connection limit");
+                return true;
+            }
         }
         return false;
     }
@@ -201,8 +234,7 @@ final class RequestHeadGuard extends AbstractLifeCycle implements Connection.Lis
             return;
         }
         log.info("port {} since the last report: closed {} connections whose request head took over {} ms and {} "
-                + "waiting for theirs at the connection limit ({}); stopped accepting {} times (every connection "
-                + "past its head)", connector instanceof NetworkConnector n ? n.getLocalPort() : "?",
+                + "waiting for theirs at the connection limit ({}); stopped accepting {} times, with none to let go", connector instanceof NetworkConnector n ? n.getLocalPort() : "?",
                 counts[0] - reportedCounts[0], timeoutMillis, counts[1] - reportedCounts[1], maxConnections,
                 counts[2] - reportedCounts[2]);
         System.arraycopy(counts, 0, reportedCounts, 0, counts.length);
