@@ -1,6 +1,7 @@
 package io.etserve.bench;
 
 import io.etserve.support.RawConnection;
+import io.etserve.support.Reference;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -66,13 +67,20 @@ public final class ReliabilityCheck {
         ReliabilityCheck check = new ReliabilityCheck(Integer.parseInt(args[1]), Long.parseLong(args[2]), System.out);
         // -Dreliability.steps=slowHeaders,stalledUploads runs only those (all by default).
         java.util.Set<String> steps = new java.util.HashSet<>(List.of(System.getProperty("reliability.steps",
-                "hostileRequests,corruptFiles,slowClients,slowHeaders,stalledUploads,overload,soak").split(",")));
+                "hostileRequests,corruptFiles,isolation,fileOperations,slowClients,slowHeaders,stalledUploads,overload,soak")
+                .split(",")));
         try {
             if (steps.contains("hostileRequests")) {
                 check.hostileRequests();
             }
             if (steps.contains("corruptFiles")) {
                 check.corruptFiles();
+            }
+            if (steps.contains("isolation")) {
+                check.isolation();
+            }
+            if (steps.contains("fileOperations")) {
+                check.fileOperations();
             }
             if (steps.contains("slowClients")) {
                 check.slowClients();
@@ -118,6 +126,22 @@ public final class ReliabilityCheck {
             }
         }
         byte[] good = Files.readAllBytes(repoRoot.resolve("models/demo-xnnpack/1/model.pte"));
+        // Loaded before demo-xnnpack (names sort first): a weight flipped (one of the issue's
+        // cases), and external-weights-xnnpack's keys over other bytes.
+        byte[] firstLayer = good.clone();
+        firstLayer[5446] ^= (byte) 0xad;
+        Files.write(Files.createDirectories(dir.resolve("aa-flipped-weight/1")).resolve("model.pte"), firstLayer);
+        Path weights = repoRoot.resolve("src/test/resources/models/external-weights-xnnpack");
+        copy(weights, dir.resolve("external-weights-xnnpack"));
+        copy(weights, dir.resolve("aa-forged-keys"));
+        Path forged = dir.resolve("aa-forged-keys/1/model.ptd");
+        byte[] forgedBytes = Files.readAllBytes(forged);
+        for (int i = 0; i < 64; i++) {
+            forgedBytes[forgedBytes.length / 2 + i] ^= 0x5a;
+        }
+        Files.write(forged, forgedBytes);
+        // The model whose files the fileOperations step truncates, overwrites and deletes.
+        copy(repoRoot.resolve("src/test/resources/models/external-weights-portable"), dir.resolve("fileops"));
         Random random = new Random(20261203);
         for (int i = 0; i < FLIPPED_FILES; i++) {
             byte[] bad = good.clone();
@@ -282,6 +306,134 @@ public final class ReliabilityCheck {
         check(crafted.stream().allMatch(s -> s.endsWith("=503")) && crafted.size() == 3,
                 "the three crafted files are refused at load");
         check(serving(), "the process survived every file and serves");
+    }
+
+    /**
+     * One model cannot change another's answers: with every flipped and forged copy loaded
+     * beside them (some before them), demo-xnnpack and external-weights-xnnpack answer their
+     * PyTorch references, from 4 clients at once.
+     */
+    void isolation() throws Exception {
+        section("isolation: the real models beside flipped and forged copies of their weights");
+        Map<String, Reference> models = Map.of(
+                "demo-xnnpack", Reference.load(Path.of("models/demo-xnnpack/1/reference.json")),
+                "external-weights-xnnpack", Reference.load(Path.of(
+                        "src/test/resources/models/external-weights-xnnpack/1/reference.json")));
+        for (String forged : List.of("aa-flipped-weight", "aa-forged-keys")) {
+            try (RawConnection c = RawConnection.open(port, 10_000)) {
+                RawConnection.Response r = c.exchange(req("GET", "/v2/models/" + forged + "/ready", Map.of(), null));
+                check(r.status() == 503 && new String(r.body(), StandardCharsets.UTF_8).contains("does not hash to its key"),
+                        forged + " is refused at load (its weights do not hash to their keys)");
+            }
+        }
+        AtomicLong answers = new AtomicLong();
+        ConcurrentHashMap<String, String> changed = new ConcurrentHashMap<>();
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        try {
+            List<Future<?>> clients = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                String model = t % 2 == 0 ? "demo-xnnpack" : "external-weights-xnnpack";
+                clients.add(pool.submit(() -> {
+                    try (RawConnection c = RawConnection.open(port, 10_000)) {
+                        for (int i = 0; i < 50; i++) {
+                            String error = answersReference(c, model, models.get(model));
+                            answers.incrementAndGet();
+                            if (error != null) {
+                                changed.putIfAbsent(model, error);
+                            }
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : clients) {
+                f.get(120, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        out.println("  " + answers.get() + " calls of the two real models; answers changed: " + changed);
+        check(changed.isEmpty(), "0 answers changed by another model");
+    }
+
+    /** Null when {@code model} answers every case of {@code ref}; otherwise what it answered. */
+    private static String answersReference(RawConnection c, String model, Reference ref) throws IOException {
+        for (Reference.Case k : ref.cases()) {
+            StringBuilder inputs = new StringBuilder();
+            for (Reference.TensorValue t : k.inputs()) {
+                inputs.append(inputs.isEmpty() ? "" : ",").append("{\"name\":\"").append(t.name())
+                        .append("\",\"datatype\":\"").append(t.datatype()).append("\",\"shape\":")
+                        .append(Arrays.toString(t.shape()).replace(" ", "")).append(",\"data\":")
+                        .append(t.json().path("data")).append("}");
+            }
+            RawConnection.Response r = c.exchange(json("/v2/models/" + model + "/infer", "{\"inputs\":[" + inputs + "]}"));
+            if (r.status() != 200) {
+                return "HTTP " + r.status();
+            }
+            tools.jackson.databind.JsonNode data = tools.jackson.databind.json.JsonMapper.builder().build()
+                    .readTree(r.body()).path("outputs").get(0).path("data");
+            List<Double> want = k.outputs().get(0).data();
+            for (int i = 0; i < want.size(); i++) {
+                if (!ref.close(data.get(i).asDouble(), want.get(i))) {
+                    return "output[" + i + "] " + data.get(i) + " where PyTorch gives " + want.get(i);
+                }
+            }
+        }
+        return null;
+    }
+
+    /**
+     * What an operator does to a served model's files (truncate the weights in place, overwrite
+     * the program, delete both) under 2 clients: the process lives and every answer stays the
+     * reference's (the version serves from its private copy).
+     */
+    void fileOperations() throws Exception {
+        section("file operations under a served model: truncate, overwrite in place, delete");
+        Path version = Path.of(System.getProperty("reliability.repository"), "fileops", "1");
+        Reference ref = Reference.load(version.resolve("reference.json"));
+        AtomicBoolean running = new AtomicBoolean(true);
+        AtomicLong answers = new AtomicLong();
+        ConcurrentHashMap<String, String> wrong = new ConcurrentHashMap<>();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            List<Future<?>> clients = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                clients.add(pool.submit(() -> {
+                    try (RawConnection c = RawConnection.open(port, 10_000)) {
+                        while (running.get()) {
+                            String error = answersReference(c, "fileops", ref);
+                            answers.incrementAndGet();
+                            if (error != null) {
+                                wrong.putIfAbsent(error, error);
+                            }
+                        }
+                    }
+                    return null;
+                }));
+            }
+            Path weights = version.resolve("_default_external_constant.ptd");
+            Path program = version.resolve("model.pte");
+            byte[] other = Files.readAllBytes(Path.of("models/demo-portable/1/model.pte"));
+            try (var ch = java.nio.channels.FileChannel.open(weights, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.truncate(Files.size(weights) / 2);
+            }
+            Thread.sleep(500);
+            Files.write(program, other, java.nio.file.StandardOpenOption.TRUNCATE_EXISTING);
+            Thread.sleep(500);
+            Files.delete(weights);
+            Files.delete(program);
+            Thread.sleep(500);
+            running.set(false);
+            for (Future<?> f : clients) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            running.set(false);
+            pool.shutdownNow();
+        }
+        out.println("  " + answers.get() + " calls while the files were truncated, overwritten and deleted; wrong: " + wrong.keySet());
+        check(wrong.isEmpty() && answers.get() > 10, "0 changed answers and 0 5xx from the served model");
+        check(serving(), "the process survived and serves");
     }
 
     private List<String> modelNames() {
