@@ -598,6 +598,9 @@ case "${1:-run}" in
   cuda-programs)
     # After cuda-stage1, stage2 and stage3 on this host.
     unpack_app; have_server; JAVA="${JAVA:-$WORK/jre/bin/java}" cuda_programs ;;
+  cuda-latency)
+    # After cuda-stage1, stage2 and stage3: batch-1 latency and CPU of the exported models (or those named).
+    unpack_app; have_server; shift; JAVA="${JAVA:-$WORK/jre/bin/java}" cuda_latency "$@" ;;
   service)
     # After stage2 + stage3 (or `run`, which passes JAVA, JAR and CHECK_CP) on this host.
     if [[ -z "${JAR:-}" || -z "${CHECK_CP:-}" ]]; then unpack_app; have_server; fi
