@@ -16,6 +16,12 @@ import org.springframework.http.HttpStatus;
  * arrived and the rest of one chunk per part: at most 1 MiB, or what was already waiting.) Reservations never wait (they are made
  * on the thread that reads bodies for every connection): when the budget is spent the request
  * gets 503 at once.
+ *
+ * <p>Room the budget has left may also be lent ahead ({@link Reservation#presize}): a body of a
+ * declared length then takes one buffer for all of its binary part at its first byte, so its
+ * pieces need no second copy to become one tensor. What is lent counts only against that room
+ * (held plus lent stays within the budget), never towards a 503, and becomes held as it arrives:
+ * a stalled upload that was lent its length keeps others out of the room, not out of the budget.
  */
 public final class InflightBytes {
 
@@ -23,6 +29,8 @@ public final class InflightBytes {
 
     private final long maxBytes;
     private final AtomicLong held = new AtomicLong();
+    /** Bytes lent ahead of their arrival ({@link Reservation#presize}). */
+    private final AtomicLong lent = new AtomicLong();
 
     public InflightBytes(long maxBytes) {
         this.maxBytes = Math.max(1, maxBytes);
@@ -31,6 +39,11 @@ public final class InflightBytes {
     /** Bytes reserved now, all requests together. */
     public long held() {
         return held.get();
+    }
+
+    /** Bytes lent ahead of their arrival, all requests together. */
+    public long lent() {
+        return lent.get();
     }
 
     /** A reservation of zero bytes that grows with its body; release it with {@link Reservation#close()}. */
@@ -42,6 +55,7 @@ public final class InflightBytes {
     public final class Reservation implements AutoCloseable {
 
         private long bytes;
+        private long ahead;
         private boolean closed;
 
         private Reservation() {}
@@ -62,6 +76,29 @@ public final class InflightBytes {
                         "too many request bytes in flight (limit " + maxBytes + "); retry later", RETRY_AFTER);
             }
             bytes += more;
+            long arrived = Math.min(more, ahead);
+            if (arrived > 0) {
+                ahead -= arrived;
+                lent.addAndGet(-arrived);
+            }
+        }
+
+        /**
+         * Lends room for {@code more} bytes that have not arrived, when held and lent bytes
+         * together leave it; {@link #grow} then moves them from lent to held as they arrive.
+         *
+         * @return false when the budget has not that much room (nothing is lent then)
+         */
+        public boolean presize(long more) {
+            if (closed || more <= 0) {
+                return false;
+            }
+            if (lent.addAndGet(more) + held.get() > maxBytes) {
+                lent.addAndGet(-more);
+                return false;
+            }
+            ahead += more;
+            return true;
         }
 
         public long bytes() {
@@ -74,7 +111,9 @@ public final class InflightBytes {
             if (!closed) {
                 closed = true;
                 held.addAndGet(-bytes);
+                lent.addAndGet(-ahead);
                 bytes = 0;
+                ahead = 0;
             }
         }
     }

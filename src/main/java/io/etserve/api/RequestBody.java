@@ -28,7 +28,10 @@ import org.springframework.http.HttpStatus;
  * that is more), and becomes one array or buffer when it is read ({@link #json()},
  * {@link #binary()}). A body that came with its headers (the usual small request) is one chunk
  * per part, of its exact size, and is never copied again; a stalled upload holds what it sent
- * and at most one chunk per part more.
+ * and at most one chunk per part more. The exception: the binary part of a body with a
+ * Content-Length takes one buffer of its whole length at its first byte when the budget has the
+ * room to lend ({@link InflightBytes.Reservation#presize}), since joining a large tensor's
+ * pieces would copy all of it again; the memory not yet filled is bounded by the budget's room.
  */
 final class RequestBody implements OutputBuffers, AutoCloseable {
 
@@ -122,7 +125,12 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
     private int readBinary(InputStream in) throws IOException {
         ByteBuffer chunk = binary.isEmpty() ? null : binary.get(binary.size() - 1);
         if (chunk == null || !chunk.hasRemaining()) {
-            chunk = pool.acquire(chunk(binaryLength, cap() - jsonCap - binaryLength, in.available()));
+            long left = cap() - jsonCap - binaryLength;
+            // A binary part of a declared length takes one buffer for all of it when the budget
+            // has room to lend (InflightBytes): no join, the tensors are slices of what the
+            // connection's bytes were copied into. Else it grows in chunks.
+            boolean whole = binary.isEmpty() && declared >= 0 && left > INITIAL && reservation.presize(left);
+            chunk = pool.acquire(whole ? left : chunk(binaryLength, left, in.available()));
             binary.add(chunk);
         }
         int n;

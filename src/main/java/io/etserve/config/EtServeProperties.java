@@ -254,14 +254,20 @@ public record EtServeProperties(
      *     from the connection's opening or the head's first byte; the connection is closed after it
      * @param acceptQueueSize connections the kernel may hold that the server has not accepted yet
      *     (the listen backlog; the kernel caps it at {@code net.core.somaxconn})
+     * @param inputBufferSize bytes one read from a connection takes at most (Jetty's request
+     *     buffer, held only while a thread parses what was read)
      */
-    public record Http(@DefaultValue("10s") Duration headerTimeout, @DefaultValue("4096") int acceptQueueSize) {
+    public record Http(@DefaultValue("10s") Duration headerTimeout, @DefaultValue("4096") int acceptQueueSize,
+            @DefaultValue("64KB") DataSize inputBufferSize) {
 
         public Http {
             if (headerTimeout.isNegative() || headerTimeout.isZero()) {
                 throw new IllegalArgumentException("etserve.http.header-timeout must be positive");
             }
             atLeastOne("etserve.http.accept-queue-size", acceptQueueSize);
+            if (inputBufferSize.toBytes() < 8192 || inputBufferSize.toBytes() > 16 << 20) {
+                throw new IllegalArgumentException("etserve.http.input-buffer-size must be 8KB to 16MB");
+            }
         }
     }
 

@@ -6,6 +6,7 @@ import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.server.AbstractConnector;
 import org.eclipse.jetty.server.Connector;
 import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.NetworkConnectionLimit;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
@@ -56,6 +57,15 @@ final class JettyServerSettings implements JettyServerCustomizer {
                 // burst (thousands of clients reconnecting at once) waits there instead of
                 // having SYNs dropped, which a client retries only after a second.
                 c.setAcceptQueueSize(http.acceptQueueSize());
+            }
+            // One read per request-buffer's worth: Jetty's default (8 KiB) reads a 4 MiB tensor in
+            // 512 reads, each parsed, wrapped and handed over as its own chunk; the buffer is
+            // taken only while a thread parses what was read and given back when a read finds
+            // nothing, so idle and slow connections hold none
+            // (bench/results/2026-12-04-2core-serving-cost.md).
+            HttpConnectionFactory h1 = connector.getConnectionFactory(HttpConnectionFactory.class);
+            if (h1 != null) {
+                h1.setInputBufferSize((int) http.inputBufferSize().toBytes());
             }
             if (connector instanceof AbstractConnector c) {
                 RequestHeadGuard guard = new RequestHeadGuard(c, http.headerTimeout(),

@@ -108,6 +108,74 @@ class RequestBodyTest {
     }
 
     @Test
+    void aBinaryPartOfADeclaredLengthArrivingInPiecesLandsInOneBufferWithoutAJoin() throws Exception {
+        InflightBytes budget = new InflightBytes(64 * MB);
+        io.etserve.runtime.DirectBufferPool pool = new io.etserve.runtime.DirectBufferPool(64 * MB);
+        byte[] sent = new byte[100 + 3 * (int) MB];
+        new java.util.Random(11).nextBytes(sent);
+        try (RequestBody body = new RequestBody(budget, pool, 64 * MB, sent.length, 100)) {
+            ByteArrayInputStream first = new ByteArrayInputStream(sent, 0, 100 + 1000);
+            body.readFrom(first);  // the JSON part
+            body.readFrom(first);  // the first piece of the binary part
+            // Its first byte took one buffer for the whole part, lent by the budget's room; what
+            // arrived is held, the rest is lent until it comes.
+            assertThat(body.allocated()).isEqualTo(100 + 4 * MB);
+            assertThat(budget.held()).isEqualTo(100 + 1000);
+            assertThat(budget.lent()).isEqualTo(3 * MB - 1000);
+            body.readAll(new ByteArrayInputStream(sent, 100 + 1000, sent.length - 1100) {
+                @Override
+                public synchronized int read(byte[] b, int off, int len) {
+                    return super.read(b, off, Math.min(len, 1000));
+                }
+            });
+            assertThat(budget.held()).isEqualTo(sent.length);
+            assertThat(budget.lent()).isZero();
+            java.nio.ByteBuffer binary = body.binary();
+            assertThat(body.allocated()).as("no second buffer to join pieces into").isEqualTo(100 + 4 * MB);
+            byte[] got = new byte[binary.remaining()];
+            binary.get(got);
+            assertThat(got).isEqualTo(java.util.Arrays.copyOfRange(sent, 100, sent.length));
+        }
+        assertThat(budget.held()).isZero();
+        assertThat(budget.lent()).isZero();
+    }
+
+    @Test
+    void aStalledUploadLentItsLengthKeepsOthersOutOfTheRoomNotOutOfTheBudget() throws Exception {
+        InflightBytes budget = new InflightBytes(8 * MB);
+        try (RequestBody stalled = new RequestBody(budget, POOL, 64 * MB, 6 * MB, 100)) {
+            stalled.readAll(trickle(MB));
+            assertThat(budget.held()).isEqualTo(MB);
+            assertThat(budget.lent()).isEqualTo(5 * MB);
+            // 4 MiB more would not fit beside what is held and lent: this body grows in chunks,
+            // and is served, since only arrived bytes can make a 503.
+            byte[] sent = new byte[100 + 4 * (int) MB];
+            new java.util.Random(3).nextBytes(sent);
+            try (RequestBody next = new RequestBody(budget, POOL, 64 * MB, sent.length, 100)) {
+                next.readAll(new ByteArrayInputStream(sent) {
+                    @Override
+                    public synchronized int read(byte[] b, int off, int len) {
+                        return super.read(b, off, Math.min(len, 16 * 1024));
+                    }
+
+                    @Override
+                    public synchronized int available() {
+                        return Math.min(super.available(), 16 * 1024);
+                    }
+                });
+                assertThat(budget.held()).isEqualTo(MB + sent.length);
+                assertThat(budget.lent()).isEqualTo(5 * MB);
+                java.nio.ByteBuffer binary = next.binary();
+                byte[] got = new byte[binary.remaining()];
+                binary.get(got);
+                assertThat(got).isEqualTo(java.util.Arrays.copyOfRange(sent, 100, sent.length));
+            }
+        }
+        assertThat(budget.held()).isZero();
+        assertThat(budget.lent()).isZero();
+    }
+
+    @Test
     void aLargeDeclaredBodyReservesOnlyWhatArrived() throws Exception {
         InflightBytes budget = new InflightBytes(4 * MB);
         try (RequestBody body = new RequestBody(budget, POOL, 64 * MB, 64 * MB, -1)) {
