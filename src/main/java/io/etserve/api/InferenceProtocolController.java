@@ -19,15 +19,16 @@ import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.List;
+import java.util.Map;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
-import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.servlet.HandlerMapping;
 
 /** The Open Inference Protocol (KServe v2) over REST. */
 @RestController
@@ -113,9 +114,14 @@ public class InferenceProtocolController {
      */
     @PostMapping(value = {"/models/{model}/infer", "/models/{model}/versions/{version}/infer"},
             consumes = {JSON, OCTET_STREAM}, produces = {JSON, OCTET_STREAM})
-    void infer(@PathVariable String model, @PathVariable(required = false) String version,
-            @RequestHeader(value = HEADER_LENGTH, required = false) Integer headerLength, HttpServletRequest http,
-            HttpServletResponse reply) throws IOException {
+    void infer(HttpServletRequest http, HttpServletResponse reply) throws IOException {
+        // Read here rather than bound as @PathVariable/@RequestHeader arguments: MVC binds each
+        // through a new data binder and type descriptors, a large share of a small request's
+        // allocation (bench/results/2026-12-04-2core-serving-cost.md).
+        Map<?, ?> path = (Map<?, ?>) http.getAttribute(HandlerMapping.URI_TEMPLATE_VARIABLES_ATTRIBUTE);
+        String model = (String) path.get("model");
+        String version = (String) path.get("version");
+        Integer headerLength = headerLength(http);
         var refused = readiness.whyNotAccepting();
         if (refused.isPresent()) {
             // Shutting down or not yet started: another replica (or this one, soon) can take it.
@@ -139,6 +145,20 @@ public class InferenceProtocolController {
             encoded.inferenceHeaderContentLength().ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
             reply.setContentLengthLong(encoded.contentLength());
             encoded.writeTo(containerStream(reply));
+        }
+    }
+
+    /** {@code Inference-Header-Content-Length}, or null when absent; 400 when not a number. */
+    private static Integer headerLength(HttpServletRequest http) {
+        String value = http.getHeader(HEADER_LENGTH);
+        if (value == null) {
+            return null;
+        }
+        try {
+            return Integer.valueOf(value.trim());
+        } catch (NumberFormatException e) {
+            throw new ApiException(HttpStatus.BAD_REQUEST, HEADER_LENGTH + " is not a number: '"
+                    + value.substring(0, Math.min(value.length(), 40)) + "'");
         }
     }
 
