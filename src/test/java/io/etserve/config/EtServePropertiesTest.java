@@ -71,4 +71,18 @@ class EtServePropertiesTest {
         assertThatThrownBy(() -> bind(Map.of("etserve.cuda.sleep-slice", "100ms")))
                 .hasRootCauseMessage("etserve.cuda.sleep-slice: a sleep slice must be 0 to 65535us, got PT0.1S");
     }
+
+    @Test
+    void theInputBufferSizeReachesEveryHttpConnectorAndIsBounded() {
+        EtServeProperties.Http http = bind(Map.of("etserve.http.input-buffer-size", "128KB")).http();
+        org.eclipse.jetty.server.Server server = new org.eclipse.jetty.server.Server();
+        org.eclipse.jetty.server.ServerConnector connector = new org.eclipse.jetty.server.ServerConnector(server);
+        server.addConnector(connector);
+        new JettyServerSettings(http).customize(server);
+        assertThat(connector.getConnectionFactory(org.eclipse.jetty.server.HttpConnectionFactory.class)
+                .getHttpConfiguration().getInputBufferSize()).isEqualTo(128 * 1024);
+        assertThat(bind(Map.of()).http().inputBufferSize().toKilobytes()).isEqualTo(64);
+        assertThatThrownBy(() -> bind(Map.of("etserve.http.input-buffer-size", "1KB")))
+                .hasRootCauseMessage("etserve.http.input-buffer-size must be 8KB to 16MB");
+    }
 }
