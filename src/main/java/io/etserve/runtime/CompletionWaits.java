@@ -5,7 +5,8 @@ package io.etserve.runtime;
  * {@link Ended} value under its name (the C++ counters and the metric's {@code ended} label read
  * the same): complete at the first query, complete when the sleep or a slice of it ended (it
  * overslept), seen by the short spin after the sleep (the aim), or seen only while backing off
- * (a long tail). Read with {@link ProgramInstance#stats()}.
+ * (a long tail). Read with {@link ProgramInstance#stats()}; the bridge builds it with the
+ * canonical constructor.
  *
  * @param lastWaitEndNanos when the last call's wait (any kind, failed ones too) returned, on
  *     {@link System#nanoTime()}'s clock (CLOCK_MONOTONIC), or 0 before the first

@@ -52,7 +52,7 @@ final class ExecutionCall {
 
     /** Lets go of the call's inputs and output buffers (request memory), keeping the holder. */
     void finish() {
-        Arrays.fill(inputs, 0, inputCount, null);
+        Arrays.fill(inputs, null);
         inputCount = 0;
         buffers = null;
     }

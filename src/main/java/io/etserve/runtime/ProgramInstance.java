@@ -49,8 +49,8 @@ public final class ProgramInstance implements AutoCloseable {
             if (h == 0) {
                 throw new InstanceClosedException();
             }
-            call.start(inputs, stream, outputs);
             try {
+                call.start(inputs, stream, outputs);
                 return Arrays.asList(NativeBridge.execute(h, call));
             } finally {
                 lastAdaptiveWait = call.waitEnded();

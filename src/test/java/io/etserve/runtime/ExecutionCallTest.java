@@ -1,8 +1,10 @@
 package io.etserve.runtime;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -80,6 +82,12 @@ class ExecutionCallTest {
         assertThat(call.inputs).containsOnlyNulls();
         assertThat(call.inputCount).isZero();
         assertThat(call.buffers).isNull();
+
+        // A call refused half-way through its inputs lets go of those it had taken too.
+        assertThatThrownBy(() -> call.start(Arrays.asList(input(4), null), StreamSelection.none(),
+                OutputBuffers.ALLOCATE)).isInstanceOf(NullPointerException.class);
+        call.finish();
+        assertThat(call.inputs).containsOnlyNulls();
     }
 
     @Test
