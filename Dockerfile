@@ -105,8 +105,8 @@ RUN unresolved=""; \
 # fit the JVM at run time (another GC, for one), the service starts without it.
 # Transparent huge pages (where the host allows them per mapping, `madvise`, the usual default)
 # for the heap and the code: a request thread that slept through GPU work comes back with cold
-# TLBs, which 2 MiB pages make cheaper; on the H200 host (a VM) it cut the request threads' CPU
-# per GPU call by 6-26 % (bench/results/gpu-h200-jvm-options.txt). Where the host's THP is `never`
+# TLBs, which huge pages make cheaper, so the request threads spend less CPU per GPU call
+# (bench/results/gpu-h200-jvm-options.txt). Where the host's THP is `never`
 # the JVM says so in one warning line at start and runs as before.
 RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /opt/etserve/app >/dev/null; \
     test -f /opt/etserve/app/app.jar; \

@@ -10,8 +10,7 @@
 # No registry is reachable and no bridge network may be created, so the daemon runs with no
 # iptables and no default bridge; containers use `--network host` (or none). Storage is
 # overlay2 where this kernel lets us mount overlayfs on the data root, else vfs (which copies
-# the whole image for every layer and container: the CPU image took 3 min on vfs, 5 s on
-# overlay2, here).
+# the whole image for every layer and container, and builds far slower).
 set -euo pipefail
 
 DATA_ROOT="${ETSERVE_DOCKER_DATA_ROOT:-/var/lib/etserve-docker}"

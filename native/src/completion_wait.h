@@ -36,18 +36,19 @@ class AdaptiveWaitPolicy {
   };
 
   // The spin before the expected completion: enough to absorb small variations of the GPU time
-  // (wake-up lateness is learned apart), small enough to stay a few percent of it. On the H200
-  // host (bench/results/gpu-h200-wait.txt) 1/200 within 10-50 us kept the p50 overhead of spin's
-  // within a few microseconds and halved the CPU of 1/40 within 25-250 us at 10 ms kernels. A
-  // field, not a constant, so the GPU wait benchmark can compare schedules on one host.
+  // (wake-up lateness is learned apart), small enough to stay a few percent of it. These bounds
+  // kept the latency near spinning's with less CPU than a wider margin
+  // (bench/results/2026-12-04-h200-completion-wait.md). A field, not a constant, so the GPU wait
+  // benchmark can compare schedules on one host.
   struct Tuning {
     int64_t margin_divisor = 200;  // margin = expected time / this ...
     int64_t min_margin_ns = 10'000;  // ... within these bounds
     int64_t max_margin_ns = 50'000;
     // The longest single sleep (0: the whole expected time in one). A core that sleeps long is
     // given away (a hypervisor deschedules the idle vCPU, a bare host puts it in a deep idle
-    // state) and comes back with cold caches, which the work after the wait pays for: on the
-    // H200 host (a VM) 50 us slices kept it, at about 2 us of CPU per slice.
+    // state) and comes back with cold caches, which the work after the wait pays for. Slices
+    // short enough keep the core, at a little CPU per slice
+    // (bench/results/2026-12-04-h200-completion-wait.md).
     int64_t sleep_slice_ns = 0;
   };
 
@@ -133,7 +134,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     // thread was descheduled after queueing it. Step down as when a sleep overshot: a
     // delegate that always synchronizes drives the expectation to zero within a few calls,
     // and one descheduled call costs the next ones little (halving here made them wake far
-    // too early and finish in the back-off: tails of a millisecond on the H200 host).
+    // too early and finish in the back-off, with long tails).
     ended(done_at_start_, Ended::kAtStart);
     step_down(margin_for(estimate_ns_));
     return 0;
@@ -148,8 +149,9 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
       const bool sliced = tuning_.sleep_slice_ns > 0 && left > tuning_.sleep_slice_ns;
       clock.sleep_ns(sliced ? tuning_.sleep_slice_ns : left);
       // Awake anyway: a query after slice 1, 2, 4, 8, ... ends a call whose work finished early
-      // by twice its time instead of at the end of the expected time. After every slice it
-      // would cost 15-30 % more CPU on the H200 host (about a microsecond per query).
+      // by twice its time instead of at the end of the expected time. A query after every slice
+      // costs a query's CPU each time for little gain
+      // (bench/results/2026-12-04-h200-completion-wait.md).
       if (sliced && is_power_of_two(++slices)) {
         r = query();
         if (r < 0) return r;

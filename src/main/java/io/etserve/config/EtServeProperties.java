@@ -16,7 +16,7 @@ import org.springframework.util.unit.DataSize;
 
 /**
  * Everything the service reads from {@code etserve.*} (defaults in the top-level
- * application.yml, documented in the README).
+ * application.yml, documented in docs/configuration.md).
  */
 @ConfigurationProperties("etserve")
 public record EtServeProperties(

@@ -68,8 +68,9 @@ public class HttpConfiguration {
 
     /**
      * No {@code http.server.requests} observation for inference calls: Triton's per-model series
-     * (io.etserve.metrics.TritonMetrics) already count and time them, and the observation cost a
-     * quarter of a small request's server CPU (bench/README.md). Other endpoints keep it.
+     * (io.etserve.metrics.TritonMetrics) already count and time them, and the observation was a
+     * large share of a small request's server CPU
+     * (bench/results/2026-12-03-2core-small-requests-jetty.md). Other endpoints keep it.
      */
     @Bean
     ObservationPredicate noHttpObservationForInference() {

@@ -15,9 +15,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * back on its next call, and the waiter need not win a lock after it wakes, since the slot is
  * its own before it is unparked. What idles the GPU between two calls is then only the waiter's
  * wake-up. A thread parked for milliseconds wakes late on a host that lets idle cores sleep or
- * gives them back to a hypervisor (about 100 us on the H200 host: 8 callers on 4 streams served
- * 0.95-0.97 of 4 callers through a fair blocking queue, 0.93-1.01 in line here,
- * bench/results/gpu-h200-benchmark-gpu.txt). With a sleep slice (the adaptive wait's, {@code etserve.cuda.sleep-slice}),
+ * gives them back to a hypervisor, and that lateness is GPU time lost between two calls (see
+ * bench/results/2026-12-04-h200-completion-wait.md for the line against a fair blocking queue).
+ * With a sleep slice (the adaptive wait's, {@code etserve.cuda.sleep-slice}),
  * a waiter parks until shortly before its turn is expected, then in slices, so its core is awake
  * for the hand-off. The turn is estimated from when the held slots were taken and how long
  * slots are held on average.

@@ -37,8 +37,9 @@ public final class CallerStreamCheck {
     }
 
     /**
-     * Walks the loaded objects now (tens of microseconds), so a library loaded since is caught
-     * too. Probes call this; the request path reads {@link #lastResult()}.
+     * Walks the loaded objects now, so a library loaded since is caught too. Probes call this;
+     * the request path reads {@link #lastResult()}: the walk costs several forward calls of a
+     * small model (bench/results/2026-12-02-2core-rest-vs-inprocess.md).
      */
     public Result check() {
         List<Definer> definers = scan.get();

@@ -41,7 +41,7 @@ public record EncodedResponse(byte[] json, int jsonLength, List<ByteBuffer> bina
      * Bodies up to this size go out as one write: their binary sections are copied behind the
      * JSON part in the container's buffer. Jetty writes a ByteBuffer on its own, after flushing
      * what it holds, so a small binary response would cost two writes, and the client two reads
-     * and a wake-up (twice the latency and CPU of the same response as JSON, 16 floats measured).
+     * and a wake-up: more than the same response as JSON (bench/results/cpu-small-requests.md).
      */
     static final int ONE_WRITE_BYTES = 8 * 1024;
 

@@ -18,7 +18,7 @@ final class ProtocolJson {
             .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING_DEPTH).build())
             // Two "shape" fields in one input must be an error, not "the last one wins".
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            // Schubfach: the shortest text that reads back as the same float/double, ~2x faster
+            // Schubfach: the shortest text that reads back as the same float/double, faster
             // than Float.toString on large outputs.
             .enable(StreamWriteFeature.USE_FAST_DOUBLE_WRITER)
             .build();

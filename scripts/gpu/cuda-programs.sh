@@ -1,5 +1,5 @@
 # Real CUDA-backend programs on a GPU host: the delegate, the export, and the packaged service.
-# Sourced by scripts/gpu-suite.sh, which provides WORK, RESULTS, BUNDLE, STAGE, PROBE, JAVA, JAR,
+# Sourced by scripts/gpu-suite.sh, which provides (scripts/gpu/common.sh) WORK, RESULTS, BUNDLE, STAGE, PROBE, JAVA, JAR,
 # CHECK_CP, start_service, stop_service, check and log/die.
 #
 #   cuda_bundle SOURCE    (build machine) .device/cuda: the ExecuTorch source subset the delegate
@@ -39,7 +39,7 @@ cuda_stage1() {
   payload="$(bash "$ROOT/scripts/cuda-backend.sh" payload-format --source "$BUNDLE/cuda/et-src" | awk '{print $1}')"
   rm -f "$WORK/export.done"
   # setsid: a remote runner ends the processes a command leaves behind, but not a new session.
-  setsid bash -c "export WORK='$WORK' BUNDLE='$BUNDLE' ROOT='$ROOT'; source '$ROOT/scripts/gpu-cuda-programs.sh'; \
+  setsid bash -c "export WORK='$WORK' BUNDLE='$BUNDLE' ROOT='$ROOT'; source '$ROOT/scripts/gpu/cuda-programs.sh'; \
     cuda_export '$payload' > '$WORK/export.log' 2>&1; echo \$? > '$WORK/export.done'" < /dev/null &
   log "export started in the background ($payload payload; log: $WORK/export.log)"
   log "CUDA delegate from $BUNDLE/cuda/et-src"
@@ -248,4 +248,78 @@ cuda_instance_memory() {
   echo "|---|---|---|---|---|"
   echo "| 1 | $((used0 >> 20)) | $((used1 >> 20)) | $(((used1 - used0) >> 20)) | $(((used1 - used0) >> 20)) |"
   echo "| 4 | $((after_unload >> 20)) | $((used4 >> 20)) | $(((used4 - after_unload) >> 20)) | $(((used4 - after_unload) / 4 >> 20)) |"
+}
+
+# The forward call's own time of a model so far: "calls total_us" from the Triton-style series.
+cuda_forward_us() {
+  local model="$1"
+  python3 - "$MGMT" "$model" <<'PY'
+import re, sys, urllib.request
+body = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/actuator/prometheus", timeout=10).read().decode()
+def total(name):
+    pat = re.compile(r'^' + name + r'(?:_total)?\{[^}]*model="' + re.escape(sys.argv[2]) + r'"[^}]*\} ([0-9.eE+]+)$', re.M)
+    return sum(float(v) for v in pat.findall(body))
+print(int(total("nv_inference_exec_count")), int(total("nv_inference_compute_infer_duration_us")))
+PY
+}
+
+# Batch-1 latency of the exported models in $CUDA_MODELS_DIR (or those named), as a user would
+# compare it with PyTorch eager: K = 1 with CUDA's default schedule and with blocking-sync, then
+# K = 4. Each run reports REST p50/p99, the service's CPU per call and the forward call's own
+# mean time (the service's compute_infer series), so what the REST exchange adds is visible.
+# With `perf` on the host, the blocking-sync run is also sampled (where the request threads' CPU goes).
+cuda_latency() {
+  : "${JAVA:?}" "${JAR:?}" "${CHECK_CP:?}"
+  cuda_wait_export "${CUDA_EXPORT_WAIT:-420}" || true
+  cuda_env
+  mkdir -p "$RESULTS"
+  local out="$RESULTS/gpu-h200-cuda-latency.txt" repo="$WORK/latency-repo" status=0 m models=("$@")
+  ((${#models[@]})) || mapfile -t models < <(cd "$CUDA_MODELS_DIR" && ls -d cuda-* 2>/dev/null | grep -v mixed)
+  ((${#models[@]})) || die "no exported models in $CUDA_MODELS_DIR"
+  : > "$RESULTS/cuda-load.jsonl"
+  : > "$RESULTS/check-stderr.txt"
+  trap stop_service EXIT
+  { echo "# Batch-1 latency of CUDA-backend programs ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nproc) cores)"
+    echo "$("$JAVA" -version 2>&1 | head -1); warm-up ${CUDA_LATENCY_WARMUP:-5} s, ${CUDA_LATENCY_SECONDS:-10} s per run"
+    for m in "${models[@]}"; do echo "$m export: $(cat "$CUDA_MODELS_DIR/$m/1/export.json" 2>/dev/null | head -c 600)"; done
+    echo; } > "$out"
+  local k schedule
+  for run in "1 auto" "1 blocking-sync" "4 auto" "4 blocking-sync"; do
+    read -r k schedule <<< "$run"
+    rm -rf "$repo" && mkdir -p "$repo"
+    for m in "${models[@]}"; do
+      cuda_model "$repo" "$m" "$k" unbatched
+      first_case "$CUDA_MODELS_DIR/$m/1/reference.json" "$WORK/$m-case0.json"
+    done
+    start_service "$repo" --etserve.cuda.streams-per-device="$k" --etserve.cuda.device-schedule="$schedule"
+    for m in "${models[@]}"; do
+      # Warm-up run first, so the forward series below counts the timed run only.
+      cuda_load "$m" "$WORK/$m-case0.json" binary "$k" "warm-up" --warmup 0 \
+        --duration "${CUDA_LATENCY_WARMUP:-5}" > /dev/null || status=1
+      local before after perf_pid=""
+      before="$(cuda_forward_us "$m")"
+      if [[ "$k $schedule" == "1 blocking-sync" ]] && command -v perf >/dev/null; then
+        perf record -F 499 -g -o "$WORK/perf-$m.data" -p "$SERVICE_PID" -- sleep "${CUDA_LATENCY_SECONDS:-10}" \
+          > /dev/null 2>&1 & perf_pid=$!
+      fi
+      cuda_load "$m" "$WORK/$m-case0.json" binary "$k" "K=$k $schedule" --warmup 0 \
+        --duration "${CUDA_LATENCY_SECONDS:-10}" --server-pid "$SERVICE_PID" >> "$out" || status=1
+      after="$(cuda_forward_us "$m")"
+      echo "$m K=$k $schedule: forward calls and mean forward time: $before -> $after" \
+        "= $(awk -v b="$before" -v a="$after" 'BEGIN{split(b,x," "); split(a,y," "); n=y[1]-x[1]; printf "%d calls, %.0f us each", n, n ? (y[2]-x[2])/n : 0}')" >> "$out"
+      if [[ -n "$perf_pid" ]]; then
+        wait "$perf_pid" || true
+        { echo "perf, $m, K=1 blocking-sync, service process, by shared object then symbol (self):"
+          perf report -i "$WORK/perf-$m.data" --no-children --sort dso --stdio 2>/dev/null | grep -v '^#' | grep -v '^$' | head -15
+          perf report -i "$WORK/perf-$m.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -40
+        } >> "$out"
+      fi
+    done
+    stop_service
+  done
+  trap - EXIT
+  { echo; echo "Eager PyTorch on this GPU (export time, batch 1, synchronize in every call):"
+    for m in "${models[@]}"; do echo "$m: $(cat "$CUDA_MODELS_DIR/$m/1/eager.json" 2>/dev/null)"; done; } >> "$out"
+  cat "$out"
+  return $status
 }
