@@ -11,7 +11,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * waiting callers in the order of a {@link QueuePolicy}: first come, first served, or newest
  * first while callers give up on the line.
  *
- * <p>A released slot goes straight to the longest waiter: the releasing thread cannot take it
+ * <p>A released slot goes straight to the next waiter: the releasing thread cannot take it
  * back on its next call, and the waiter need not win a lock after it wakes, since the slot is
  * its own before it is unparked. What idles the GPU between two calls is then only the waiter's
  * wake-up. A thread parked for milliseconds wakes late on a host that lets idle cores sleep or
