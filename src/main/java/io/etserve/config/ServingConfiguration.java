@@ -50,7 +50,8 @@ public class ServingConfiguration {
                 new ModelLoader.Instances(props.inference().defaultInstances(), props.cuda().defaultInstances()),
                 new HashSet<>(props.cuda().gpuBackends()), props.inference().maxElementsPerTensor(), placement,
                 new ModelLoader.PlannedMemoryLimits(props.inference().maxPlannedMemory().toBytes(),
-                        props.inference().maxPlannedMemoryPerModel().toBytes()), props.repository().copies());
+                        props.inference().maxPlannedMemoryPerModel().toBytes()), props.repository().copies(),
+                props.inference().queuePolicy().policy());
         if (verification == Program.Verification.MINIMAL) {
             org.slf4j.LoggerFactory.getLogger(ModelLoader.class).info("etserve.native.verification=minimal applies "
                     + "only to programs whose declared sha256 matches; the others are verified fully");
