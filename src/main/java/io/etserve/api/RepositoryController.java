@@ -49,9 +49,10 @@ public class RepositoryController {
     /**
      * Body (optional, as Triton's): {@code {"parameters": {"config": "<model configuration JSON>"}}}
      * loads with that configuration mapped onto config.yml ({@link io.etserve.triton.ConfigOverride}).
-     * Read as bytes: Triton's clients send the body without a Content-Type.
+     * Read as bytes: Triton's clients send the body without a Content-Type (read as octet-stream).
      */
-    @PostMapping(value = "/models/{model}/load", produces = MediaType.APPLICATION_JSON_VALUE)
+    @PostMapping(value = "/models/{model}/load", consumes = {MediaType.APPLICATION_JSON_VALUE,
+            MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
     Map<String, Object> load(@PathVariable String model, @RequestBody(required = false) byte[] body) {
         triton.load(model, TritonExtensions.loadConfig(body));
         return Map.of();
