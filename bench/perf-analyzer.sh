@@ -13,7 +13,9 @@
 # host's network, so it reaches the service on 127.0.0.1.
 #
 # Knobs: PA_VERSION (2.60.0), PA_MODELS ("demo-portable demo-xnnpack"), PA_MODES
-# ("http-binary http-json grpc"), PA_CONCURRENCY ("1:4"), PA_INTERVAL_MS (3000), PA_ROOTFS,
+# ("http-binary http-json grpc"), PA_CONCURRENCY ("1:4"), PA_INTERVAL_MS (3000), PA_STABILITY
+# (perf_analyzer's -s, 10 %: raise it on a loaded machine, where windows differ more),
+# PA_MAX_TRIALS (10), PA_ROOTFS,
 # BENCH_DURATION (10) and BENCH_WARMUP (3) for LoadGenerator, BENCH_PORT (18480),
 # BENCH_MGMT_PORT (18481), BENCH_GRPC_PORT (18401).
 set -euo pipefail
@@ -26,6 +28,8 @@ MODELS=${PA_MODELS:-demo-portable demo-xnnpack}
 MODES=${PA_MODES:-http-binary http-json grpc}
 RANGE=${PA_CONCURRENCY:-1:4}
 INTERVAL=${PA_INTERVAL_MS:-3000}
+STABILITY=${PA_STABILITY:-10}
+TRIALS=${PA_MAX_TRIALS:-10}
 DURATION=${BENCH_DURATION:-10}
 WARMUP=${BENCH_WARMUP:-3}
 PORT=${BENCH_PORT:-18480}
@@ -95,7 +99,8 @@ lo=${RANGE%%:*}
 hi=${RANGE##*:}
 for m in $MODELS; do
   for mode in $MODES; do
-    args=(-m "$m" --concurrency-range "$RANGE" --measurement-interval "$INTERVAL" -f "/tmp/pa-$m-$mode.csv")
+    args=(-m "$m" --concurrency-range "$RANGE" --measurement-interval "$INTERVAL" -s "$STABILITY" -r "$TRIALS"
+      -f "/tmp/pa-$m-$mode.csv")
     case $mode in
       http-binary) args+=(-i http -u "127.0.0.1:$PORT") ;;
       http-json) args+=(-i http -u "127.0.0.1:$PORT" --input-tensor-format json --output-tensor-format json) ;;
