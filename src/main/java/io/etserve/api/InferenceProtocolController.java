@@ -37,7 +37,7 @@ public class InferenceProtocolController {
     static final String HEADER_LENGTH = "Inference-Header-Content-Length";
     static final String JSON = MediaType.APPLICATION_JSON_VALUE;
     static final String OCTET_STREAM = MediaType.APPLICATION_OCTET_STREAM_VALUE;
-    public static final List<String> EXTENSIONS = List.of("binary_tensor_data");
+    public static final List<String> EXTENSIONS = io.etserve.triton.TritonExtensions.EXTENSIONS;
 
     private final ModelRegistry registry;
     private final InferenceService inference;

@@ -24,7 +24,7 @@ class GrpcConfiguration {
     GrpcServer grpcServer(EtServeProperties props, ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, PublicMessages messages,
             io.etserve.metrics.ProtocolMetrics metrics, io.etserve.inference.RepositoryControl repository,
-            io.etserve.security.RestrictedApis restricted,
+            io.etserve.security.RestrictedApis restricted, io.etserve.triton.TritonExtensions triton,
             @Value("${spring.lifecycle.timeout-per-shutdown-phase:30s}") Duration drainTimeout) {
         EtServeProperties.Grpc grpc = props.grpc();
         EtServeProperties.Inference limits = props.inference();
@@ -33,7 +33,8 @@ class GrpcConfiguration {
         String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
-                version == null ? "dev" : version, InferenceProtocolController.EXTENSIONS, metrics, repository);
+                version == null ? "dev" : version, InferenceProtocolController.EXTENSIONS, metrics, repository,
+                triton);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), drainTimeout, io.etserve.grpc.RestrictedApiInterceptor.guard(service, restricted), probes);
     }

@@ -70,8 +70,8 @@ public class ServingConfiguration {
 
     @Bean
     io.etserve.api.RepositoryController repositoryController(io.etserve.inference.RepositoryControl repository,
-            io.etserve.api.PublicMessages messages) {
-        return new io.etserve.api.RepositoryController(repository, messages);
+            io.etserve.api.PublicMessages messages, io.etserve.triton.TritonExtensions triton) {
+        return new io.etserve.api.RepositoryController(repository, messages, triton);
     }
 
     /** etserve.repository.mode=poll: what changes on disk loads, reloads or unloads. */

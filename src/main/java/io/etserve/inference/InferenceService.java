@@ -184,7 +184,9 @@ public final class InferenceService {
             ExecutionSlot held = slot;
             slot = null;  // forward() gives it back
             List<ExecutionOutput> outs = forward(model, admitted, held, inputs, outputs, 0);
-            return new Executed(outs, 1, executing - queued, 0, System.nanoTime() - executing, 0);
+            long inferNanos = System.nanoTime() - executing;
+            observer.executionTimes(model.name(), model.version(), 1, 0, inferNanos, 0);
+            return new Executed(outs, 1, executing - queued, 0, inferNanos, 0);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new ModelUnavailableException("interrupted while waiting for an instance");
@@ -271,6 +273,8 @@ public final class InferenceService {
                 row += m.rows;
             }
             long cut = System.nanoTime();
+            observer.executionTimes(model.name(), model.version(), rows, executing - joining, executed - executing,
+                    cut - executed);
             DynamicBatcher.Share mine = null;
             for (int i = 0; i < members.size(); i++) {
                 DynamicBatcher.Member m = members.get(i);

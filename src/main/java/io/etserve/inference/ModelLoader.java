@@ -226,7 +226,7 @@ public final class ModelLoader {
                 batcher = new DynamicBatcher(name, version, pool, config.dynamicBatching().get(), queuePolicy);
             }
             return new ModelVersionState.Ready(new LoadedModel(new ModelDescription(name, version, signature, inputs,
-                    outputs), program, pool, maxElements, batcher));
+                    outputs), program, pool, maxElements, batcher, config));
         } catch (RuntimeException e) {
             // ExecuTorch errors, a config that does not fit the program, an impossible placement:
             // this model fails, the others still load.
