@@ -1,0 +1,123 @@
+package io.etserve.tracing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etserve.grpc.GrpcServer;
+import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
+import io.etserve.grpc.protocol.InferTensorContents;
+import io.etserve.grpc.protocol.ModelInferRequest;
+import io.etserve.inference.InferenceService;
+import io.etserve.inference.InferenceSpans;
+import io.etserve.support.Http;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.TestPaths;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.stub.MetadataUtils;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.context.ApplicationContext;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * Tracing as shipped (application.yml: off), with an OTLP endpoint configured and listening:
+ * calls that carry a {@code traceparent} answer without one, nothing is exported, and the
+ * inference path holds no tracing piece at all.
+ */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class TracingOffApiTest {
+
+    static final OtlpReceiver OTLP = OtlpReceiver.start();
+    static final String TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+    static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-tracing-off-")
+            .copy(TestPaths.demoModels(), "demo-portable");
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry r) {
+        r.add("etserve.model-repository", () -> REPO.root().toString());
+        r.add("management.server.port", () -> "0");
+        r.add("management.opentelemetry.tracing.export.otlp.endpoint", OTLP::endpoint);
+        r.add("management.opentelemetry.tracing.export.schedule-delay", () -> "50ms");
+        r.add("management.tracing.sampling.probability", () -> "1.0");
+    }
+
+    @AfterAll
+    static void stopReceiver() {
+        OTLP.close();
+    }
+
+    @Value("${local.server.port}")
+    int port;
+
+    @Value("${local.management.port}")
+    int managementPort;
+
+    @Autowired
+    GrpcServer grpcServer;
+
+    @Autowired
+    InferenceService inference;
+
+    @Autowired
+    ApplicationContext context;
+
+    @Test
+    void callsCarryNoTraceHeaderAndNothingIsExported() throws Exception {
+        Http.Response rest = Http.local(port).post("/v2/models/demo-portable/infer",
+                ("{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":"
+                        + "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]}]}").getBytes(),
+                Map.of("Content-Type", "application/json", "traceparent", TRACEPARENT));
+        assertThat(rest.status()).isEqualTo(200);
+        assertThat(rest.header("traceparent")).isNull();
+        // Other endpoints too (Spring observes those itself).
+        Http.Response health = Http.local(port).get("/v2/health/ready");
+        assertThat(health.header("traceparent")).isNull();
+        assertThat(Http.local(managementPort).get("/actuator/health").status()).isEqualTo(200);
+
+        Metadata sent = new Metadata();
+        Metadata.Key<String> key = Metadata.Key.of("traceparent", Metadata.ASCII_STRING_MARSHALLER);
+        sent.put(key, TRACEPARENT);
+        AtomicReference<Metadata> headers = new AtomicReference<>();
+        AtomicReference<Metadata> trailers = new AtomicReference<>();
+        ManagedChannel channel = Grpc.newChannelBuilderForAddress("127.0.0.1", grpcServer.port(),
+                InsecureChannelCredentials.create()).build();
+        try {
+            var stub = GRPCInferenceServiceGrpc.newBlockingStub(channel).withDeadlineAfter(30, TimeUnit.SECONDS)
+                    .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(sent),
+                            MetadataUtils.newCaptureMetadataInterceptor(headers, trailers));
+            ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName("demo-portable");
+            InferTensorContents.Builder data = InferTensorContents.newBuilder();
+            for (int i = 0; i < 16; i++) {
+                data.addFp32Contents(i);
+            }
+            req.addInputsBuilder().setName("x").setDatatype("FP32").addShape(1).addShape(16).setContents(data);
+            assertThat(stub.modelInfer(req.build()).getModelName()).isEqualTo("demo-portable");
+        } finally {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
+        assertThat(headers.get().get(key)).isNull();
+        assertThat(trailers.get().get(key)).isNull();
+
+        // Forty export intervals: a span would have been sent by now.
+        Thread.sleep(2000);
+        assertThat(OTLP.exports()).isZero();
+    }
+
+    @Test
+    void theInferencePathHoldsNoTracingPiece() {
+        assertThat(inference.spans()).isSameAs(InferenceSpans.OFF);
+        assertThat(context.containsBean("restTracingFilter")).isFalse();
+        assertThat(context.getBeansOfType(GrpcTracingInterceptor.class)).isEmpty();
+        assertThat(context.getBeanNamesForType(ServerSpans.class)).isEmpty();
+    }
+}
