@@ -79,7 +79,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $tracing = dict
   "etserve" (dict "tracing" (dict "enabled" true))
   "management" (dict
-    "tracing" (dict "sampling" (dict "probability" .Values.tracing.samplingRatio))
+    "tracing" (dict "sampling" (dict "probability" (.Values.tracing.samplingRatio | float64)))
     "opentelemetry" (dict "tracing" (dict "export" (dict "otlp" (dict "endpoint"
       (required "tracing.endpoint: an OTLP/HTTP traces URL is needed when tracing.enabled" .Values.tracing.endpoint)))))) }}
 {{- end }}

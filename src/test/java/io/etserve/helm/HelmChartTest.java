@@ -195,6 +195,7 @@ class HelmChartTest {
         assertThat(map(off, "etserve")).doesNotContainKey("tracing");
         assertThat(map(off, "management")).doesNotContainKey("opentelemetry");
 
+        // --set passes a decimal as a string: the chart takes it as the number it is
         Map<String, Object> tracing = Map.of("tracing.enabled", true, "tracing.samplingRatio", "0.25",
                 "tracing.endpoint", "http://otel-collector.observability:4318/v1/traces");
         Map<String, Object> app = applicationYml(render(tracing));
@@ -213,7 +214,8 @@ class HelmChartTest {
         assertThat(get(json, "etserve", "tracing", "enabled")).isEqualTo(true);
 
         assertThatThrownBy(() -> render(Map.of("tracing.enabled", true))).hasMessageContaining("tracing.endpoint");
-        assertThatThrownBy(() -> render(Map.of("tracing.samplingRatio", "2"))).hasMessageContaining("samplingRatio");
+        assertThatThrownBy(() -> render(Map.of("tracing.samplingRatio", 2))).hasMessageContaining("samplingRatio");
+        assertThatThrownBy(() -> render(Map.of("tracing.samplingRatio", "half"))).hasMessageContaining("samplingRatio");
     }
 
     @Test

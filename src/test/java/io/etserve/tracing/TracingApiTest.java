@@ -3,18 +3,9 @@ package io.etserve.tracing;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.grpc.GrpcServer;
-import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
-import io.etserve.grpc.protocol.InferTensorContents;
-import io.etserve.grpc.protocol.ModelInferRequest;
-import io.etserve.grpc.protocol.ModelInferResponse;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
-import io.grpc.Grpc;
-import io.grpc.InsecureChannelCredentials;
-import io.grpc.ManagedChannel;
-import io.grpc.Metadata;
-import io.grpc.stub.MetadataUtils;
 import io.opentelemetry.proto.trace.v1.Span.SpanKind;
 import java.time.Duration;
 import java.util.HexFormat;
@@ -24,7 +15,6 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -124,9 +114,14 @@ class TracingApiTest {
         return present.containsAll(List.of(names));
     }
 
-    /** The request span, continued from the caller, with its queue, forward and encode spans as children. */
-    static void assertRequestTrace(List<OtlpReceiver.Received> spans, String requestName, String requestSpanId,
-            Caller caller, String model) {
+    /**
+     * The caller's trace once it arrived: the request span, continued from the caller, with its
+     * queue, forward and encode spans as children; returns the request span.
+     */
+    static OtlpReceiver.Received awaitRequestTrace(String requestName, String requestSpanId, Caller caller,
+            String model, String protocol) throws InterruptedException {
+        var spans = OTLP.awaitTrace(caller.traceId(),
+                s -> has(s, requestName, "etserve.queue", "etserve.forward", "etserve.encode"), WAIT);
         var named = byName(spans);
         OtlpReceiver.Received request = named.get(requestName).get(0);
         assertThat(request.service()).isEqualTo("etserve");
@@ -150,6 +145,8 @@ class TracingApiTest {
         assertThat(forward.attribute("etserve.instance")).matches("[0-9a-f]+");
         OtlpReceiver.Received queue = named.get("etserve.queue").get(0);
         assertThat(queue.span().getEndTimeUnixNano()).isLessThanOrEqualTo(forward.span().getStartTimeUnixNano());
+        assertThat(named.get("etserve.encode").get(0).attribute("etserve.protocol")).isEqualTo(protocol);
+        return request;
     }
 
     @Test
@@ -159,52 +156,23 @@ class TracingApiTest {
         assertThat(r.status()).isEqualTo(200);
         String spanId = answeredSpanId(r.header("traceparent"), caller);
 
-        String name = "POST /v2/models/{model}/infer";
-        var spans = OTLP.awaitTrace(caller.traceId(),
-                s -> has(s, name, "etserve.queue", "etserve.forward", "etserve.encode"), WAIT);
-        assertRequestTrace(spans, name, spanId, caller, "demo-portable");
-        OtlpReceiver.Received request = byName(spans).get(name).get(0);
+        OtlpReceiver.Received request = awaitRequestTrace("POST /v2/models/{model}/infer", spanId, caller,
+                "demo-portable", "rest");
         assertThat(request.attribute("http.response.status_code")).isEqualTo("200");
         assertThat(request.attribute("url.path")).isEqualTo("/v2/models/demo-portable/infer");
-        assertThat(byName(spans).get("etserve.encode").get(0).attribute("etserve.protocol")).isEqualTo("rest");
     }
 
     @Test
     void aGrpcCallContinuesTheCallersTraceAndExportsItsSpans() throws Exception {
         Caller caller = Caller.random();
-        Metadata sent = new Metadata();
-        sent.put(Metadata.Key.of("traceparent", Metadata.ASCII_STRING_MARSHALLER), caller.traceparent());
-        AtomicReference<Metadata> answerHeaders = new AtomicReference<>();
-        AtomicReference<Metadata> trailers = new AtomicReference<>();
-        ManagedChannel channel = Grpc.newChannelBuilderForAddress("127.0.0.1", grpcServer.port(),
-                InsecureChannelCredentials.create()).build();
-        try {
-            var stub = GRPCInferenceServiceGrpc.newBlockingStub(channel).withDeadlineAfter(30, TimeUnit.SECONDS)
-                    .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(sent),
-                            MetadataUtils.newCaptureMetadataInterceptor(answerHeaders, trailers));
-            ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName("demo-portable");
-            InferTensorContents.Builder data = InferTensorContents.newBuilder();
-            for (int i = 0; i < 16; i++) {
-                data.addFp32Contents(i / 16f);
-            }
-            req.addInputsBuilder().setName("x").setDatatype("FP32").addShape(1).addShape(16).setContents(data);
-            ModelInferResponse res = stub.modelInfer(req.build());
-            assertThat(res.getModelName()).isEqualTo("demo-portable");
-        } finally {
-            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-        }
-        String spanId = answeredSpanId(
-                answerHeaders.get().get(Metadata.Key.of("traceparent", Metadata.ASCII_STRING_MARSHALLER)), caller);
+        DemoGrpcCall call = DemoGrpcCall.run(grpcServer.port(), caller.traceparent());
+        String spanId = answeredSpanId(call.answerHeader(), caller);
 
-        String name = "inference.GRPCInferenceService/ModelInfer";
-        var spans = OTLP.awaitTrace(caller.traceId(),
-                s -> has(s, name, "etserve.queue", "etserve.forward", "etserve.encode"), WAIT);
-        assertRequestTrace(spans, name, spanId, caller, "demo-portable");
-        OtlpReceiver.Received request = byName(spans).get(name).get(0);
+        OtlpReceiver.Received request = awaitRequestTrace("inference.GRPCInferenceService/ModelInfer", spanId,
+                caller, "demo-portable", "grpc");
         assertThat(request.attribute("rpc.system")).isEqualTo("grpc");
         assertThat(request.attribute("rpc.method")).isEqualTo("ModelInfer");
         assertThat(request.attribute("rpc.grpc.status_code")).isEqualTo("0");
-        assertThat(byName(spans).get("etserve.encode").get(0).attribute("etserve.protocol")).isEqualTo("grpc");
     }
 
     @Test

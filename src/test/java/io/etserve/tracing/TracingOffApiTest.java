@@ -3,22 +3,12 @@ package io.etserve.tracing;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.grpc.GrpcServer;
-import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
-import io.etserve.grpc.protocol.InferTensorContents;
-import io.etserve.grpc.protocol.ModelInferRequest;
 import io.etserve.inference.InferenceService;
 import io.etserve.inference.InferenceSpans;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
-import io.grpc.Grpc;
-import io.grpc.InsecureChannelCredentials;
-import io.grpc.ManagedChannel;
-import io.grpc.Metadata;
-import io.grpc.stub.MetadataUtils;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -84,29 +74,9 @@ class TracingOffApiTest {
         assertThat(health.header("traceparent")).isNull();
         assertThat(Http.local(managementPort).get("/actuator/health").status()).isEqualTo(200);
 
-        Metadata sent = new Metadata();
-        Metadata.Key<String> key = Metadata.Key.of("traceparent", Metadata.ASCII_STRING_MARSHALLER);
-        sent.put(key, TRACEPARENT);
-        AtomicReference<Metadata> headers = new AtomicReference<>();
-        AtomicReference<Metadata> trailers = new AtomicReference<>();
-        ManagedChannel channel = Grpc.newChannelBuilderForAddress("127.0.0.1", grpcServer.port(),
-                InsecureChannelCredentials.create()).build();
-        try {
-            var stub = GRPCInferenceServiceGrpc.newBlockingStub(channel).withDeadlineAfter(30, TimeUnit.SECONDS)
-                    .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(sent),
-                            MetadataUtils.newCaptureMetadataInterceptor(headers, trailers));
-            ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName("demo-portable");
-            InferTensorContents.Builder data = InferTensorContents.newBuilder();
-            for (int i = 0; i < 16; i++) {
-                data.addFp32Contents(i);
-            }
-            req.addInputsBuilder().setName("x").setDatatype("FP32").addShape(1).addShape(16).setContents(data);
-            assertThat(stub.modelInfer(req.build()).getModelName()).isEqualTo("demo-portable");
-        } finally {
-            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-        }
-        assertThat(headers.get().get(key)).isNull();
-        assertThat(trailers.get().get(key)).isNull();
+        DemoGrpcCall call = DemoGrpcCall.run(grpcServer.port(), TRACEPARENT);
+        assertThat(call.answerHeader()).isNull();
+        assertThat(call.answerTrailer()).isNull();
 
         // Forty export intervals: a span would have been sent by now.
         Thread.sleep(2000);
