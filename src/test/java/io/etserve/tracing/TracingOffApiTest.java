@@ -89,5 +89,7 @@ class TracingOffApiTest {
         assertThat(context.containsBean("restTracingFilter")).isFalse();
         assertThat(context.getBeansOfType(GrpcTracingInterceptor.class)).isEmpty();
         assertThat(context.getBeanNamesForType(ServerSpans.class)).isEmpty();
+        // No Prometheus exemplars: they would ask for the current span on every histogram sample.
+        assertThat(context.getBeanNamesForType(io.prometheus.metrics.tracer.common.SpanContext.class)).isEmpty();
     }
 }
