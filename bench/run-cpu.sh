@@ -12,6 +12,7 @@
 #   between calls as it does while a 2 ms GPU kernel runs)
 #   JMH_ARGS ("-wi 3 -i 5 -f 1 -w 2s -r 3s"); BENCH_SKIP_JMH=1 or BENCH_SKIP_REST=1 to run one half
 #   BENCH_JAR (this tree's jar, rebuilt when older than the sources) and BENCH_OUT (target/bench)
+#   BENCH_SERVICE_ARGS: more arguments for the service (--etserve.tracing.enabled=true ...)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -68,13 +69,13 @@ fi
 if [[ ${BENCH_SKIP_REST:-0} != 1 ]]; then
   bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_GRPC_PORT" "$PORT" "$MGMT_PORT" "$GRPC_PORT"
   # A private copy: a concurrent `mvn package` must not replace the jar under the running JVM.
-  cp "$JAR" "$OUT/etserve.jar"
+  cp "${BENCH_JAR:-$JAR}" "$OUT/etserve.jar"
   log "starting the service on 127.0.0.1:$PORT (log: $OUT/server.log)"
   "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
     --server.address=127.0.0.1 --server.port="$PORT" --etserve.grpc.address=127.0.0.1 \
     --etserve.grpc.port="$GRPC_PORT" \
     --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
-    --etserve.model-repository="$ROOT/models" > "$OUT/server.log" 2>&1 &
+    --etserve.model-repository="$ROOT/models" ${BENCH_SERVICE_ARGS:-} > "$OUT/server.log" 2>&1 &
   SERVER_PID=$!
   stop_server() {
     if kill -0 "$SERVER_PID" 2>/dev/null; then

@@ -133,12 +133,15 @@ public class InferenceProtocolController {
             // A client that closes its connection while the request waits for an instance or a
             // batch has it dropped (ClientConnections); the answer then goes nowhere.
             InferenceResponse response = inference.infer(model, version, request, body, clients.caller(http));
-            EncodedResponse encoded = encoder.encode(response);
-            reply.setStatus(HttpServletResponse.SC_OK);
-            reply.setContentType(encoded.contentType());
-            encoded.inferenceHeaderContentLength().ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
-            reply.setContentLengthLong(encoded.contentLength());
-            encoded.writeTo(containerStream(reply));
+            try (var span = inference.spans().encode(response.modelName(), "rest")) {
+                EncodedResponse encoded = encoder.encode(response);
+                reply.setStatus(HttpServletResponse.SC_OK);
+                reply.setContentType(encoded.contentType());
+                encoded.inferenceHeaderContentLength()
+                        .ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
+                reply.setContentLengthLong(encoded.contentLength());
+                encoded.writeTo(containerStream(reply));
+            }
         }
     }
 

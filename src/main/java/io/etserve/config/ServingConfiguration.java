@@ -111,9 +111,10 @@ public class ServingConfiguration {
 
     @Bean
     InferenceService inferenceService(ModelRegistry registry, EtServeProperties props, TritonMetrics metrics,
-            ResilientAdmission admission, CudaFaultMonitor faults, io.etserve.runtime.DirectBufferPool tensorBuffers) {
+            ResilientAdmission admission, CudaFaultMonitor faults, io.etserve.runtime.DirectBufferPool tensorBuffers,
+            ObjectProvider<io.etserve.inference.InferenceSpans> spans) {
         return new InferenceService(registry, props.inference().queueTimeout(), metrics, admission, faults,
-                tensorBuffers);
+                tensorBuffers, spans.getIfAvailable(() -> io.etserve.inference.InferenceSpans.OFF));
     }
 
     @Bean

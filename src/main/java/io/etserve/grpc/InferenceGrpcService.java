@@ -30,6 +30,7 @@ import io.etserve.triton.TritonExtensions;
 import io.etserve.api.PublicMessages;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.InferenceService;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.ModelRegistry;
@@ -191,8 +192,12 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
             if (refused.isPresent()) {
                 throw statuses.status(Status.UNAVAILABLE, "server is not ready: " + refused.get(), Duration.ofSeconds(1));
             }
-            return GrpcTensors.encode(inference.infer(request.getModelName(), emptyToNull(request.getModelVersion()),
-                    tensors.decode(request), OutputBuffers.ALLOCATE, new GrpcCaller(Context.current())));
+            InferenceResponse response = inference.infer(request.getModelName(),
+                    emptyToNull(request.getModelVersion()), tensors.decode(request), OutputBuffers.ALLOCATE,
+                    new GrpcCaller(Context.current()));
+            try (var span = inference.spans().encode(response.modelName(), "grpc")) {
+                return GrpcTensors.encode(response);
+            }
         });
     }
 

@@ -347,6 +347,10 @@ public final class DynamicBatcher implements AutoCloseable {
         final CompletableFuture<Object> future = new CompletableFuture<>();
         /** Set when it is queued. */
         volatile DynamicBatcher batcher;
+        /** Its queue span's trace context, which its batch's forward span links to; null untraced. */
+        Object traceContext;
+        /** Set (traced only) by the leader before this member is given its share: the batch it ran in. */
+        InferenceSpans.BatchJoined joined;
         /** Its thread was interrupted while it waited (it keeps waiting; the flag is restored after). */
         private boolean interrupted;
 
