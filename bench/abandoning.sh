@@ -70,11 +70,13 @@ clients() {
     --management "http://127.0.0.1:$MGMT_PORT" --model slow --hold-ms "$HOLD_MS" --json-out "$RESULTS" "$@"
 }
 trap 'kill ${SERVER_PID:-} 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+declare -A LOAD_BEFORE LOAD_AFTER
 for service in $SERVICES; do
   jar=$OUT/etserve.jar
   [[ $service == baseline ]] && jar=$OUT/etserve-baseline.jar
   cp "$jar" "$OUT/etserve-run.jar"
   log "$service: service on 127.0.0.1:$PORT"
+  LOAD_BEFORE[$service]=$(cut -d' ' -f1-3 /proc/loadavg)
   "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve-run.jar" \
     --server.address=127.0.0.1 --server.port="$PORT" --etserve.grpc.address=127.0.0.1 --etserve.grpc.port=0 \
     --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
@@ -94,6 +96,7 @@ for service in $SERVICES; do
     --duration "$DURATION" --label "$service timeout" >&2
   curl -sf "http://127.0.0.1:$MGMT_PORT/actuator/prometheus" | grep -E '^etserve_inference_cancelled_total\{' \
     > "$OUT/abandoning-$service-cancelled.txt" || true
+  LOAD_AFTER[$service]=$(cut -d' ' -f1-3 /proc/loadavg)
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
 done
 
@@ -102,6 +105,9 @@ done
   echo "slow probe, 1 instance, $HOLD_MS ms per forward call; $CLIENTS clients giving up after $GIVE_UP_MS ms and retrying at once;"
   echo "timeout phase: parameters.timeout = $TIMEOUT_US us; ${DURATION} s measured after ${WARMUP} s per phase"
   echo "command: bench/abandoning.sh (BENCH_CLIENTS=$CLIENTS BENCH_GIVE_UP_MS=$GIVE_UP_MS BENCH_HOLD_MS=$HOLD_MS BENCH_DURATION=$DURATION)"
+  for service in $SERVICES; do
+    echo "load average (1, 5, 15 min) around $service: ${LOAD_BEFORE[$service]:-?} before, ${LOAD_AFTER[$service]:-?} after"
+  done
   echo
   python3 - "$RESULTS" <<'PY'
 import json, sys

@@ -4,7 +4,8 @@
 # Rebuilds the service jar when sources are newer, compiles the test classes (the benchmark and
 # reliability clients live there) and sets CP to their class path.
 bench_build() {
-  if [[ ! -f $JAR ]] || [[ -n $(find src/main native pom.xml application.yml -newer "$JAR" -type f -print -quit) ]]; then
+  if [[ -z ${BENCH_JAR:-} ]] && { [[ ! -f $JAR ]] \
+      || [[ -n $(find src/main native pom.xml application.yml -newer "$JAR" -type f -print -quit) ]]; }; then
     log "building the service jar (mvn -q -DskipTests package)"
     mvn -B -q -DskipTests package
   fi

@@ -11,11 +11,13 @@
 #   BENCH_PAUSES_US ("0"): each client's pause after each answer, in us (2000: the server idles
 #   between calls as it does while a 2 ms GPU kernel runs)
 #   JMH_ARGS ("-wi 3 -i 5 -f 1 -w 2s -r 3s"); BENCH_SKIP_JMH=1 or BENCH_SKIP_REST=1 to run one half
+#   BENCH_JAR (this tree's jar, rebuilt when older than the sources) and BENCH_OUT (target/bench)
+#   BENCH_SERVICE_ARGS: more arguments for the service (--etserve.tracing.enabled=true ...)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-OUT=$ROOT/target/bench
+OUT=${BENCH_OUT:-$ROOT/target/bench}
 PORT=${BENCH_PORT:-18080}
 MGMT_PORT=${BENCH_MGMT_PORT:-18081}
 WARMUP=${BENCH_WARMUP:-5}
@@ -26,7 +28,8 @@ FORMATS=${BENCH_FORMATS:-json binary grpc}
 PAUSES=${BENCH_PAUSES_US:-0}
 GRPC_PORT=${BENCH_GRPC_PORT:-18001}
 JMH_ARGS=${JMH_ARGS:--wi 3 -i 5 -f 1 -w 2s -r 3s}
-JAR=$ROOT/target/etserve-0.1.0-SNAPSHOT.jar
+# BENCH_JAR: another build of the service to measure (bench/cpu-statistics.sh); not rebuilt.
+JAR=${BENCH_JAR:-$ROOT/target/etserve-0.1.0-SNAPSHOT.jar}
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -66,13 +69,13 @@ fi
 if [[ ${BENCH_SKIP_REST:-0} != 1 ]]; then
   bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_GRPC_PORT" "$PORT" "$MGMT_PORT" "$GRPC_PORT"
   # A private copy: a concurrent `mvn package` must not replace the jar under the running JVM.
-  cp "$JAR" "$OUT/etserve.jar"
+  cp "${BENCH_JAR:-$JAR}" "$OUT/etserve.jar"
   log "starting the service on 127.0.0.1:$PORT (log: $OUT/server.log)"
   "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
     --server.address=127.0.0.1 --server.port="$PORT" --etserve.grpc.address=127.0.0.1 \
     --etserve.grpc.port="$GRPC_PORT" \
     --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
-    --etserve.model-repository="$ROOT/models" > "$OUT/server.log" 2>&1 &
+    --etserve.model-repository="$ROOT/models" ${BENCH_SERVICE_ARGS:-} > "$OUT/server.log" 2>&1 &
   SERVER_PID=$!
   stop_server() {
     if kill -0 "$SERVER_PID" 2>/dev/null; then

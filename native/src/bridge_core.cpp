@@ -348,7 +348,8 @@ InstanceHandle::~InstanceHandle() {
   }
 }
 
-int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_slice_ns) {
+int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_slice_ns,
+                             AdaptiveWaitPolicy::Ended& ended) {
   auto* s = static_cast<cudaStream_t>(stream);
   if (how == CompletionWait::kSpin) return cudaStreamSynchronize(s);
 
@@ -381,9 +382,9 @@ int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_sli
         return -q;  // a real error, e.g. a sticky illegal address
       },
       clock);
-  last_adaptive_.store(r < 0 ? AdaptiveWaitPolicy::Ended::kNone : wait_policy_.last_ended(),
-                       std::memory_order_relaxed);
-  return r < 0 ? -r : 0;
+  if (r < 0) return -r;
+  ended = wait_policy_.last_ended();
+  return 0;
 }
 
 std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& inputs,
@@ -404,10 +405,8 @@ std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& 
   return std::move(collect.result);
 }
 
-void InstanceHandle::execute(const std::vector<InputView>& inputs, const StreamSelection& stream,
-                             OutputSink& sink) {
-  // Whatever this call ends in (no GPU wait, a refusal, an error), the last outcome is its own.
-  last_adaptive_.store(AdaptiveWaitPolicy::Ended::kNone, std::memory_order_relaxed);
+AdaptiveWaitPolicy::Ended InstanceHandle::execute(const std::vector<InputView>& inputs,
+                                                  const StreamSelection& stream, OutputSink& sink) {
   if (inputs.size() != signature_.inputs.size()) {
     fail(Error::InvalidArgument, "method '" + method_ + "' takes " +
                                      std::to_string(signature_.inputs.size()) + " inputs, got " +
@@ -484,7 +483,7 @@ void InstanceHandle::execute(const std::vector<InputView>& inputs, const StreamS
     auto outs = run(values);
     if (!outs.ok()) fail(outs.error(), "execution of '" + method_ + "' failed");
     deliver(*outs);
-    return;
+    return AdaptiveWaitPolicy::Ended::kNone;
   }
 
   if (stream.mode == StreamMode::kCuda) {
@@ -500,10 +499,11 @@ void InstanceHandle::execute(const std::vector<InputView>& inputs, const StreamS
   // delegate of the program sees the same stream and outputs are complete when we copy.
   executorch::extension::cuda::CallerStreamGuard guard(handle);
   auto outs = run(values);
+  auto ended = AdaptiveWaitPolicy::Ended::kNone;
   if (stream.mode == StreamMode::kCuda) {
     // Wait even when execution failed: work already queued must finish before the stream
     // and this Module go back to their pools.
-    const int rc = wait_for(handle, stream.wait, stream.sleep_slice_ns);
+    const int rc = wait_for(handle, stream.wait, stream.sleep_slice_ns, ended);
     last_wait_end_ns_.store(SystemClock::monotonic_ns(), std::memory_order_relaxed);
     if (rc != 0) {
       throw BridgeError("CudaError", rc, std::string("waiting for the stream failed: ") +
@@ -512,6 +512,7 @@ void InstanceHandle::execute(const std::vector<InputView>& inputs, const StreamS
   }
   if (!outs.ok()) fail(outs.error(), "execution of '" + method_ + "' failed");
   deliver(*outs);
+  return ended;
 }
 
 }  // namespace etserve

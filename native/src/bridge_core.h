@@ -170,8 +170,9 @@ class InstanceHandle {
   InstanceHandle& operator=(const InstanceHandle&) = delete;
 
   // Runs the method; each output goes to `sink` before this returns (one copy out of the Module).
-  void execute(const std::vector<InputView>& inputs, const StreamSelection& stream,
-               OutputSink& sink);
+  // Returns how this call's adaptive completion wait ended (kNone when it waited otherwise or not).
+  AdaptiveWaitPolicy::Ended execute(const std::vector<InputView>& inputs, const StreamSelection& stream,
+                                    OutputSink& sink);
   // The same, collecting owned copies (tests and tools).
   std::vector<OutputTensor> execute(const std::vector<InputView>& inputs,
                                     const StreamSelection& stream);
@@ -180,13 +181,14 @@ class InstanceHandle {
   // The program's signature plus the loaded method's shape dynamism per tensor.
   const MethodSignature& signature() const { return signature_; }
 
-  // How this instance's completion waits ended so far (safe while another thread executes).
-  AdaptiveWaitPolicy::Stats wait_stats() const { return wait_policy_.stats(); }
-  // When the last completion wait (any kind) returned, CLOCK_MONOTONIC ns (Java's System.nanoTime
-  // on Linux), 0 before the first: a caller can tell the wait from what runs after it.
-  int64_t last_wait_end_ns() const { return last_wait_end_ns_.load(std::memory_order_relaxed); }
-  // How the last call's adaptive wait ended; kNone when the last call waited otherwise (or not).
-  AdaptiveWaitPolicy::Ended last_adaptive_wait() const { return last_adaptive_.load(std::memory_order_relaxed); }
+  // How this instance's completion waits ended so far, and when the last one (any kind) returned,
+  // CLOCK_MONOTONIC ns (Java's System.nanoTime on Linux), 0 before the first: a caller can tell
+  // the wait from what runs after it. Safe while another thread executes.
+  struct Stats {
+    AdaptiveWaitPolicy::Stats waits;
+    int64_t last_wait_end_ns = 0;
+  };
+  Stats stats() const { return {wait_policy_.stats(), last_wait_end_ns_.load(std::memory_order_relaxed)}; }
 
  private:
   executorch::runtime::Result<std::vector<executorch::runtime::EValue>> run(
@@ -203,8 +205,9 @@ class InstanceHandle {
   std::string method_;
   MethodSignature signature_;
 
-  // Waits until the work queued on `stream` so far has completed; returns a cudaError_t.
-  int wait_for(void* stream, CompletionWait how, int64_t sleep_slice_ns);
+  // Waits until the work queued on `stream` so far has completed; returns a cudaError_t and sets
+  // `ended` to how an adaptive wait ended.
+  int wait_for(void* stream, CompletionWait how, int64_t sleep_slice_ns, AdaptiveWaitPolicy::Ended& ended);
 
   // The completion wait's event (created on first use, on the call's device) and what this
   // instance has learned about how long its GPU work takes.
@@ -212,7 +215,6 @@ class InstanceHandle {
   unsigned int event_flags_ = 0;
   AdaptiveWaitPolicy wait_policy_;
   std::atomic<int64_t> last_wait_end_ns_{0};
-  std::atomic<AdaptiveWaitPolicy::Ended> last_adaptive_{AdaptiveWaitPolicy::Ended::kNone};
 };
 
 // Bytes per element of a ScalarType code, or 0 for types the bridge refuses.

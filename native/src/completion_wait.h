@@ -56,11 +56,12 @@ class AdaptiveWaitPolicy {
   enum class Ended : int { kNone = 0, kAtStart = 1, kOverslept = 2, kInSpin = 3, kInBackoff = 4 };
 
   // How each wait ended, counted (the GPU benchmarks report them).
+  // Named as Ended's values, as in Java (CompletionWaits) and the metric's `ended` label.
   struct Stats {
-    uint64_t done_at_start = 0;  // complete at the first query
-    uint64_t woke_done = 0;      // complete when the sleep (or a slice of it) ended: it overslept
-    uint64_t exact = 0;          // seen by the spin after the sleep
-    uint64_t backoff = 0;        // seen only in the back-off
+    uint64_t at_start = 0;    // complete at the first query
+    uint64_t overslept = 0;   // complete when the sleep (or a slice of it) ended
+    uint64_t in_spin = 0;     // seen by the spin after the sleep
+    uint64_t in_backoff = 0;  // seen only in the back-off
   };
 
   AdaptiveWaitPolicy() = default;
@@ -92,8 +93,8 @@ class AdaptiveWaitPolicy {
 
   // A snapshot; safe to take while another thread waits (the counters are relaxed atomics).
   Stats stats() const {
-    return {done_at_start_.load(std::memory_order_relaxed), woke_done_.load(std::memory_order_relaxed),
-            exact_.load(std::memory_order_relaxed), backoff_.load(std::memory_order_relaxed)};
+    return {at_start_.load(std::memory_order_relaxed), overslept_.load(std::memory_order_relaxed),
+            in_spin_.load(std::memory_order_relaxed), in_backoff_.load(std::memory_order_relaxed)};
   }
 
   // How late a sleep typically wakes up (learned).
@@ -117,7 +118,7 @@ class AdaptiveWaitPolicy {
     bump(count);
     last_ended_.store(how, std::memory_order_relaxed);
   }
-  std::atomic<uint64_t> done_at_start_{0}, woke_done_{0}, exact_{0}, backoff_{0};
+  std::atomic<uint64_t> at_start_{0}, overslept_{0}, in_spin_{0}, in_backoff_{0};
   std::atomic<Ended> last_ended_{Ended::kNone};
   int64_t estimate_ns_ = 0;
   int64_t down_step_ns_ = 0;  // the next downward step; 0 once a completion was seen exactly
@@ -135,7 +136,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     // delegate that always synchronizes drives the expectation to zero within a few calls,
     // and one descheduled call costs the next ones little (halving here made them wake far
     // too early and finish in the back-off, with long tails).
-    ended(done_at_start_, Ended::kAtStart);
+    ended(at_start_, Ended::kAtStart);
     step_down(margin_for(estimate_ns_));
     return 0;
   }
@@ -156,7 +157,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
         r = query();
         if (r < 0) return r;
         if (r > 0) {
-          ended(woke_done_, Ended::kOverslept);
+          ended(overslept_, Ended::kOverslept);
           learn_early(clock.now_ns() - start);
           return 0;
         }
@@ -169,7 +170,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
       // Complete by the time we woke: the expectation (or the lateness) is too long. Step
       // down by the margin, doubling while it stays too long (the work got shorter); the
       // next call's spin then sees the completion exactly again.
-      ended(woke_done_, Ended::kOverslept);
+      ended(overslept_, Ended::kOverslept);
       step_down(margin);
       return 0;
     }
@@ -182,7 +183,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     if (r < 0) return r;
     const int64_t now = clock.now_ns();
     if (r > 0) {
-      ended(exact_, Ended::kInSpin);
+      ended(in_spin_, Ended::kInSpin);
       learn_exact(now - start);
       return 0;
     }
@@ -199,7 +200,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
     r = query();
     if (r < 0) return r;
     if (r > 0) {
-      ended(backoff_, Ended::kInBackoff);
+      ended(in_backoff_, Ended::kInBackoff);
       learn_upper_bound(clock.now_ns() - start, step);
       return 0;
     }

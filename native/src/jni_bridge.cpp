@@ -126,6 +126,183 @@ void encode(std::vector<int64_t>& out, const std::vector<etserve::TensorSpec>& s
   }
 }
 
+// Field and method IDs of the Java types the bridge reads and writes on every call (names as in
+// io.etserve.runtime.ExecutionCall, ExecutionInput, ExecutionOutput, OutputBuffers and
+// CompletionWaits), looked up once.
+struct JavaTypes {
+  // ExecutionCall
+  jfieldID call_inputs, call_input_count, call_buffers, call_stream_mode, call_stream, call_device,
+      call_completion_wait, call_sleep_slice_micros, call_wait_ended;
+  // ExecutionInput
+  jfieldID input_data, input_scalar_type, input_shape;
+  jmethodID allocate;  // OutputBuffers.allocate(int, long)
+  jclass output_class;  // ExecutionOutput (a global reference)
+  jmethodID output_init;
+  jclass waits_class;  // CompletionWaits (a global reference)
+  jmethodID waits_init;
+};
+
+jclass find_class(JNIEnv* env, const char* name) {
+  jclass c = env->FindClass(name);
+  check(env);
+  return c;
+}
+
+jfieldID field(JNIEnv* env, jclass c, const char* name, const char* sig) {
+  jfieldID f = env->GetFieldID(c, name, sig);
+  check(env);
+  return f;
+}
+
+jmethodID method(JNIEnv* env, jclass c, const char* name, const char* sig) {
+  jmethodID m = env->GetMethodID(c, name, sig);
+  check(env);
+  return m;
+}
+
+jclass global(JNIEnv* env, jclass c) {
+  auto g = static_cast<jclass>(env->NewGlobalRef(c));
+  env->DeleteLocalRef(c);
+  if (g == nullptr) throw std::bad_alloc();
+  return g;
+}
+
+JavaTypes look_up_java_types(JNIEnv* env) {
+  JavaTypes t{};
+  jclass call = find_class(env, "io/etserve/runtime/ExecutionCall");
+  t.call_inputs = field(env, call, "inputs", "[Lio/etserve/runtime/ExecutionInput;");
+  t.call_input_count = field(env, call, "inputCount", "I");
+  t.call_buffers = field(env, call, "buffers", "Lio/etserve/runtime/OutputBuffers;");
+  t.call_stream_mode = field(env, call, "streamMode", "I");
+  t.call_stream = field(env, call, "stream", "J");
+  t.call_device = field(env, call, "device", "I");
+  t.call_completion_wait = field(env, call, "completionWait", "I");
+  t.call_sleep_slice_micros = field(env, call, "sleepSliceMicros", "I");
+  t.call_wait_ended = field(env, call, "waitEnded", "I");
+  env->DeleteLocalRef(call);
+  jclass input = find_class(env, "io/etserve/runtime/ExecutionInput");
+  t.input_data = field(env, input, "data", "Ljava/nio/ByteBuffer;");
+  t.input_scalar_type = field(env, input, "scalarType", "I");
+  t.input_shape = field(env, input, "shape", "[J");
+  env->DeleteLocalRef(input);
+  jclass buffers = find_class(env, "io/etserve/runtime/OutputBuffers");
+  t.allocate = method(env, buffers, "allocate", "(IJ)Ljava/nio/ByteBuffer;");
+  env->DeleteLocalRef(buffers);
+  t.output_class = find_class(env, "io/etserve/runtime/ExecutionOutput");
+  t.output_init = method(env, t.output_class, "<init>", "(I[JLjava/nio/ByteBuffer;)V");
+  t.output_class = global(env, t.output_class);
+  t.waits_class = find_class(env, "io/etserve/runtime/CompletionWaits");
+  t.waits_init = method(env, t.waits_class, "<init>", "(JJJJJ)V");
+  t.waits_class = global(env, t.waits_class);
+  return t;
+}
+
+const JavaTypes& java_types(JNIEnv* env) {
+  // A failed lookup throws out of the initializer: the next call tries again.
+  static const JavaTypes types = look_up_java_types(env);
+  return types;
+}
+
+// Reads ExecutionCall's inputs: each input's direct buffer in place, its dtype and shape.
+std::vector<etserve::InputView> read_inputs(JNIEnv* env, const JavaTypes& t, jobject call) {
+  auto array = static_cast<jobjectArray>(env->GetObjectField(call, t.call_inputs));
+  const jint n = env->GetIntField(call, t.call_input_count);
+  if (array == nullptr || n < 0 || n > env->GetArrayLength(array)) {
+    throw BridgeError("InvalidArgument", 0x12, "the call's inputs do not hold its input count");
+  }
+  std::vector<etserve::InputView> inputs(n);
+  for (jint i = 0; i < n; ++i) {
+    jobject in = env->GetObjectArrayElement(array, i);
+    check(env);
+    if (in == nullptr) throw BridgeError("InvalidArgument", 0x12, "input " + std::to_string(i) + " is null");
+    jobject buf = env->GetObjectField(in, t.input_data);
+    auto shape = static_cast<jlongArray>(env->GetObjectField(in, t.input_shape));
+    if (buf == nullptr || shape == nullptr) {
+      throw BridgeError("InvalidArgument", 0x12, "input " + std::to_string(i) + " is null");
+    }
+    void* address = env->GetDirectBufferAddress(buf);
+    const jlong capacity = env->GetDirectBufferCapacity(buf);
+    if (capacity < 0) {
+      throw BridgeError("InvalidArgument", 0x12, "input " + std::to_string(i) + " is not a direct ByteBuffer");
+    }
+    inputs[i].data = address;
+    inputs[i].capacity = static_cast<size_t>(capacity);
+    inputs[i].dtype = env->GetIntField(in, t.input_scalar_type);
+    const jsize rank = env->GetArrayLength(shape);
+    inputs[i].sizes.resize(rank);
+    env->GetLongArrayRegion(shape, 0, rank, reinterpret_cast<jlong*>(inputs[i].sizes.data()));
+    env->DeleteLocalRef(buf);
+    env->DeleteLocalRef(shape);
+    env->DeleteLocalRef(in);
+  }
+  env->DeleteLocalRef(array);
+  return inputs;
+}
+
+// Reads ExecutionCall's stream options (StreamSelection's enums as ordinals).
+etserve::StreamSelection read_stream(JNIEnv* env, const JavaTypes& t, jobject call) {
+  const jint mode = env->GetIntField(call, t.call_stream_mode);
+  const jint wait = env->GetIntField(call, t.call_completion_wait);
+  if (mode < 0 || mode > 2 || wait < 0 || wait > 2) {
+    throw BridgeError("InvalidArgument", 0x12, "unknown stream mode");
+  }
+  etserve::StreamSelection selection;
+  selection.mode = static_cast<etserve::StreamMode>(mode);
+  selection.wait = static_cast<etserve::CompletionWait>(wait);
+  selection.handle = static_cast<uintptr_t>(env->GetLongField(call, t.call_stream));
+  selection.device = env->GetIntField(call, t.call_device);
+  selection.sleep_slice_ns = static_cast<int64_t>(env->GetIntField(call, t.call_sleep_slice_micros)) * 1000;
+  return selection;
+}
+
+// One copy out: each output goes from the Module's memory straight into a direct buffer that
+// Java hands out (OutputBuffers.allocate, usually a pooled one) and writes to the response
+// from; Java-owned, so it never aliases the Module once the call returns.
+class JavaOutputs : public etserve::OutputSink {
+ public:
+  JavaOutputs(JNIEnv* env, const JavaTypes& types, jobject buffers) : env_(env), t_(types), buffers_(buffers) {}
+
+  void begin(size_t count) override {
+    if (buffers_ == nullptr) throw BridgeError("InvalidArgument", 0x12, "the call has no output buffers");
+    result_ = env_->NewObjectArray(static_cast<jsize>(count), t_.output_class, nullptr);
+    check(env_);
+  }
+
+  void accept(size_t index, int dtype, const std::vector<int64_t>& sizes, const uint8_t* data,
+              size_t nbytes) override {
+    const auto i = static_cast<jsize>(index);
+    jobject buffer = env_->CallObjectMethod(buffers_, t_.allocate, static_cast<jint>(i), static_cast<jlong>(nbytes));
+    check(env_);  // the allocator threw (OutOfMemoryError, for one)
+    void* address = buffer == nullptr ? nullptr : env_->GetDirectBufferAddress(buffer);
+    const jlong capacity = buffer == nullptr ? -1 : env_->GetDirectBufferCapacity(buffer);
+    if (address == nullptr && nbytes > 0) {
+      throw BridgeError("InvalidArgument", 0x12,
+                        "the allocator gave output " + std::to_string(index) + " no direct buffer");
+    }
+    if (capacity < static_cast<jlong>(nbytes)) {
+      throw BridgeError("InvalidArgument", 0x12,
+                        "the allocator gave output " + std::to_string(index) + " " + std::to_string(capacity) +
+                            " bytes for " + std::to_string(nbytes));
+    }
+    if (nbytes > 0) std::memcpy(address, data, nbytes);
+    jlongArray shape = to_java(env_, sizes);
+    jobject output = env_->NewObject(t_.output_class, t_.output_init, static_cast<jint>(dtype), shape, buffer);
+    check(env_);
+    env_->SetObjectArrayElement(result_, i, output);
+    env_->DeleteLocalRef(output);
+    env_->DeleteLocalRef(shape);
+    env_->DeleteLocalRef(buffer);
+  }
+
+  jobjectArray result() const { return result_; }
+
+ private:
+  JNIEnv* env_;
+  const JavaTypes& t_;
+  jobject buffers_;
+  jobjectArray result_ = nullptr;
+};
+
 }  // namespace
 
 extern "C" {
@@ -204,20 +381,18 @@ JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_instanceSignat
   });
 }
 
-JNIEXPORT jlongArray JNICALL Java_io_etserve_runtime_NativeBridge_instanceWaitStats(JNIEnv* env,
-                                                                                   jclass, jlong handle) {
-  return guarded<jlongArray>(env, nullptr, [&] {
-    const auto& instance = instance_from(handle);
-    const auto st = instance.wait_stats();
-    const std::vector<int64_t> encoded{static_cast<int64_t>(st.done_at_start), static_cast<int64_t>(st.woke_done),
-                                       static_cast<int64_t>(st.exact), static_cast<int64_t>(st.backoff),
-                                       instance.last_wait_end_ns()};
-    return to_java(env, encoded);
+JNIEXPORT jobject JNICALL Java_io_etserve_runtime_NativeBridge_instanceStats(JNIEnv* env, jclass,
+                                                                             jlong handle) {
+  return guarded<jobject>(env, nullptr, [&]() -> jobject {
+    const auto stats = instance_from(handle).stats();
+    const auto& t = java_types(env);
+    const auto& w = stats.waits;
+    jobject waits = env->NewObject(t.waits_class, t.waits_init, static_cast<jlong>(w.at_start),
+                                   static_cast<jlong>(w.overslept), static_cast<jlong>(w.in_spin),
+                                   static_cast<jlong>(w.in_backoff), static_cast<jlong>(stats.last_wait_end_ns));
+    check(env);
+    return waits;
   });
-}
-
-JNIEXPORT jint JNICALL Java_io_etserve_runtime_NativeBridge_instanceLastWait(JNIEnv* env, jclass, jlong handle) {
-  return guarded<jint>(env, 0, [&] { return static_cast<jint>(instance_from(handle).last_adaptive_wait()); });
 }
 
 JNIEXPORT void JNICALL Java_io_etserve_runtime_NativeBridge_closeInstance(JNIEnv* env, jclass,
@@ -228,121 +403,20 @@ JNIEXPORT void JNICALL Java_io_etserve_runtime_NativeBridge_closeInstance(JNIEnv
   });
 }
 
-JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_execute(
-    JNIEnv* env, jclass, jlong handle, jobjectArray buffers, jintArray dtypes, jobjectArray shapes,
-    jint stream_mode, jlong stream, jint device, jintArray out_dtypes, jobjectArray out_shapes,
-    jobject out_buffers) {
+JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_execute(JNIEnv* env, jclass,
+                                                                            jlong handle, jobject call) {
   return guarded<jobjectArray>(env, nullptr, [&]() -> jobjectArray {
     InstanceHandle& instance = instance_from(handle);
-    if (buffers == nullptr || dtypes == nullptr || shapes == nullptr) {
-      throw BridgeError("InvalidArgument", 0x12, "null input arrays");
-    }
-    const jsize n = env->GetArrayLength(buffers);
-    if (env->GetArrayLength(dtypes) != n || env->GetArrayLength(shapes) != n) {
-      throw BridgeError("InvalidArgument", 0x12, "inputs, dtypes and shapes differ in length");
-    }
-    std::vector<jint> dtype_values(n);
-    env->GetIntArrayRegion(dtypes, 0, n, dtype_values.data());
-    std::vector<etserve::InputView> inputs(n);
-    for (jsize i = 0; i < n; ++i) {
-      jobject buf = env->GetObjectArrayElement(buffers, i);
-      auto shape = static_cast<jlongArray>(env->GetObjectArrayElement(shapes, i));
-      check(env);
-      if (buf == nullptr || shape == nullptr) {
-        throw BridgeError("InvalidArgument", 0x12, "input " + std::to_string(i) + " is null");
-      }
-      void* address = env->GetDirectBufferAddress(buf);
-      const jlong capacity = env->GetDirectBufferCapacity(buf);
-      if (capacity < 0) {
-        throw BridgeError("InvalidArgument", 0x12,
-                          "input " + std::to_string(i) + " is not a direct ByteBuffer");
-      }
-      inputs[i].data = address;
-      inputs[i].capacity = static_cast<size_t>(capacity);
-      inputs[i].dtype = dtype_values[i];
-      const jsize rank = env->GetArrayLength(shape);
-      inputs[i].sizes.resize(rank);
-      env->GetLongArrayRegion(shape, 0, rank, reinterpret_cast<jlong*>(inputs[i].sizes.data()));
-      env->DeleteLocalRef(buf);
-      env->DeleteLocalRef(shape);
-    }
-
-    // stream_mode: the StreamMode in the low byte, the CompletionWait in the next one, the
-    // adaptive wait's sleep slice (us) in the high 16 bits.
-    etserve::StreamSelection selection;
-    const auto bits = static_cast<uint32_t>(stream_mode);
-    const uint32_t mode = bits & 0xff;
-    const uint32_t wait = (bits >> 8) & 0xff;
-    selection.sleep_slice_ns = static_cast<int64_t>(bits >> 16) * 1000;
-    if (mode > 2 || wait > 2) {
-      throw BridgeError("InvalidArgument", 0x12, "unknown stream mode");
-    }
-    selection.mode = static_cast<etserve::StreamMode>(mode);
-    selection.wait = static_cast<etserve::CompletionWait>(wait);
-    selection.handle = static_cast<uintptr_t>(stream);
-    selection.device = device;
-
-    // One copy out: each output goes from the Module's memory straight into a direct buffer
-    // that Java hands out (OutputBuffers.allocate, usually a pooled one) and writes to the
-    // response from; Java-owned, so it never aliases the Module once the call returns.
-    struct JavaBuffers : etserve::OutputSink {
-      JNIEnv* env;
-      jintArray out_dtypes;
-      jobjectArray out_shapes;
-      jobject allocator;
-      jmethodID allocate = nullptr;
-      jobjectArray result = nullptr;
-      void begin(size_t count) override {
-        const auto m = static_cast<jsize>(count);
-        if (out_dtypes == nullptr || out_shapes == nullptr || allocator == nullptr ||
-            env->GetArrayLength(out_dtypes) < m || env->GetArrayLength(out_shapes) < m) {
-          throw BridgeError("InvalidArgument", 0x12,
-                            "output arrays too short (or no allocator) for " + std::to_string(m) + " outputs");
-        }
-        jclass allocator_class = env->GetObjectClass(allocator);
-        allocate = env->GetMethodID(allocator_class, "allocate", "(IJ)Ljava/nio/ByteBuffer;");
-        env->DeleteLocalRef(allocator_class);
-        check(env);
-        jclass buffer_class = env->FindClass("java/nio/ByteBuffer");
-        check(env);
-        result = env->NewObjectArray(m, buffer_class, nullptr);
-        env->DeleteLocalRef(buffer_class);
-        check(env);
-      }
-      void accept(size_t index, int dtype, const std::vector<int64_t>& sizes, const uint8_t* data,
-                  size_t nbytes) override {
-        const auto i = static_cast<jsize>(index);
-        jobject buffer = env->CallObjectMethod(allocator, allocate, static_cast<jint>(i),
-                                               static_cast<jlong>(nbytes));
-        check(env);  // the allocator threw (OutOfMemoryError, for one)
-        void* address = buffer == nullptr ? nullptr : env->GetDirectBufferAddress(buffer);
-        const jlong capacity = buffer == nullptr ? -1 : env->GetDirectBufferCapacity(buffer);
-        if (address == nullptr && nbytes > 0) {
-          throw BridgeError("InvalidArgument", 0x12,
-                            "the allocator gave output " + std::to_string(index) + " no direct buffer");
-        }
-        if (capacity < static_cast<jlong>(nbytes)) {
-          throw BridgeError("InvalidArgument", 0x12,
-                            "the allocator gave output " + std::to_string(index) + " " +
-                                std::to_string(capacity) + " bytes for " + std::to_string(nbytes));
-        }
-        if (nbytes > 0) std::memcpy(address, data, nbytes);
-        env->SetObjectArrayElement(result, i, buffer);
-        env->DeleteLocalRef(buffer);
-        jint dt = dtype;
-        env->SetIntArrayRegion(out_dtypes, i, 1, &dt);
-        jlongArray shape = to_java(env, sizes);
-        env->SetObjectArrayElement(out_shapes, i, shape);
-        env->DeleteLocalRef(shape);
-      }
-    } arrays;
-    arrays.env = env;
-    arrays.out_dtypes = out_dtypes;
-    arrays.out_shapes = out_shapes;
-    arrays.allocator = out_buffers;
-    instance.execute(inputs, selection, arrays);
-    jobjectArray result = arrays.result;
-    return result;
+    if (call == nullptr) throw BridgeError("InvalidArgument", 0x12, "null call");
+    const auto& t = java_types(env);
+    const auto inputs = read_inputs(env, t, call);
+    const auto selection = read_stream(env, t, call);
+    jobject buffers = env->GetObjectField(call, t.call_buffers);
+    JavaOutputs outputs(env, t, buffers);
+    const auto ended = instance.execute(inputs, selection, outputs);
+    env->SetIntField(call, t.call_wait_ended, static_cast<jint>(ended));
+    env->DeleteLocalRef(buffers);
+    return outputs.result();
   });
 }
 

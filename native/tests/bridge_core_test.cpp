@@ -154,6 +154,25 @@ TEST(Instance, PortableAndXnnpackAgree) {
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(fa[i], fb[i], 1e-4);
 }
 
+TEST(Instance, ACallThatWaitsOnNoGpuReportsNoAdaptiveWaitAndCountsNone) {
+  struct Discard : etserve::OutputSink {
+    size_t seen = 0;
+    void begin(size_t) override {}
+    void accept(size_t, int, const std::vector<int64_t>&, const uint8_t*, size_t) override { ++seen; }
+  } sink;
+  auto program = ProgramHandle::open(kDemo, 1);
+  InstanceHandle instance(program, "forward");
+  auto x = demo_input();
+  InputView in{x.data(), x.size() * sizeof(float), kFloat, {1, 16}};
+  using Ended = etserve::AdaptiveWaitPolicy::Ended;
+  EXPECT_EQ(instance.execute({in}, StreamSelection{}, sink), Ended::kNone);
+  EXPECT_EQ(instance.execute({in}, StreamSelection{StreamMode::kSelectOnly, 0xBEEF00, 0}, sink), Ended::kNone);
+  EXPECT_EQ(sink.seen, 2u);
+  const auto stats = instance.stats();
+  EXPECT_EQ(stats.waits.at_start + stats.waits.overslept + stats.waits.in_spin + stats.waits.in_backoff, 0u);
+  EXPECT_EQ(stats.last_wait_end_ns, 0);
+}
+
 TEST(InstanceErrors, WrongArityDtypeShapeAndSize) {
   auto program = ProgramHandle::open(kDemo, 1);
   InstanceHandle instance(program, "forward");

@@ -138,7 +138,7 @@ TEST(AdaptiveWait, TheLastWaitSaysHowItEnded) {
   run_once(policy, 0);  // complete before the wait
   EXPECT_EQ(policy.last_ended(), AdaptiveWaitPolicy::Ended::kAtStart);
   const auto s = policy.stats();
-  EXPECT_EQ(s.done_at_start + s.woke_done + s.exact + s.backoff, 102u);
+  EXPECT_EQ(s.at_start + s.overslept + s.in_spin + s.in_backoff, 102u);
 }
 
 TEST(AdaptiveWait, LearnsHowLateSleepsWakeAndSleepsThatMuchLess) {

@@ -73,7 +73,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $copies := .Values.models.privateCopies | default "auto" }}
 {{- $defaults := dict "etserve" (dict "repository" (dict "private-copies"
       (ternary (eq .Values.models.source "pvc") (eq (toString $copies) "true") (eq (toString $copies) "auto")))) }}
-{{- toYaml (mergeOverwrite $defaults (deepCopy (.Values.config | default dict)) $owned) }}
+{{- /* Tracing (docs/tracing.md): the service's switch, Spring's sampling ratio and OTLP endpoint. */}}
+{{- $tracing := dict }}
+{{- if .Values.tracing.enabled }}
+{{- $tracing = dict
+  "etserve" (dict "tracing" (dict "enabled" true))
+  "management" (dict
+    "tracing" (dict "sampling" (dict "probability" (.Values.tracing.samplingRatio | float64)))
+    "opentelemetry" (dict "tracing" (dict "export" (dict "otlp" (dict "endpoint"
+      (required "tracing.endpoint: an OTLP/HTTP traces URL is needed when tracing.enabled" .Values.tracing.endpoint)))))) }}
+{{- end }}
+{{- toYaml (mergeOverwrite $defaults (deepCopy (.Values.config | default dict)) $tracing $owned) }}
 {{- end }}
 
 {{/* The preStop action actually used: sleep, exec or none. */}}

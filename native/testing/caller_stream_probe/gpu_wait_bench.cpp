@@ -150,8 +150,8 @@ Result run_caller(const Schedule& s, int64_t kernel_ns, int warmup, int calls) {
     if (i + 1 == warmup) at_warm = policy.stats();
   }
   const auto& end = policy.stats();
-  r.stats = {end.done_at_start - at_warm.done_at_start, end.woke_done - at_warm.woke_done, end.exact - at_warm.exact,
-             end.backoff - at_warm.backoff};
+  r.stats = {end.at_start - at_warm.at_start, end.overslept - at_warm.overslept, end.in_spin - at_warm.in_spin,
+             end.in_backoff - at_warm.in_backoff};
   cudaEventDestroy(event);
   cudaStreamDestroy(stream);
   return r;
@@ -174,10 +174,10 @@ Result run(const Schedule& s, int64_t kernel_ns, int callers, int warmup, int ca
     all.chase_hot.insert(all.chase_hot.end(), p.chase_hot.begin(), p.chase_hot.end());
     all.cpu += p.cpu;
     all.calls += p.calls;
-    all.stats.done_at_start += p.stats.done_at_start;
-    all.stats.woke_done += p.stats.woke_done;
-    all.stats.exact += p.stats.exact;
-    all.stats.backoff += p.stats.backoff;
+    all.stats.at_start += p.stats.at_start;
+    all.stats.overslept += p.stats.overslept;
+    all.stats.in_spin += p.stats.in_spin;
+    all.stats.in_backoff += p.stats.in_backoff;
   }
   return all;
 }
@@ -232,10 +232,10 @@ int main(int argc, char** argv) {
                     s.name.c_str(),
                     static_cast<long long>(k), callers, static_cast<long long>(r.calls), pct(r.overhead, 50),
                     pct(r.overhead, 90), pct(r.overhead, 99), cpu_us, 100.0 * cpu_us / static_cast<double>(k),
-                    adaptive ? std::to_string(static_cast<int>(r.stats.done_at_start / n)).append(" %").c_str() : "-",
-                    adaptive ? std::to_string(static_cast<int>(r.stats.woke_done / n)).append(" %").c_str() : "-",
-                    adaptive ? std::to_string(static_cast<int>(r.stats.exact / n)).append(" %").c_str() : "-",
-                    adaptive ? std::to_string(static_cast<int>(r.stats.backoff / n)).append(" %").c_str() : "-",
+                    adaptive ? std::to_string(static_cast<int>(r.stats.at_start / n)).append(" %").c_str() : "-",
+                    adaptive ? std::to_string(static_cast<int>(r.stats.overslept / n)).append(" %").c_str() : "-",
+                    adaptive ? std::to_string(static_cast<int>(r.stats.in_spin / n)).append(" %").c_str() : "-",
+                    adaptive ? std::to_string(static_cast<int>(r.stats.in_backoff / n)).append(" %").c_str() : "-",
                     pct(r.chase_after, 50), pct(r.chase_after, 90), pct(r.chase_hot, 50));
         std::fflush(stdout);
       }

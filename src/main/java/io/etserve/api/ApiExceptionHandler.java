@@ -23,7 +23,8 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
  * {@link MvcExceptionHandler}'s, which comes first: what reaches the catch-all here is the
  * server's failure.
  */
-@RestControllerAdvice(assignableTypes = {InferenceProtocolController.class, RepositoryController.class})
+@RestControllerAdvice(assignableTypes = {InferenceProtocolController.class, RepositoryController.class,
+        TritonExtensionsController.class})
 // After MvcExceptionHandler (HIGHEST_PRECEDENCE), whose exceptions the catch-all must not take.
 @org.springframework.core.annotation.Order(org.springframework.core.Ordered.HIGHEST_PRECEDENCE + 1)
 class ApiExceptionHandler {

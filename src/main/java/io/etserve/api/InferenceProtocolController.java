@@ -38,7 +38,7 @@ public class InferenceProtocolController {
     static final String HEADER_LENGTH = "Inference-Header-Content-Length";
     static final String JSON = MediaType.APPLICATION_JSON_VALUE;
     static final String OCTET_STREAM = MediaType.APPLICATION_OCTET_STREAM_VALUE;
-    public static final List<String> EXTENSIONS = List.of("binary_tensor_data");
+    public static final List<String> EXTENSIONS = io.etserve.triton.TritonExtensions.EXTENSIONS;
 
     private final ModelRegistry registry;
     private final InferenceService inference;
@@ -139,12 +139,15 @@ public class InferenceProtocolController {
             // A client that closes its connection while the request waits for an instance or a
             // batch has it dropped (ClientConnections); the answer then goes nowhere.
             InferenceResponse response = inference.infer(model, version, request, body, clients.caller(http));
-            EncodedResponse encoded = encoder.encode(response);
-            reply.setStatus(HttpServletResponse.SC_OK);
-            reply.setContentType(encoded.contentType());
-            encoded.inferenceHeaderContentLength().ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
-            reply.setContentLengthLong(encoded.contentLength());
-            encoded.writeTo(containerStream(reply));
+            try (var span = inference.spans().encode(response.modelName(), "rest")) {
+                EncodedResponse encoded = encoder.encode(response);
+                reply.setStatus(HttpServletResponse.SC_OK);
+                reply.setContentType(encoded.contentType());
+                encoded.inferenceHeaderContentLength()
+                        .ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
+                reply.setContentLengthLong(encoded.contentLength());
+                encoded.writeTo(containerStream(reply));
+            }
         }
     }
 

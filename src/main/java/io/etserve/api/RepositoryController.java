@@ -1,6 +1,7 @@
 package io.etserve.api;
 
 import io.etserve.inference.RepositoryControl;
+import io.etserve.triton.TritonExtensions;
 import java.util.List;
 import java.util.Map;
 import org.springframework.http.MediaType;
@@ -24,10 +25,12 @@ public class RepositoryController {
 
     private final RepositoryControl repository;
     private final PublicMessages messages;
+    private final TritonExtensions triton;
 
-    public RepositoryController(RepositoryControl repository, PublicMessages messages) {
+    public RepositoryController(RepositoryControl repository, PublicMessages messages, TritonExtensions triton) {
         this.repository = repository;
         this.messages = messages;
+        this.triton = triton;
     }
 
     /**
@@ -43,9 +46,15 @@ public class RepositoryController {
                 .toList();
     }
 
-    @PostMapping(value = "/models/{model}/load", produces = MediaType.APPLICATION_JSON_VALUE)
-    Map<String, Object> load(@PathVariable String model) {
-        repository.load(model);
+    /**
+     * Body (optional, as Triton's): {@code {"parameters": {"config": "<model configuration JSON>"}}}
+     * loads with that configuration mapped onto config.yml ({@link io.etserve.triton.ConfigOverride}).
+     * Read as bytes: Triton's clients send the body without a Content-Type (read as octet-stream).
+     */
+    @PostMapping(value = "/models/{model}/load", consumes = {MediaType.APPLICATION_JSON_VALUE,
+            MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
+    Map<String, Object> load(@PathVariable String model, @RequestBody(required = false) byte[] body) {
+        triton.load(model, TritonExtensions.loadConfig(body));
         return Map.of();
     }
 

@@ -119,6 +119,7 @@ public record EtServeProperties(
      *     are read without holding a request thread, so this bounds connections, not threads
      * @param tensorBufferPool direct memory kept for reuse by tensor data between requests
      *     (binary request sections, JSON-decoded inputs, outputs); more is allocated when needed
+     * @param queuePolicy the order of every line a request waits in (an instance, a batch)
      */
     public record Inference(
             @DefaultValue("2") int defaultInstances,
@@ -131,7 +132,8 @@ public record EtServeProperties(
             @DefaultValue("60s") Duration bodyTimeout,
             @DefaultValue("2GB") DataSize maxPlannedMemory,
             @DefaultValue("8GB") DataSize maxPlannedMemoryPerModel,
-            @DefaultValue("256MB") DataSize tensorBufferPool) {
+            @DefaultValue("256MB") DataSize tensorBufferPool,
+            @DefaultValue QueuePolicySettings queuePolicy) {
 
         public Inference {
             atLeastOne("etserve.inference.default-instances", defaultInstances);
@@ -143,6 +145,32 @@ public record EtServeProperties(
                 throw new IllegalArgumentException("etserve.inference.queue-timeout must not be negative and "
                         + "etserve.inference.body-timeout must be positive");
             }
+        }
+    }
+
+    /**
+     * {@code etserve.inference.queue-policy} (see {@link io.etserve.cuda.QueuePolicy}).
+     *
+     * @param order {@code fifo}, or {@code adaptive-lifo}: arrival order, newest first while the
+     *     line is congested
+     * @param giveUpWindow how long a line stays newest-first after a waiting caller gave up on it
+     *     (went away, or passed its deadline)
+     * @param maxFifoWait the oldest waiter's wait past which a line is newest-first too; 0: never
+     */
+    public record QueuePolicySettings(
+            @DefaultValue("adaptive-lifo") io.etserve.cuda.QueuePolicy.Order order,
+            @DefaultValue("1s") Duration giveUpWindow,
+            @DefaultValue("0s") Duration maxFifoWait) {
+
+        public QueuePolicySettings {
+            if (giveUpWindow.isNegative() || maxFifoWait.isNegative()) {
+                throw new IllegalArgumentException("etserve.inference.queue-policy.give-up-window and "
+                        + "max-fifo-wait must not be negative");
+            }
+        }
+
+        public io.etserve.cuda.QueuePolicy policy() {
+            return new io.etserve.cuda.QueuePolicy(order, giveUpWindow, maxFifoWait);
         }
     }
 

@@ -10,6 +10,7 @@ import io.etserve.health.ServerReadiness;
 import io.etserve.inference.InferenceService;
 import io.etserve.inference.ModelRegistry;
 import java.time.Duration;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
@@ -24,7 +25,8 @@ class GrpcConfiguration {
     GrpcServer grpcServer(EtServeProperties props, ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, PublicMessages messages,
             io.etserve.metrics.ProtocolMetrics metrics, io.etserve.inference.RepositoryControl repository,
-            io.etserve.security.RestrictedApis restricted,
+            io.etserve.security.RestrictedApis restricted, io.etserve.triton.TritonExtensions triton,
+            ObjectProvider<io.etserve.tracing.GrpcTracingInterceptor> tracing,
             @Value("${spring.lifecycle.timeout-per-shutdown-phase:30s}") Duration drainTimeout) {
         EtServeProperties.Grpc grpc = props.grpc();
         EtServeProperties.Inference limits = props.inference();
@@ -33,8 +35,16 @@ class GrpcConfiguration {
         String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
-                version == null ? "dev" : version, InferenceProtocolController.EXTENSIONS, metrics, repository);
+                version == null ? "dev" : version, InferenceProtocolController.EXTENSIONS, metrics, repository,
+                triton);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
-                grpc.threads(), drainTimeout, io.etserve.grpc.RestrictedApiInterceptor.guard(service, restricted), probes);
+                grpc.threads(), drainTimeout, traced(io.etserve.grpc.RestrictedApiInterceptor.guard(service, restricted),
+                tracing.getIfAvailable()), probes);
+    }
+
+    /** Outermost, so refused calls are traced too (docs/tracing.md). */
+    private static io.grpc.BindableService traced(io.grpc.BindableService service,
+            io.etserve.tracing.GrpcTracingInterceptor tracing) {
+        return tracing == null ? service : () -> io.grpc.ServerInterceptors.intercept(service, tracing);
     }
 }

@@ -50,7 +50,8 @@ public class ServingConfiguration {
                 new ModelLoader.Instances(props.inference().defaultInstances(), props.cuda().defaultInstances()),
                 new HashSet<>(props.cuda().gpuBackends()), props.inference().maxElementsPerTensor(), placement,
                 new ModelLoader.PlannedMemoryLimits(props.inference().maxPlannedMemory().toBytes(),
-                        props.inference().maxPlannedMemoryPerModel().toBytes()), props.repository().copies());
+                        props.inference().maxPlannedMemoryPerModel().toBytes()), props.repository().copies(),
+                props.inference().queuePolicy().policy());
         if (verification == Program.Verification.MINIMAL) {
             org.slf4j.LoggerFactory.getLogger(ModelLoader.class).info("etserve.native.verification=minimal applies "
                     + "only to programs whose declared sha256 matches; the others are verified fully");
@@ -69,8 +70,8 @@ public class ServingConfiguration {
 
     @Bean
     io.etserve.api.RepositoryController repositoryController(io.etserve.inference.RepositoryControl repository,
-            io.etserve.api.PublicMessages messages) {
-        return new io.etserve.api.RepositoryController(repository, messages);
+            io.etserve.api.PublicMessages messages, io.etserve.triton.TritonExtensions triton) {
+        return new io.etserve.api.RepositoryController(repository, messages, triton);
     }
 
     /** etserve.repository.mode=poll: what changes on disk loads, reloads or unloads. */
@@ -110,9 +111,10 @@ public class ServingConfiguration {
 
     @Bean
     InferenceService inferenceService(ModelRegistry registry, EtServeProperties props, TritonMetrics metrics,
-            ResilientAdmission admission, CudaFaultMonitor faults, io.etserve.runtime.DirectBufferPool tensorBuffers) {
+            ResilientAdmission admission, CudaFaultMonitor faults, io.etserve.runtime.DirectBufferPool tensorBuffers,
+            ObjectProvider<io.etserve.inference.InferenceSpans> spans) {
         return new InferenceService(registry, props.inference().queueTimeout(), metrics, admission, faults,
-                tensorBuffers);
+                tensorBuffers, spans.getIfAvailable(() -> io.etserve.inference.InferenceSpans.OFF));
     }
 
     @Bean

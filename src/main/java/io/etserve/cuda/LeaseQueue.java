@@ -7,10 +7,11 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The free slots of a GPU resource (the streams of a device, the instances of a model on it),
- * handed to waiting callers first come, first served.
+ * The free slots of a resource (the streams of a device, the instances of a model), handed to
+ * waiting callers in the order of a {@link QueuePolicy}: first come, first served, or newest
+ * first while callers give up on the line.
  *
- * <p>A released slot goes straight to the longest waiter: the releasing thread cannot take it
+ * <p>A released slot goes straight to the next waiter: the releasing thread cannot take it
  * back on its next call, and the waiter need not win a lock after it wakes, since the slot is
  * its own before it is unparked. What idles the GPU between two calls is then only the waiter's
  * wake-up. A thread parked for milliseconds wakes late on a host that lets idle cores sleep or
@@ -32,6 +33,8 @@ public final class LeaseQueue {
     private final ReentrantLock lock = new ReentrantLock();
     private final ArrayDeque<Integer> free;
     private final ArrayDeque<Waiter> waiters = new ArrayDeque<>();
+    /** Which waiter a released slot goes to; under the lock. */
+    private final QueuePolicy.Line order;
     /** When each slot was taken (System.nanoTime), {@link #FREE} while free. */
     private final long[] takenAt;
     private final long sliceNanos;
@@ -44,14 +47,25 @@ public final class LeaseQueue {
 
     private static final class Waiter {
         final Thread thread = Thread.currentThread();
+        final long since;
         volatile int slot = -1;
+
+        Waiter(long since) {
+            this.since = since;
+        }
+    }
+
+    /** A line served first come, first served. */
+    public LeaseQueue(int slots, long sliceNanos) {
+        this(slots, sliceNanos, QueuePolicy.FIFO);
     }
 
     /**
      * @param slots how many slots, numbered from 0, all free
      * @param sliceNanos the longest park near a waiter's expected turn; 0: park until served
+     * @param policy which waiter a released slot goes to
      */
-    public LeaseQueue(int slots, long sliceNanos) {
+    public LeaseQueue(int slots, long sliceNanos, QueuePolicy policy) {
         if (slots < 1) {
             throw new IllegalArgumentException("a lease queue needs at least one slot");
         }
@@ -59,6 +73,7 @@ public final class LeaseQueue {
             throw new IllegalArgumentException("slice must not be negative: " + sliceNanos);
         }
         this.sliceNanos = sliceNanos;
+        this.order = policy.newLine();
         this.free = new ArrayDeque<>(slots);
         this.takenAt = new long[slots];
         this.returns = new long[slots];
@@ -112,6 +127,14 @@ public final class LeaseQueue {
 
         /** True once the waiter should leave the line; asked before every park. */
         boolean abandoned();
+
+        /**
+         * Whether the caller's own deadline has passed at {@code now}: a waiter that leaves at
+         * its timeout then gave up on the line, rather than ran out of the server's patience.
+         */
+        default boolean expired(long now) {
+            return false;
+        }
     }
 
     /** As {@link #take(long, Abandon)}, never abandoned. */
@@ -146,7 +169,7 @@ public final class LeaseQueue {
             if (timeoutNanos <= 0) {
                 return -1;
             }
-            me = new Waiter();
+            me = new Waiter(start);
             waiters.addLast(me);
             waitingCount = waiters.size();
         } finally {
@@ -159,14 +182,14 @@ public final class LeaseQueue {
             while (me.slot < 0) {
                 long now = System.nanoTime();
                 if (now - deadline >= 0) {
-                    return leave(me);
+                    return leave(me, abandon.expired(now), now);
                 }
                 if (!watching && now - watchAt >= 0) {
                     watching = true;
                     abandon.watching(me.thread);
                 }
                 if (abandon.abandoned()) {
-                    int slot = leave(me);
+                    int slot = leave(me, true, now);
                     if (slot >= 0) {
                         release(slot, false);
                     }
@@ -181,7 +204,7 @@ public final class LeaseQueue {
             return me.slot;
         } catch (InterruptedException | RuntimeException | Error e) {
             // Out of the line, and whatever was handed over meanwhile goes on: no slot is lost.
-            int slot = leave(me);
+            int slot = leave(me, false, System.nanoTime());
             if (slot >= 0) {
                 release(slot, false);
             }
@@ -189,7 +212,7 @@ public final class LeaseQueue {
         }
     }
 
-    /** Gives a taken slot back after its use: to the longest waiter if there is one, else to the free slots. */
+    /** Gives a taken slot back after its use: to the next waiter in the policy's order if there is one, else to the free slots. */
     public void give(int slot) {
         release(slot, true);
     }
@@ -214,7 +237,7 @@ public final class LeaseQueue {
                 long h = Math.max(0, now - takenAt[slot]);
                 holdNanos = holdNanos == 0 ? h : holdNanos + (h - holdNanos) / 8;
             }
-            next = waiters.pollFirst();
+            next = nextWaiter(now);
             if (next == null) {
                 takenAt[slot] = FREE;
                 free.addLast(slot);
@@ -230,13 +253,29 @@ public final class LeaseQueue {
         LockSupport.unpark(next.thread);
     }
 
-    /** Stops waiting: the slot if one was handed over meanwhile, else -1. */
-    private int leave(Waiter me) {
+    /** The waiter a released slot goes to, out of the line; null when none waits. Under the lock. */
+    private Waiter nextWaiter(long now) {
+        Waiter oldest = waiters.peekFirst();
+        if (oldest == null) {
+            return null;
+        }
+        return order.newestFirst(now, oldest.since) ? waiters.pollLast() : waiters.pollFirst();
+    }
+
+    /**
+     * Stops waiting: the slot if one was handed over meanwhile, else -1.
+     *
+     * @param gaveUp the caller gave up on the line (it went, or its deadline passed)
+     */
+    private int leave(Waiter me, boolean gaveUp, long now) {
         lock.lock();
         try {
             if (me.slot < 0) {
                 waiters.remove(me);
                 waitingCount = waiters.size();
+                if (gaveUp) {
+                    order.callerGaveUp(now);
+                }
             }
             return me.slot;
         } finally {
@@ -258,11 +297,11 @@ public final class LeaseQueue {
             if (holdNanos == 0) {
                 return Long.MAX_VALUE;
             }
+            // Newest first, the waiters behind it go before it (until someone newer comes).
+            boolean newestFirst = order.newestFirst(now, waiters.isEmpty() ? now : waiters.peekFirst().since);
             int position = 0;
-            for (Waiter w : waiters) {
-                if (w == me) {
-                    break;
-                }
+            for (java.util.Iterator<Waiter> it = newestFirst ? waiters.descendingIterator() : waiters.iterator();
+                    it.hasNext() && it.next() != me; ) {
                 position++;
             }
             turn = expectedTurn(takenAt, holdNanos, position, now, returns);

@@ -9,7 +9,8 @@ import java.util.function.LongConsumer;
 
 /**
  * The streams of one device, leased one caller at a time with a bounded wait, first come,
- * first served ({@link LeaseQueue}).
+ * first served ({@link LeaseQueue}, {@link QueuePolicy#FIFO}): its waiters already hold an
+ * instance, and none of them leaves the line because its caller went.
  *
  * <p>A lease comes back only once its stream is idle (the pool synchronizes it on return),
  * so the next caller never inherits in-flight work. {@link #close()} stops new leases,
@@ -45,7 +46,7 @@ public final class StreamPool implements AutoCloseable {
             throw e;
         }
         this.streams = List.copyOf(created);
-        this.idle = new LeaseQueue(size, factory.sleepSliceMicros() * 1000L);
+        this.idle = new LeaseQueue(size, factory.sleepSliceMicros() * 1000L, QueuePolicy.FIFO);
     }
 
     public int device() {

@@ -21,9 +21,16 @@ import io.etserve.grpc.protocol.RepositoryModelLoadResponse;
 import io.etserve.grpc.protocol.RepositoryModelUnloadRequest;
 import io.etserve.grpc.protocol.RepositoryModelUnloadResponse;
 import io.etserve.inference.RepositoryControl;
+import io.etserve.grpc.protocol.ModelConfigRequest;
+import io.etserve.grpc.protocol.ModelConfigResponse;
+import io.etserve.grpc.protocol.ModelRepositoryParameter;
+import io.etserve.grpc.protocol.ModelStatisticsRequest;
+import io.etserve.grpc.protocol.ModelStatisticsResponse;
+import io.etserve.triton.TritonExtensions;
 import io.etserve.api.PublicMessages;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.InferenceService;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.ModelRegistry;
@@ -56,10 +63,11 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     private final ProtocolMetrics metrics;
     private final RepositoryControl repository;
     private final PublicMessages messages;
+    private final TritonExtensions triton;
 
     public InferenceGrpcService(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             ProbeHealth probes, DecodeLimits limits, PublicMessages messages, String version, List<String> extensions,
-            ProtocolMetrics metrics, RepositoryControl repository) {
+            ProtocolMetrics metrics, RepositoryControl repository, TritonExtensions triton) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
@@ -71,6 +79,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         this.metrics = metrics;
         this.repository = repository;
         this.messages = messages;
+        this.triton = triton;
     }
 
     @Override
@@ -88,9 +97,26 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     @Override
     public void repositoryModelLoad(RepositoryModelLoadRequest request, StreamObserver<RepositoryModelLoadResponse> out) {
         answer(out, () -> {
-            repository.load(request.getModelName());
+            TritonExtensions.checkParameterNames(request.getParametersMap().keySet());
+            ModelRepositoryParameter config = request.getParametersMap().get("config");
+            if (config != null && config.getParameterChoiceCase() != ModelRepositoryParameter.ParameterChoiceCase.STRING_PARAM) {
+                throw new RepositoryControl.RefusedException("the load request's config parameter must be a"
+                        + " string_param holding the model configuration as JSON");
+            }
+            triton.load(request.getModelName(), config == null ? null : config.getStringParam());
             return RepositoryModelLoadResponse.getDefaultInstance();
         });
+    }
+
+    @Override
+    public void modelConfig(ModelConfigRequest request, StreamObserver<ModelConfigResponse> out) {
+        answer(out, () -> ModelConfigResponse.newBuilder()
+                .setConfig(triton.config(request.getName(), emptyToNull(request.getVersion()))).build());
+    }
+
+    @Override
+    public void modelStatistics(ModelStatisticsRequest request, StreamObserver<ModelStatisticsResponse> out) {
+        answer(out, () -> triton.statistics(request.getName(), request.getVersion()));
     }
 
     @Override
@@ -166,8 +192,12 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
             if (refused.isPresent()) {
                 throw statuses.status(Status.UNAVAILABLE, "server is not ready: " + refused.get(), Duration.ofSeconds(1));
             }
-            return GrpcTensors.encode(inference.infer(request.getModelName(), emptyToNull(request.getModelVersion()),
-                    tensors.decode(request), OutputBuffers.ALLOCATE, new GrpcCaller(Context.current())));
+            InferenceResponse response = inference.infer(request.getModelName(),
+                    emptyToNull(request.getModelVersion()), tensors.decode(request), OutputBuffers.ALLOCATE,
+                    new GrpcCaller(Context.current()));
+            try (var span = inference.spans().encode(response.modelName(), "grpc")) {
+                return GrpcTensors.encode(response);
+            }
         });
     }
 

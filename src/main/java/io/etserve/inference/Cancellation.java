@@ -104,7 +104,8 @@ final class Cancellation implements LeaseQueue.Abandon {
     }
 
     /** Whether the deadline has passed at {@code now}. */
-    boolean expired(long now) {
+    @Override
+    public boolean expired(long now) {
         return bounded && now - deadlineNanos >= 0;
     }
 

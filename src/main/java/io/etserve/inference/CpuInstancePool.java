@@ -1,6 +1,7 @@
 package io.etserve.inference;
 
 import io.etserve.cuda.LeaseQueue;
+import io.etserve.cuda.QueuePolicy;
 import io.etserve.runtime.ProgramInstance;
 import io.etserve.runtime.StreamSelection;
 import java.time.Duration;
@@ -8,7 +9,8 @@ import java.util.List;
 
 /**
  * CPU instances: a fixed set of Modules over one Program, no stream guard. Callers wait for one
- * in line ({@link LeaseQueue}, parked until served), and a caller that gives up leaves the line.
+ * in line ({@link LeaseQueue}, parked until served, in the {@link QueuePolicy}'s order), and a
+ * caller that gives up leaves the line.
  */
 public final class CpuInstancePool implements InstancePool {
 
@@ -16,8 +18,12 @@ public final class CpuInstancePool implements InstancePool {
     private final LeaseQueue idle;
 
     public CpuInstancePool(List<ProgramInstance> instances) {
+        this(instances, QueuePolicy.DEFAULT);
+    }
+
+    public CpuInstancePool(List<ProgramInstance> instances, QueuePolicy order) {
         this.instances = List.copyOf(instances);
-        this.idle = new LeaseQueue(instances.size(), 0);
+        this.idle = new LeaseQueue(instances.size(), 0, order);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.etserve.inference;
 
+import io.etserve.cuda.QueuePolicy;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
 import io.etserve.runtime.OutputBuffers;
@@ -36,6 +37,9 @@ import org.slf4j.LoggerFactory;
  * ({@link #withdraw}): it never joins a batch, and a batch that has not been cut yet simply
  * forms without it. A failure to find an instance for the queue is reported once, through the
  * head request's hook, as an unbatched request's would be.
+ *
+ * <p>A batch is cut from the oldest requests, or from the newest while callers give up on the
+ * queue ({@link QueuePolicy}, the same order as the instance line's).
  */
 public final class DynamicBatcher implements AutoCloseable {
 
@@ -48,11 +52,19 @@ public final class DynamicBatcher implements AutoCloseable {
     private final Condition arrived = lock.newCondition();
     private final Condition idle = lock.newCondition();
     private final ArrayDeque<Member> queue = new ArrayDeque<>();
+    /** Which end a batch is cut from; under the lock. */
+    private final QueuePolicy.Line order;
     private final Thread scheduler;
     private int running;  // batches handed out and not yet finished
     private boolean closing;
 
     public DynamicBatcher(String model, String version, InstancePool instances, DynamicBatching policy) {
+        this(model, version, instances, policy, QueuePolicy.DEFAULT);
+    }
+
+    public DynamicBatcher(String model, String version, InstancePool instances, DynamicBatching policy,
+            QueuePolicy order) {
+        this.order = order.newLine();
         this.model = model;
         this.instances = instances;
         this.policy = policy;
@@ -106,6 +118,7 @@ public final class DynamicBatcher implements AutoCloseable {
         try {
             removed = queue.remove(member);
             if (removed) {
+                order.callerGaveUp(System.nanoTime());  // its caller went or its deadline passed
                 arrived.signal();  // it may have been the head the scheduler waits on
             }
         } finally {
@@ -196,25 +209,30 @@ public final class DynamicBatcher implements AutoCloseable {
         return rows;
     }
 
-    /** The batch at the head of the queue, on {@code slot}; null when the queue emptied meanwhile. */
+    /**
+     * The batch at the head of the queue (its newest end while the queue is congested), on
+     * {@code slot}; null when the queue emptied meanwhile.
+     */
     private Batch take(ExecutionSlot slot) {
         lock.lock();
         try {
-            Member head = queue.peekFirst();
-            if (head == null) {
+            Member oldest = queue.peekFirst();
+            if (oldest == null) {
                 return null;
             }
+            boolean newestFirst = order.newestFirst(System.nanoTime(), oldest.enqueuedNanos);
+            Member head = newestFirst ? queue.peekLast() : oldest;
             List<Member> members = new ArrayList<>();
             // A request larger than a batch runs alone; the head always fits its own batch.
             int limit = Math.max(head.rows, policy.cut(compatibleRows(head)));
             int rows = 0;
-            for (Iterator<Member> it = queue.iterator(); it.hasNext(); ) {
+            for (Iterator<Member> it = newestFirst ? queue.descendingIterator() : queue.iterator(); it.hasNext(); ) {
                 Member m = it.next();
                 if (!m.key.equals(head.key)) {
                     continue;  // waits for a batch of its own shape
                 }
                 if (rows + m.rows > limit) {
-                    break;  // first come, first served: nobody overtakes it
+                    break;  // in the queue's order: nobody overtakes it
                 }
                 it.remove();
                 members.add(m);
@@ -329,6 +347,10 @@ public final class DynamicBatcher implements AutoCloseable {
         final CompletableFuture<Object> future = new CompletableFuture<>();
         /** Set when it is queued. */
         volatile DynamicBatcher batcher;
+        /** Its queue span's trace context, which its batch's forward span links to; null untraced. */
+        Object traceContext;
+        /** Set (traced only) by the leader before this member is given its share: the batch it ran in. */
+        InferenceSpans.BatchJoined joined;
         /** Its thread was interrupted while it waited (it keeps waiting; the flag is restored after). */
         private boolean interrupted;
 

@@ -1,6 +1,7 @@
 package io.etserve.inference;
 
 import io.etserve.cuda.LeaseQueue;
+import io.etserve.cuda.QueuePolicy;
 import io.etserve.cuda.StreamLease;
 import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPoolExhaustedException;
@@ -14,8 +15,9 @@ import java.util.Optional;
  * instances (Modules, each holding its delegates' device memory) belong to this model; the
  * streams belong to the device's pool, shared by every model placed there. A call takes a free
  * instance, then leases a stream on the same device, and gives both back when it is done.
- * Both waits are first come, first served and hand a freed resource straight to the next caller
- * ({@link LeaseQueue}, with the device's sleep slice).
+ * Both waits hand a freed resource straight to the next caller ({@link LeaseQueue}, with the
+ * device's sleep slice): the instance line in the {@link QueuePolicy}'s order, the stream line
+ * first come, first served (its waiters already hold an instance).
  */
 public final class GpuInstancePool implements InstancePool {
 
@@ -24,12 +26,16 @@ public final class GpuInstancePool implements InstancePool {
     private final LeaseQueue idle;
 
     public GpuInstancePool(StreamPool streams, List<ProgramInstance> instances) {
+        this(streams, instances, QueuePolicy.DEFAULT);
+    }
+
+    public GpuInstancePool(StreamPool streams, List<ProgramInstance> instances, QueuePolicy order) {
         if (instances.isEmpty()) {
             throw new IllegalArgumentException("a GPU instance pool needs at least one instance");
         }
         this.streams = streams;
         this.instances = List.copyOf(instances);
-        this.idle = new LeaseQueue(instances.size(), streams.sleepSliceMicros() * 1000L);
+        this.idle = new LeaseQueue(instances.size(), streams.sleepSliceMicros() * 1000L, order);
     }
 
     @Override

@@ -47,6 +47,13 @@ public interface InferenceObserver {
      */
     default void executed(String model, String version, int batchRows) {}
 
+    /**
+     * A forward call ran, and where its time went (Triton's batch statistics): {@code batchSize}
+     * is its rows for a batched model, 1 for a model that runs each request alone.
+     */
+    default void executionTimes(String model, String version, int batchSize, long inputNanos, long inferNanos,
+            long outputNanos) {}
+
     /** A GPU forward call's adaptive completion wait ended so (native/src/completion_wait.h). */
     default void completionWait(String model, String version, CompletionWaits.Ended ended) {}
 

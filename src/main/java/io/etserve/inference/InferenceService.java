@@ -41,19 +41,33 @@ public final class InferenceService {
     private final ModelAdmission admission;
     private final FaultListener faults;
     private final DirectBufferPool buffers;
+    private final InferenceSpans spans;
+
+    /** As the full constructor, untraced. */
+    public InferenceService(ModelRegistry registry, Duration queueTimeout, InferenceObserver observer,
+            ModelAdmission admission, FaultListener faults, DirectBufferPool buffers) {
+        this(registry, queueTimeout, observer, admission, faults, buffers, InferenceSpans.OFF);
+    }
 
     /**
      * @param faults told of every runtime failure, so a sticky CUDA fault can take the process
      *     out of liveness (io.etserve.health.CudaFaultMonitor)
+     * @param spans trace spans of each request's queueing and forward call ({@link InferenceSpans#OFF}: none)
      */
     public InferenceService(ModelRegistry registry, Duration queueTimeout, InferenceObserver observer,
-            ModelAdmission admission, FaultListener faults, DirectBufferPool buffers) {
+            ModelAdmission admission, FaultListener faults, DirectBufferPool buffers, InferenceSpans spans) {
+        this.spans = spans;
         this.registry = registry;
         this.queueTimeout = queueTimeout;
         this.observer = observer;
         this.admission = admission;
         this.faults = faults;
         this.buffers = buffers;
+    }
+
+    /** Where the protocols record the span of encoding an answer, beside this service's spans. */
+    public InferenceSpans spans() {
+        return spans;
     }
 
     /** Why this model version cannot take a call now (not loaded, unavailable, breaker open). */
@@ -120,6 +134,7 @@ public final class InferenceService {
             }
             model = successor;
         }
+        spans.resolved(model.name(), model.version());
         observer.pending(model.name(), model.version(), 1);
         try {
             return run(model, request, outputs, caller, start);
@@ -177,14 +192,18 @@ public final class InferenceService {
         ModelAdmission.Admission admitted = null;
         boolean reported = false;
         try {
-            slot = acquire(model, cancellation);
+            try (InferenceSpans.Phase queue = spans.queue(model.name(), model.version())) {
+                slot = acquireTraced(model, cancellation, queue);
+            }
             admitted = admission.admit(model);
             long executing = System.nanoTime();
             reported = true;  // forward() reports the outcome, whatever it is
             ExecutionSlot held = slot;
             slot = null;  // forward() gives it back
-            List<ExecutionOutput> outs = forward(model, admitted, held, inputs, outputs, 0);
-            return new Executed(outs, 1, executing - queued, 0, System.nanoTime() - executing, 0);
+            List<ExecutionOutput> outs = forward(model, admitted, held, inputs, outputs, 0, null);
+            long inferNanos = System.nanoTime() - executing;
+            observer.executionTimes(model.name(), model.version(), 1, 0, inferNanos, 0);
+            return new Executed(outs, 1, executing - queued, 0, inferNanos, 0);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new ModelUnavailableException("interrupted while waiting for an instance");
@@ -220,11 +239,27 @@ public final class InferenceService {
         int rows = TensorContract.batchRows(inputs);
         DynamicBatcher.Member me = new DynamicBatcher.Member(inputs, rows, outputs, batcher.policy().maxQueueDelay(),
                 queueTimeout, cancellation, this::notRun);
-        batcher.submit(me);
-        Object given = me.await();
-        DynamicBatcher.Share share = given instanceof DynamicBatcher.Batch batch
-                ? runBatch(model, batch)
-                : (DynamicBatcher.Share) given;
+        InferenceSpans.Phase queue = spans.queue(model.name(), model.version());
+        me.traceContext = queue.context();
+        Object given;
+        try {
+            batcher.submit(me);
+            given = me.await();
+        } catch (RuntimeException e) {
+            queue.failed(e);
+            queue.close();
+            throw e;
+        }
+        DynamicBatcher.Share share;
+        if (given instanceof DynamicBatcher.Batch batch) {
+            // Leading: its queue span ends as the batch is cut; the forward span follows it.
+            queue.endAt(batch.startedNanos());
+            share = runBatch(model, batch);
+        } else {
+            share = (DynamicBatcher.Share) given;
+            queue.joined(me.joined);
+            queue.endAt(me.enqueuedNanos + share.queueNanos());
+        }
         return new Executed(share.outputs(), rows, share.queueNanos(), share.inputNanos(), share.inferNanos(),
                 share.outputNanos());
     }
@@ -262,7 +297,7 @@ public final class InferenceService {
             long executing = System.nanoTime();
             reported = true;
             List<ExecutionOutput> outs = forward(model, admitted, batch.slot(), inputs,
-                    alone ? members.get(0).outputs : tensors, rows);
+                    alone ? members.get(0).outputs : tensors, rows, members);
             long executed = System.nanoTime();
             List<List<ExecutionOutput>> shares = new ArrayList<>(members.size());
             int row = 0;
@@ -271,6 +306,8 @@ public final class InferenceService {
                 row += m.rows;
             }
             long cut = System.nanoTime();
+            observer.executionTimes(model.name(), model.version(), rows, executing - joining, executed - executing,
+                    cut - executed);
             DynamicBatcher.Share mine = null;
             for (int i = 0; i < members.size(); i++) {
                 DynamicBatcher.Member m = members.get(i);
@@ -322,7 +359,40 @@ public final class InferenceService {
      * a CUDA fault) reaches the fault listener once, however many requests shared the call.
      *
      * @param batchRows rows joined into this call, 0 when the model does not batch
+     * @param batch the requests sharing it, null when it runs one request alone
      */
+    private List<ExecutionOutput> forward(LoadedModel model, ModelAdmission.Admission admitted, ExecutionSlot slot,
+            List<ExecutionInput> inputs, OutputBuffers outputs, int batchRows, List<DynamicBatcher.Member> batch) {
+        try (InferenceSpans.Phase span = spans.forward(model.name(), model.version(), slot,
+                batch == null ? 1 : batch.size(), batchRows, batchLinks(batch))) {
+            if (batch != null && span.context() != null) {
+                InferenceSpans.BatchJoined joined = new InferenceSpans.BatchJoined(span.context(), batch.size(),
+                        batchRows);
+                batch.forEach(m -> m.joined = joined);
+            }
+            try {
+                return forward(model, admitted, slot, inputs, outputs, batchRows);
+            } catch (RuntimeException e) {
+                span.failed(e);
+                throw e;
+            }
+        }
+    }
+
+    /** The batched requests' queue spans, which the batch's forward span links to (none untraced). */
+    private static List<Object> batchLinks(List<DynamicBatcher.Member> batch) {
+        if (batch == null || batch.get(0).traceContext == null) {
+            return List.of();
+        }
+        List<Object> links = new ArrayList<>(batch.size());
+        for (DynamicBatcher.Member m : batch) {
+            if (m.traceContext != null) {
+                links.add(m.traceContext);
+            }
+        }
+        return links;
+    }
+
     private List<ExecutionOutput> forward(LoadedModel model, ModelAdmission.Admission admitted, ExecutionSlot slot,
             List<ExecutionInput> inputs, OutputBuffers outputs, int batchRows) {
         OptionalInt device = slot.selection().mode() != StreamSelection.Mode.NONE
@@ -405,6 +475,17 @@ public final class InferenceService {
             return new ModelUnavailableException("model '" + model.name() + "' is unloading", java.time.Duration.ofSeconds(1));
         }
         return e;
+    }
+
+    /** {@link #acquire}, with a failure recorded on the queue span. */
+    private ExecutionSlot acquireTraced(LoadedModel model, Cancellation cancellation, InferenceSpans.Phase queue)
+            throws InterruptedException {
+        try {
+            return acquire(model, cancellation);
+        } catch (InterruptedException | RuntimeException e) {
+            queue.failed(e);
+            throw e;
+        }
     }
 
     /**

@@ -22,6 +22,7 @@ public final class LoadedModel implements AutoCloseable {
     private final InstancePool instances;
     private final long maxElementsPerTensor;
     private final DynamicBatcher batcher;
+    private final ModelConfig config;
     /** Requests using this model now; {@link #RETIRING} set once it is being unloaded. */
     private final AtomicLong uses = new AtomicLong();
     private static final long RETIRING = 1L << 62;
@@ -29,6 +30,13 @@ public final class LoadedModel implements AutoCloseable {
     /** @param batcher joins this model's requests into batches, or null when it runs each alone */
     public LoadedModel(ModelDescription description, Program program, InstancePool instances,
             long maxElementsPerTensor, DynamicBatcher batcher) {
+        this(description, program, instances, maxElementsPerTensor, batcher, ModelConfig.defaults());
+    }
+
+    /** @param config the configuration it was loaded with (config.yml, and a load's override) */
+    public LoadedModel(ModelDescription description, Program program, InstancePool instances,
+            long maxElementsPerTensor, DynamicBatcher batcher, ModelConfig config) {
+        this.config = Objects.requireNonNull(config, "config");
         this.description = Objects.requireNonNull(description, "description");
         this.program = Objects.requireNonNull(program, "program");
         this.instances = Objects.requireNonNull(instances, "instances");
@@ -66,6 +74,11 @@ public final class LoadedModel implements AutoCloseable {
 
     public long maxElementsPerTensor() {
         return maxElementsPerTensor;
+    }
+
+    /** The configuration it was loaded with: config.yml, with a load request's override applied. */
+    public ModelConfig config() {
+        return config;
     }
 
     /** The model's batcher, when its config.yml asks for dynamic batching. */

@@ -1,5 +1,6 @@
 package io.etserve.inference;
 
+import io.etserve.cuda.QueuePolicy;
 import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPools;
 import io.etserve.runtime.ExecuTorchException;
@@ -35,6 +36,7 @@ public final class ModelLoader {
     private final DevicePlacement.Policy placement;
     private final PlannedMemoryLimits plannedLimits;
     private final PrivateCopies copies;
+    private final QueuePolicy queuePolicy;
     private final java.util.concurrent.atomic.AtomicInteger loadedModels = new java.util.concurrent.atomic.AtomicInteger();
 
     /** Modules per model unless its config.yml sets {@code instances}. */
@@ -65,14 +67,19 @@ public final class ModelLoader {
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
             DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits) {
         this(verification, streamPools, node, defaultInstances, gpuBackends, defaultMaxElements, placement,
-                plannedLimits, PrivateCopies.none());
+                plannedLimits, PrivateCopies.none(), QueuePolicy.DEFAULT);
     }
 
-    /** @param copies where versions are served from: private copies, or the repository itself */
+    /**
+     * @param copies where versions are served from: private copies, or the repository itself
+     * @param queuePolicy the order of every line a request waits in (instances, a batch)
+     */
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
-            DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, PrivateCopies copies) {
+            DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, PrivateCopies copies,
+            QueuePolicy queuePolicy) {
         this.copies = copies;
+        this.queuePolicy = queuePolicy;
         this.verification = verification;
         this.streamPools = streamPools;
         this.node = node;
@@ -193,7 +200,7 @@ public final class ModelLoader {
                         onDevice.add(program.newInstance(config.method(), cudaDevice));
                     }
                     created.addAll(onDevice);
-                    pools.add(new GpuInstancePool(streams, onDevice));
+                    pools.add(new GpuInstancePool(streams, onDevice, queuePolicy));
                 }
                 pool = pools.size() == 1 ? pools.get(0) : new MultiDeviceInstancePool(pools);
             } else {
@@ -202,7 +209,7 @@ public final class ModelLoader {
                 for (int i = 0; i < perPlacement; i++) {
                     created.add(program.newInstance(config.method()));
                 }
-                pool = new CpuInstancePool(created);
+                pool = new CpuInstancePool(created, queuePolicy);
             }
             if (!created.isEmpty()) {
                 // Only a loaded method knows which tensors may change shape.
@@ -216,10 +223,10 @@ public final class ModelLoader {
             DynamicBatcher batcher = null;
             if (config.dynamicBatching().isPresent()) {
                 checkBatchable(config.dynamicBatching().get(), signature, inputs, outputs);
-                batcher = new DynamicBatcher(name, version, pool, config.dynamicBatching().get());
+                batcher = new DynamicBatcher(name, version, pool, config.dynamicBatching().get(), queuePolicy);
             }
             return new ModelVersionState.Ready(new LoadedModel(new ModelDescription(name, version, signature, inputs,
-                    outputs), program, pool, maxElements, batcher));
+                    outputs), program, pool, maxElements, batcher, config));
         } catch (RuntimeException e) {
             // ExecuTorch errors, a config that does not fit the program, an impossible placement:
             // this model fails, the others still load.

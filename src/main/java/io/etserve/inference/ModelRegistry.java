@@ -27,6 +27,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongPredicate;
+import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -123,7 +124,7 @@ public final class ModelRegistry implements AutoCloseable {
                 log.warn("skipping {}: not a valid model name", modelDir);
                 continue;
             }
-            reconcile(name, modelDir, snapshot(modelDir), v -> true, true);
+            reconcile(name, modelDir, snapshot(modelDir), v -> true, true, UnaryOperator.identity());
         }
     }
 
@@ -146,11 +147,28 @@ public final class ModelRegistry implements AutoCloseable {
      * @throws ModelNotFoundException when the repository has no such model directory
      */
     public synchronized List<ModelVersionState> load(String name) {
+        return load(name, null);
+    }
+
+    /**
+     * As {@link #load(String)}, with {@code override} applied to the configuration config.yml
+     * gives (a load request's configuration, Triton's {@code config} parameter). It is asked once
+     * before anything loads, so an override that does not fit the model's configuration is
+     * refused with nothing changed.
+     *
+     * @param override null for none
+     * @throws ModelConfig.InvalidModelConfigException when the override does not fit (or config.yml does not read)
+     */
+    public synchronized List<ModelVersionState> load(String name, UnaryOperator<ModelConfig> override) {
         Path dir = ModelNames.isValidModelName(name) ? root.resolve(name) : null;
         if (dir == null || !Files.isDirectory(dir)) {
             throw new ModelNotFoundException("no model directory '" + abbreviate(name) + "' in the repository");
         }
-        return reconcile(name, dir, snapshot(dir), v -> true, true);
+        if (override != null) {
+            override.apply(ModelConfig.read(dir));
+        }
+        return reconcile(name, dir, snapshot(dir), v -> true, true,
+                override == null ? UnaryOperator.identity() : override);
     }
 
     /**
@@ -195,7 +213,7 @@ public final class ModelRegistry implements AutoCloseable {
             }
             try {
                 reconcile(name, modelDir, now, v -> Objects.equals(previous.versions().get(v), now.versions().get(v)),
-                        false);
+                        false, UnaryOperator.identity());
             } catch (RepositoryControl.RefusedException e) {
                 // It keeps serving what it loaded; told once per change on disk.
                 models.put(name, new Model(current.versions(), now));
@@ -227,7 +245,7 @@ public final class ModelRegistry implements AutoCloseable {
      *     device memory and the policy refuses it (checked before anything loads)
      */
     private List<ModelVersionState> reconcile(String name, Path dir, Snapshot snapshot,
-            LongPredicate settled, boolean force) {
+            LongPredicate settled, boolean force, UnaryOperator<ModelConfig> override) {
         Model current = models.get(name);
         NavigableMap<Long, Entry> before = current == null ? Collections.emptyNavigableMap() : current.versions();
         // what the next poll compares with: a version not yet settled is seen as not yet decided
@@ -236,7 +254,7 @@ public final class ModelRegistry implements AutoCloseable {
         Snapshot acted = new Snapshot(snapshot.config(), decided);
         ModelConfig config;
         try {
-            config = ModelConfig.read(dir);
+            config = override.apply(ModelConfig.read(dir));
         } catch (ModelConfig.InvalidModelConfigException e) {
             // what serves serves on; the row without a version says why nothing else loads
             TreeMap<Long, Entry> next = new TreeMap<>();

@@ -22,7 +22,7 @@ public final class RepositoryControl {
      * protocols answer it as a bad request (REST 400, gRPC INVALID_ARGUMENT).
      */
     public static final class RefusedException extends RuntimeException {
-        RefusedException(String message) {
+        public RefusedException(String message) {
             super(message);
         }
     }
@@ -47,8 +47,23 @@ public final class RepositoryControl {
      *     reason and the version that answers for the model meanwhile, if any
      */
     public void load(String model) {
+        load(model, null);
+    }
+
+    /**
+     * As {@link #load(String)}, with {@code override} applied to config.yml's configuration for
+     * this load (a load request's {@code config} parameter); null for none.
+     *
+     * @throws RefusedException also when the override does not fit the model's configuration
+     */
+    public void load(String model, java.util.function.UnaryOperator<ModelConfig> override) {
         requireExplicit("load");
-        List<ModelVersionState> failed = registry.load(model);
+        List<ModelVersionState> failed;
+        try {
+            failed = registry.load(model, override);
+        } catch (ModelConfig.InvalidModelConfigException e) {
+            throw new RefusedException("load of '" + ModelRegistry.abbreviate(model) + "' refused: " + e.getMessage());
+        }
         if (!failed.isEmpty()) {
             ModelVersionState served = registry.resolve(model, null);
             throw new RefusedException("failed to load '" + ModelRegistry.abbreviate(model) + "'" + failed.stream()

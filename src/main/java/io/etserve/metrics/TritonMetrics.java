@@ -58,7 +58,8 @@ public final class TritonMetrics implements InferenceObserver {
             OUTPUT_US, "Cumulative output preparation time");
 
     private final MeterRegistry registry;
-    private final Map<Key, Series> series = new ConcurrentHashMap<>();
+    /** Each version's Triton series, looked up once per call; the statistics extension reads the same adders. */
+    private final Map<VersionKey, VersionSeries> versions = new ConcurrentHashMap<>();
     private final Map<Key, DistributionSummary> batchSizes = new ConcurrentHashMap<>();
     private final Map<Key, Counter> completionWaits = new ConcurrentHashMap<>();
     private final Map<Key, LoadState> loadStates = new ConcurrentHashMap<>();
@@ -70,11 +71,150 @@ public final class TritonMetrics implements InferenceObserver {
 
     private record Key(String name, String model, String version, String reason) {}
 
-    /** One exported value: a total (or, for pending, a level) and the gauge that reads it. */
-    private record Series(LongAdder value, Gauge gauge) {}
+    private record VersionKey(String model, String version) {}
 
     /** A version's load outcome (1 failed, 0 loaded) and the gauge that reads it. */
     private record LoadState(java.util.concurrent.atomic.AtomicInteger failed, Gauge gauge) {}
+
+    /** The per-version series, by index into {@link VersionSeries}; durations are kept in nanoseconds. */
+    private static final String[] NAMES = {PENDING, SUCCESS, COUNT, EXEC_COUNT, REQUEST_US, QUEUE_US, INPUT_US,
+            INFER_US, OUTPUT_US};
+    private static final int S_PENDING = 0;
+    private static final int S_SUCCESS = 1;
+    private static final int S_COUNT = 2;
+    private static final int S_EXEC = 3;
+    private static final int S_REQUEST = 4;
+    private static final int S_QUEUE = 5;
+    private static final int S_INPUT = 6;
+    private static final int S_INFER = 7;
+    private static final int S_OUTPUT = 8;
+    private static final FailureReason[] REASONS = FailureReason.values();
+
+    /**
+     * One version's totals. Each exported gauge is registered the first time its value is
+     * touched (all of them when the version loads), so a failure for an unknown model exports
+     * its failure series only, as before. Durations are summed in nanoseconds; the {@code _us}
+     * gauges read them divided by 1,000, so Prometheus and the statistics extension read one
+     * number and cannot disagree.
+     */
+    private final class VersionSeries {
+        final String model;
+        final String version;
+        final LongAdder[] values = new LongAdder[NAMES.length];
+        final LongAdder[] failures = new LongAdder[REASONS.length];
+        final Gauge[] gauges = new Gauge[NAMES.length];
+        final Gauge[] failureGauges = new Gauge[REASONS.length];
+        final LongAdder failNanos = new LongAdder();
+        /** Milliseconds since the epoch of the last request that finished (Triton's last_inference); 0 for none. */
+        volatile long lastInference;
+        /** Per batch size: executions, input, infer and output nanoseconds (Triton's batch_stats). */
+        final Map<Integer, LongAdder[]> batches = new ConcurrentHashMap<>();
+
+        VersionSeries(String model, String version) {
+            this.model = model;
+            this.version = version;
+            for (int i = 0; i < values.length; i++) {
+                values[i] = new LongAdder();
+            }
+            for (int i = 0; i < failures.length; i++) {
+                failures[i] = new LongAdder();
+            }
+        }
+
+        LongAdder value(int series) {
+            if (gauges[series] == null) {
+                register(series);
+            }
+            return values[series];
+        }
+
+        LongAdder failure(FailureReason reason) {
+            int i = reason.ordinal();
+            if (failureGauges[i] == null) {
+                registerFailure(i);
+            }
+            return failures[i];
+        }
+
+        synchronized void register(int series) {
+            if (gauges[series] == null) {
+                String name = NAMES[series];
+                boolean nanos = name.endsWith("_us");
+                gauges[series] = Gauge.builder(name, values[series], v -> nanos ? v.sum() / 1000 : v.sum())
+                        .description(DESCRIPTIONS.get(name)).tag("model", model).tag("version", version)
+                        .register(registry);
+            }
+        }
+
+        synchronized void registerFailure(int i) {
+            if (failureGauges[i] == null) {
+                failureGauges[i] = Gauge.builder(FAILURE, failures[i], LongAdder::doubleValue)
+                        .description(DESCRIPTIONS.get(FAILURE)).tag("model", model).tag("version", version)
+                        .tag("reason", REASONS[i].name()).register(registry);
+            }
+        }
+
+        synchronized void removeGauges() {
+            for (Gauge g : gauges) {
+                if (g != null) {
+                    registry.remove(g);
+                }
+            }
+            for (Gauge g : failureGauges) {
+                if (g != null) {
+                    registry.remove(g);
+                }
+            }
+        }
+
+        void executed(int batchSize, long inputNanos, long inferNanos, long outputNanos) {
+            LongAdder[] b = batches.get(batchSize);
+            if (b == null) {
+                b = batches.computeIfAbsent(batchSize,
+                        k -> new LongAdder[] {new LongAdder(), new LongAdder(), new LongAdder(), new LongAdder()});
+            }
+            b[0].increment();
+            b[1].add(inputNanos);
+            b[2].add(inferNanos);
+            b[3].add(outputNanos);
+        }
+
+        VersionStatistics snapshot() {
+            long success = values[S_SUCCESS].sum();
+            long failed = 0;
+            for (LongAdder f : failures) {
+                failed += f.sum();
+            }
+            List<VersionStatistics.Batch> batchStats = new ArrayList<>();
+            new java.util.TreeMap<>(batches).forEach((size, b) -> {
+                long n = b[0].sum();
+                batchStats.add(new VersionStatistics.Batch(size, new VersionStatistics.Duration(n, b[1].sum()),
+                        new VersionStatistics.Duration(n, b[2].sum()), new VersionStatistics.Duration(n, b[3].sum())));
+            });
+            return new VersionStatistics(model, version, lastInference, values[S_COUNT].sum(), values[S_EXEC].sum(),
+                    new VersionStatistics.Duration(success, values[S_REQUEST].sum()),
+                    new VersionStatistics.Duration(failed, failNanos.sum()),
+                    new VersionStatistics.Duration(success, values[S_QUEUE].sum()),
+                    new VersionStatistics.Duration(success, values[S_INPUT].sum()),
+                    new VersionStatistics.Duration(success, values[S_INFER].sum()),
+                    new VersionStatistics.Duration(success, values[S_OUTPUT].sum()), batchStats);
+        }
+    }
+
+    private VersionSeries version(String model, String version) {
+        VersionKey key = new VersionKey(model, version);
+        VersionSeries v = versions.get(key);
+        return v != null ? v : versions.computeIfAbsent(key, k -> new VersionSeries(model, version));
+    }
+
+    /**
+     * What the statistics extension answers for one version: read from the same totals the
+     * Prometheus series export (zeros for a version that has seen no request).
+     */
+    public VersionStatistics statistics(String model, String version) {
+        VersionSeries v = versions.get(new VersionKey(model, version));
+        return v != null ? v.snapshot() : new VersionSeries(model, version).snapshot();
+    }
 
     @Override
     public void indexed(String model, String version, boolean loadFailed) {
@@ -97,28 +237,20 @@ public final class TritonMetrics implements InferenceObserver {
 
     @Override
     public void loaded(String model, String version) {
-        for (String name : List.of(PENDING, SUCCESS, COUNT, EXEC_COUNT, REQUEST_US, QUEUE_US, INPUT_US, INFER_US,
-                OUTPUT_US)) {
-            series(name, model, version, null);
+        VersionSeries v = version(model, version);
+        for (int i = 0; i < NAMES.length; i++) {
+            v.value(i);
         }
-        for (FailureReason reason : FailureReason.values()) {
-            series(FAILURE, model, version, reason.name());
+        for (FailureReason reason : REASONS) {
+            v.failure(reason);
         }
     }
 
     @Override
     public void unloaded(String model, String version) {
-        List<Key> gone = new ArrayList<>();
-        series.forEach((key, s) -> {
-            if (key.model().equals(model) && key.version().equals(version)) {
-                gone.add(key);
-            }
-        });
-        for (Key key : gone) {
-            Series s = series.remove(key);
-            if (s != null) {
-                registry.remove(s.gauge());
-            }
+        VersionSeries v = versions.remove(new VersionKey(model, version));
+        if (v != null) {
+            v.removeGauges();
         }
         DistributionSummary sizes = batchSizes.remove(new Key(BATCH_SIZE, model, version, null));
         if (sizes != null) {
@@ -163,24 +295,26 @@ public final class TritonMetrics implements InferenceObserver {
 
     @Override
     public void pending(String model, String version, int delta) {
-        series(PENDING, model, version, null).add(delta);
+        version(model, version).value(S_PENDING).add(delta);
     }
 
     @Override
     public void success(String model, String version, long inferences, long queueNanos, long inputNanos,
             long inferNanos, long outputNanos) {
-        series(SUCCESS, model, version, null).increment();
-        series(COUNT, model, version, null).add(inferences);
-        micros(REQUEST_US, model, version, queueNanos + inputNanos + inferNanos + outputNanos);
-        micros(QUEUE_US, model, version, queueNanos);
-        micros(INPUT_US, model, version, inputNanos);
-        micros(INFER_US, model, version, inferNanos);
-        micros(OUTPUT_US, model, version, outputNanos);
+        VersionSeries v = version(model, version);
+        v.value(S_SUCCESS).increment();
+        v.value(S_COUNT).add(inferences);
+        v.value(S_REQUEST).add(queueNanos + inputNanos + inferNanos + outputNanos);
+        v.value(S_QUEUE).add(queueNanos);
+        v.value(S_INPUT).add(inputNanos);
+        v.value(S_INFER).add(inferNanos);
+        v.value(S_OUTPUT).add(outputNanos);
+        v.lastInference = System.currentTimeMillis();
     }
 
     @Override
     public void executed(String model, String version, int batchRows) {
-        series(EXEC_COUNT, model, version, null).increment();
+        version(model, version).value(S_EXEC).increment();
         if (batchRows > 0) {
             batchSizes.computeIfAbsent(new Key(BATCH_SIZE, model, version, null), k -> DistributionSummary
                     .builder(BATCH_SIZE).description("Rows per forward call of a model with dynamic batching")
@@ -191,23 +325,16 @@ public final class TritonMetrics implements InferenceObserver {
     }
 
     @Override
+    public void executionTimes(String model, String version, int batchSize, long inputNanos, long inferNanos,
+            long outputNanos) {
+        version(model, version).executed(batchSize, inputNanos, inferNanos, outputNanos);
+    }
+
+    @Override
     public void failure(String model, String version, FailureReason reason, long requestNanos) {
-        series(FAILURE, model, version, reason.name()).increment();
-    }
-
-    private void micros(String name, String model, String version, long nanos) {
-        series(name, model, version, null).add(nanos / 1000);
-    }
-
-    private LongAdder series(String name, String model, String version, String reason) {
-        return series.computeIfAbsent(new Key(name, model, version, reason), k -> {
-            LongAdder value = new LongAdder();
-            Gauge.Builder<LongAdder> b = Gauge.builder(name, value, LongAdder::doubleValue)
-                    .description(DESCRIPTIONS.get(name)).tag("model", model).tag("version", version);
-            if (reason != null) {
-                b.tag("reason", reason);
-            }
-            return new Series(value, b.register(registry));
-        }).value();
+        VersionSeries v = version(model, version);
+        v.failure(reason).increment();
+        v.failNanos.add(requestNanos);
+        v.lastInference = System.currentTimeMillis();
     }
 }

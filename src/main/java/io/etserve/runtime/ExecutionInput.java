@@ -2,7 +2,10 @@ package io.etserve.runtime;
 
 import java.nio.ByteBuffer;
 
-/** One input of a forward call: a direct buffer the bridge reads in place. */
+/**
+ * One input of a forward call: a direct buffer the bridge reads in place. The bridge reads the
+ * components by name (native/src/jni_bridge.cpp, {@code JavaTypes}).
+ */
 public record ExecutionInput(ByteBuffer data, int scalarType, long[] shape) {
     public ExecutionInput {
         if (!data.isDirect()) {

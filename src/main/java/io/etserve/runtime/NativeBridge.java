@@ -1,7 +1,5 @@
 package io.etserve.runtime;
 
-import java.nio.ByteBuffer;
-
 /**
  * The JNI surface of {@code libetserve_jni.so} (native/src/jni_bridge.cpp). Package-private:
  * the rest of the service goes through {@link Program}, {@link ProgramInstance} and
@@ -30,22 +28,18 @@ final class NativeBridge {
 
     static native void closeInstance(long instance);
 
-    /** [done at start, overslept, seen in the spin, seen in the back-off, when the last wait returned (ns)]. */
-    static native long[] instanceWaitStats(long instance);
-
-    /** How the last call's adaptive wait ended: a {@link CompletionWaits.Ended} ordinal. */
-    static native int instanceLastWait(long instance);
+    /** How the instance's completion waits ended so far, and when the last one returned. */
+    static native CompletionWaits instanceStats(long instance);
 
     /** {@link #methodSignature}'s encoding, with the loaded method's shape dynamism. */
     static native long[] instanceSignature(long instance);
 
     /**
-     * Runs the instance's method. Inputs are direct buffers read in place (each from its address:
-     * pass slices, not buffers with a position); each output is copied once into the direct
-     * buffer {@code outputs} gives for it, their dtypes and shapes written into the two out-arrays.
+     * Runs the instance's method on {@code call}'s inputs, read in place, under its stream
+     * options; each output is copied once into the direct buffer {@code call.buffers} gives for
+     * it. Sets {@code call.waitEnded} when it succeeds.
      */
-    static native ByteBuffer[] execute(long instance, ByteBuffer[] inputs, int[] dtypes, long[][] shapes,
-            int streamMode, long stream, int device, int[] outDtypes, long[][] outShapes, OutputBuffers outputs);
+    static native ExecutionOutput[] execute(long instance, ExecutionCall call);
 
     /** Flattened (path, soname) pairs of every loaded object that defines getCallerStream. */
     static native String[] callerStreamDefiners();

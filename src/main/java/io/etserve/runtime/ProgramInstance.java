@@ -1,7 +1,6 @@
 package io.etserve.runtime;
 
-import java.nio.ByteBuffer;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -18,6 +17,8 @@ public final class ProgramInstance implements AutoCloseable {
     private final ReentrantLock inUse = new ReentrantLock();
     /** Held to free the handle, and to read the wait statistics without holding {@link #inUse}. */
     private final Object lifetime = new Object();
+    /** The bridge's view of the running call, reused: calls never overlap ({@link #inUse}). */
+    private final ExecutionCall call = new ExecutionCall();
     private volatile CompletionWaits.Ended lastAdaptiveWait = CompletionWaits.Ended.NONE;
     private volatile long handle;
 
@@ -48,59 +49,36 @@ public final class ProgramInstance implements AutoCloseable {
             if (h == 0) {
                 throw new InstanceClosedException();
             }
-            int n = inputs.size();
-            ByteBuffer[] buffers = new ByteBuffer[n];
-            int[] dtypes = new int[n];
-            long[][] shapes = new long[n][];
-            for (int i = 0; i < n; i++) {
-                ExecutionInput in = inputs.get(i);
-                // The bridge reads from a buffer's address, i.e. from index 0: a buffer with a
-                // position is passed as its slice.
-                buffers[i] = in.data().position() == 0 ? in.data() : in.data().slice();
-                dtypes[i] = in.scalarType();
-                shapes[i] = in.shape();
-            }
-            int outputCount = signature.outputs().size();
-            int[] outTypes = new int[outputCount];
-            long[][] outShapes = new long[outputCount][];
-            ByteBuffer[] data;
             try {
-                data = NativeBridge.execute(h, buffers, dtypes, shapes, stream.nativeMode(), stream.handle(),
-                        stream.device(), outTypes, outShapes, outputs);
+                call.start(inputs, stream, outputs);
+                return Arrays.asList(NativeBridge.execute(h, call));
             } finally {
-                lastAdaptiveWait = stream.mode() == StreamSelection.Mode.CUDA
-                        && stream.completionWait() == StreamSelection.CompletionWait.ADAPTIVE
-                        ? CompletionWaits.Ended.ofNative(NativeBridge.instanceLastWait(h)) : CompletionWaits.Ended.NONE;
+                lastAdaptiveWait = call.waitEnded();
+                call.finish();
             }
-            List<ExecutionOutput> result = new ArrayList<>(data.length);
-            for (int i = 0; i < data.length; i++) {
-                result.add(new ExecutionOutput(outTypes[i], outShapes[i], data[i]));
-            }
-            return result;
         } finally {
             inUse.unlock();
         }
     }
 
     /**
-     * How this instance's GPU completion waits ended so far (all zero for CPU calls). Never blocks
-     * or disturbs a running call: the native counts are atomics, and only {@link #close()} is
-     * kept out while they are read.
+     * How this instance's GPU completion waits ended so far (all zero for CPU calls), for
+     * benchmarks and diagnostics. Never blocks or disturbs a running call: the native counts are
+     * atomics, and only {@link #close()} is kept out while they are read.
      */
-    public CompletionWaits completionWaits() {
+    public CompletionWaits stats() {
         synchronized (lifetime) {
             long h = handle;
             if (h == 0) {
                 throw new InstanceClosedException();
             }
-            long[] s = NativeBridge.instanceWaitStats(h);
-            return new CompletionWaits(s[0], s[1], s[2], s[3], s[4]);
+            return NativeBridge.instanceStats(h);
         }
     }
 
     /**
      * How the last call's adaptive completion wait ended ({@link CompletionWaits.Ended#NONE} when it
-     * did not wait adaptively): read by {@link #execute} after each GPU call that waited so.
+     * failed or did not wait adaptively), as the bridge reported it with the call's outputs.
      */
     public CompletionWaits.Ended lastAdaptiveWait() {
         return lastAdaptiveWait;

@@ -7,7 +7,7 @@ package io.etserve.runtime;
  */
 public record StreamSelection(Mode mode, long handle, int device, CompletionWait completionWait, int sleepSliceMicros) {
 
-    /** The longest sleep slice the bridge takes (16 bits of {@link #nativeMode()}). */
+    /** The longest sleep slice accepted (65 ms; a slice is meant to be tens of microseconds). */
     public static final int MAX_SLEEP_SLICE_MICROS = 0xffff;
 
     public StreamSelection {
@@ -26,6 +26,7 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
         return (int) micros;
     }
 
+    /** Order matters: the ordinal travels to the bridge (ExecutionCall). */
     public enum Mode {
         /** No guard: each delegate picks its own stream. */
         NONE,
@@ -37,7 +38,7 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
 
     /**
      * How the bridge waits for the GPU work of a {@link Mode#CUDA} call (native/src/completion_wait.h).
-     * Order matters: the ordinal travels to the bridge.
+     * Order matters: the ordinal travels to the bridge (ExecutionCall).
      */
     public enum CompletionWait {
         /** Sleep for the time this instance's work is expected to take, then poll an event. */
@@ -72,13 +73,5 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
      */
     public static StreamSelection cuda(long handle, int device, CompletionWait wait, int sleepSliceMicros) {
         return new StreamSelection(Mode.CUDA, handle, device, wait, sleepSliceMicros);
-    }
-
-    /**
-     * The mode, the wait and the sleep slice as the bridge takes them: mode in the low byte, wait
-     * in the next, the slice in microseconds in the high 16 bits.
-     */
-    int nativeMode() {
-        return mode.ordinal() | completionWait.ordinal() << 8 | sleepSliceMicros << 16;
     }
 }

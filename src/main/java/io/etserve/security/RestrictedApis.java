@@ -20,7 +20,9 @@ public final class RestrictedApis {
         HEALTH("health"),
         METADATA("metadata"),
         INFERENCE("inference"),
-        MODEL_REPOSITORY("model-repository");
+        MODEL_REPOSITORY("model-repository"),
+        MODEL_CONFIG("model-config"),
+        STATISTICS("statistics");
 
         private final String tritonName;
 
@@ -44,6 +46,12 @@ public final class RestrictedApis {
                 if (path.endsWith("/infer")) {
                     return Optional.of(INFERENCE);
                 }
+                if (path.endsWith("/config")) {
+                    return Optional.of(MODEL_CONFIG);
+                }
+                if (path.endsWith("/stats")) {
+                    return Optional.of(STATISTICS);
+                }
                 return Optional.of(path.endsWith("/ready") ? HEALTH : METADATA);
             }
             return path.equals("/v2") || path.equals("/v2/") ? Optional.of(METADATA) : Optional.empty();
@@ -55,6 +63,8 @@ public final class RestrictedApis {
                 case "ServerLive", "ServerReady", "ModelReady" -> Optional.of(HEALTH);
                 case "ServerMetadata", "ModelMetadata" -> Optional.of(METADATA);
                 case "ModelInfer" -> Optional.of(INFERENCE);
+                case "ModelConfig" -> Optional.of(MODEL_CONFIG);
+                case "ModelStatistics" -> Optional.of(STATISTICS);
                 case "RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload" -> Optional.of(MODEL_REPOSITORY);
                 default -> Optional.empty();
             };

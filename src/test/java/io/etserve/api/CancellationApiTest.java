@@ -19,7 +19,12 @@ import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.assertj.core.api.SoftAssertions;
@@ -37,13 +42,17 @@ import org.springframework.test.context.DynamicPropertySource;
  * closed connection, a cancelled call, a passed deadline) while it waits for an instance or a
  * batch never runs, and the protocol's {@code timeout} parameter ends a wait as Triton does. The
  * probe program holds its one instance as long as asked; the forward-call count
- * ({@code nv_inference_exec_count}) shows what ran.
+ * ({@code nv_inference_exec_count}) shows what ran. Once a client gave up on a line, the line
+ * serves its newest waiter first ({@code etserve.inference.queue-policy}; here for 60 s after a
+ * give-up, so that a slow machine cannot end it mid-test).
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class CancellationApiTest {
 
     static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-cancel-")
             .withSlowProbe("slow")
+            .withSlowProbe("patient")
+            .withSlowProbe("impatient")
             .copy(TestPaths.testModels(), "batched-probe", "slow-batched")
             .withFile("slow-batched/config.yml", "inputs: [ { name: x, dims: [-1, 2] } ]\noutputs: [ { name: observed } ]\n"
                     + "instances: 1\ndynamic-batching: { max-batch-size: 8, max-queue-delay: 20ms }\n");
@@ -53,6 +62,7 @@ class CancellationApiTest {
         r.add("etserve.model-repository", () -> REPO.root().toString());
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         r.add("etserve.inference.queue-timeout", () -> "20s");  // only the client ends a wait here
+        r.add("etserve.inference.queue-policy.give-up-window", () -> "60s");
         r.add("management.server.port", () -> "0");
     }
 
@@ -300,5 +310,54 @@ class CancellationApiTest {
         awaitMetric(discarded + 1, "etserve_inference_cancelled_total", "model=\"slow\"", "stage=\"execution\"",
                 "reason=\"client\"");
         assertThat(forwardCalls("slow")).as("a running call is never interrupted").isEqualTo(calls + 1);
+    }
+
+    /**
+     * Requests that join {@code model}'s line one after another (each once the one before waits
+     * behind the {@code ahead} requests already there), each holding the instance 200 ms; their
+     * names in the order they were answered.
+     */
+    List<String> answerOrder(String model, int ahead, String... names) throws Exception {
+        List<String> answered = new CopyOnWriteArrayList<>();
+        ExecutorService clients = Executors.newFixedThreadPool(names.length);
+        try {
+            List<Future<?>> calls = new ArrayList<>();
+            for (int i = 0; i < names.length; i++) {
+                String name = names[i];
+                calls.add(clients.submit(() -> {
+                    Http.Response r = Http.local(port).post("/v2/models/" + model + "/infer", probe(200));
+                    answered.add(r.status() == 200 ? name : name + " " + r.status());
+                }));
+                awaitPending(model, ahead + i + 1);
+            }
+            for (Future<?> call : calls) {
+                call.get(30, TimeUnit.SECONDS);
+            }
+        } finally {
+            clients.shutdownNow();
+        }
+        return answered;
+    }
+
+    @Test
+    void whileNobodyGivesUpTheInstanceLineServesInArrivalOrder() throws Exception {
+        CompletableFuture<Http.Response> held = hold("patient", probe(1500));
+        List<String> answered = answerOrder("patient", 1, "first", "second", "third");
+        assertThat(held.get(30, TimeUnit.SECONDS).status()).isEqualTo(200);
+        assertThat(answered).containsExactly("first", "second", "third");
+    }
+
+    @Test
+    void onceAClientGaveUpOnTheLineItsNewestWaiterIsServedFirst() throws Exception {
+        CompletableFuture<Http.Response> held = hold("impatient", probe(1500));
+        try (RawConnection client = RawConnection.open(port, 10_000)) {
+            client.send(RawConnection.post("/v2/models/impatient/infer", probe(0)));
+            awaitPending("impatient", 2);
+        }  // and its client goes
+        assertThat(pendingFallsTo("impatient", 1, 5000)).as("it left the line").isTrue();
+        List<String> answered = answerOrder("impatient", 1, "first", "second", "third");
+        assertThat(held.get(30, TimeUnit.SECONDS).status()).isEqualTo(200);
+        // Each answered request gives the instance to the newest of those still waiting.
+        assertThat(answered).containsExactly("third", "second", "first");
     }
 }

@@ -71,7 +71,12 @@ class ClientErrorsApiTest {
             new Endpoint(M + "/infer", "POST", true, true),
             new Endpoint(M + "/versions/1/infer", "POST", true, true),
             new Endpoint("/v2/repository/index", "POST", true, true),
-            new Endpoint("/v2/repository/models/demo-portable/load", "POST", false, true),
+            new Endpoint("/v2/repository/models/demo-portable/load", "POST", true, true),
+            new Endpoint(M + "/config", "GET", false, true),
+            new Endpoint(M + "/versions/1/config", "GET", false, true),
+            new Endpoint("/v2/models/stats", "GET", false, true),
+            new Endpoint(M + "/stats", "GET", false, true),
+            new Endpoint(M + "/versions/1/stats", "GET", false, true),
             new Endpoint("/v2/repository/models/demo-portable/unload", "POST", false, true));
 
     static String request(String method, String path, String contentType, String accept, String body) {
@@ -201,6 +206,12 @@ class ClientErrorsApiTest {
             RawConnection.Response r = exchange(request("POST", "/v2/repository/index", type, null,
                     type == null ? null : "{\"ready\": true}"));
             assertThat(r.status()).as("index, Content-Type " + type + ": " + r.text()).isEqualTo(200);
+        }
+        // A load as Triton's client sends it: {} without a Content-Type.
+        for (String type : new String[] {null, "application/json"}) {
+            RawConnection.Response r = exchange(request("POST", "/v2/repository/models/demo-portable/load", type, null,
+                    "{}"));
+            assertThat(r.status()).as("load, Content-Type " + type + ": " + r.text()).isEqualTo(200);
         }
         // Any Accept that takes JSON.
         for (String accept : new String[] {"*/*", "application/*", "application/json", "text/html, */*;q=0.8"}) {

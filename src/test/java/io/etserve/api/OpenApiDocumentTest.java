@@ -24,7 +24,8 @@ import org.yaml.snakeyaml.Yaml;
 
 /**
  * The OpenAPI document the service serves ({@code /openapi.yaml}) is the API the controllers
- * map: every operation of {@link InferenceProtocolController} and {@link RepositoryController}
+ * map: every operation of {@link InferenceProtocolController}, {@link RepositoryController} and
+ * {@link TritonExtensionsController}
  * is described, nothing else is,
  * and every reference in it resolves.
  */
@@ -62,7 +63,8 @@ class OpenApiDocumentTest {
         Set<String> mapped = new TreeSet<>();
         for (Map.Entry<RequestMappingInfo, HandlerMethod> e : mappings.getHandlerMethods().entrySet()) {
             if (e.getValue().getBeanType() != InferenceProtocolController.class
-                    && e.getValue().getBeanType() != RepositoryController.class) {
+                    && e.getValue().getBeanType() != RepositoryController.class
+                    && e.getValue().getBeanType() != TritonExtensionsController.class) {
                 continue;
             }
             for (String pattern : e.getKey().getPatternValues()) {

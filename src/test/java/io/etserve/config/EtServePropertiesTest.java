@@ -73,6 +73,20 @@ class EtServePropertiesTest {
     }
 
     @Test
+    void theQueuePolicyBindsAsWrittenAndDefaultsToAdaptiveLifo() {
+        assertThat(bind(Map.of()).inference().queuePolicy().policy()).isEqualTo(io.etserve.cuda.QueuePolicy.DEFAULT);
+        io.etserve.cuda.QueuePolicy fifo = bind(Map.of("etserve.inference.queue-policy.order", "fifo",
+                "etserve.inference.queue-policy.give-up-window", "250ms",
+                "etserve.inference.queue-policy.max-fifo-wait", "80ms")).inference().queuePolicy().policy();
+        assertThat(fifo).isEqualTo(new io.etserve.cuda.QueuePolicy(io.etserve.cuda.QueuePolicy.Order.FIFO,
+                java.time.Duration.ofMillis(250), java.time.Duration.ofMillis(80)));
+        assertThatThrownBy(() -> bind(Map.of("etserve.inference.queue-policy.order", "lifo")))
+                .isInstanceOf(BindException.class).hasMessageContaining("etserve.inference.queue-policy.order");
+        assertThatThrownBy(() -> bind(Map.of("etserve.inference.queue-policy.give-up-window", "-1s")))
+                .hasRootCauseMessage("etserve.inference.queue-policy.give-up-window and max-fifo-wait must not be negative");
+    }
+
+    @Test
     void theInputBufferSizeReachesEveryHttpConnectorAndIsBounded() {
         EtServeProperties.Http http = bind(Map.of("etserve.http.input-buffer-size", "128KB")).http();
         org.eclipse.jetty.server.Server server = new org.eclipse.jetty.server.Server();

@@ -250,4 +250,110 @@ class LeaseQueueTest {
         q.give(held);
         assertThat(q.freeCount()).isEqualTo(1);
     }
+
+    /** Newest first for an hour after a give-up: long past any test's run. */
+    private static final QueuePolicy ADAPTIVE = new QueuePolicy(QueuePolicy.Order.ADAPTIVE_LIFO,
+            java.time.Duration.ofHours(1), java.time.Duration.ZERO);
+
+    /** Waiters that joined {@code q} in the order given, each recording its id once served. */
+    private List<Future<?>> line(LeaseQueue q, List<Integer> served, int... ids) throws InterruptedException {
+        List<Future<?>> waiters = new ArrayList<>();
+        for (int id : ids) {
+            int waiting = q.waitingCount();
+            waiters.add(exec.submit(() -> {
+                int slot = q.take(10 * SECOND);
+                served.add(id);
+                q.give(slot);
+                return null;
+            }));
+            awaitWaiting(q, waiting + 1);
+        }
+        return waiters;
+    }
+
+    @ParameterizedTest(name = "slice {0} ns")
+    @ValueSource(longs = {0, 50_000})
+    void anAdaptiveLineServesInArrivalOrderWhileNobodyGivesUp(long slice) throws Exception {
+        LeaseQueue q = new LeaseQueue(1, slice, ADAPTIVE);
+        int held = q.take(0);
+        List<Integer> served = new CopyOnWriteArrayList<>();
+        List<Future<?>> waiters = line(q, served, 0, 1, 2);
+        q.give(held);
+        for (Future<?> w : waiters) {
+            w.get(10, TimeUnit.SECONDS);
+        }
+        assertThat(served).containsExactly(0, 1, 2);
+    }
+
+    @ParameterizedTest(name = "slice {0} ns")
+    @ValueSource(longs = {0, 50_000})
+    void afterACallerGaveUpTheNewestWaiterIsServedFirst(long slice) throws Exception {
+        LeaseQueue q = new LeaseQueue(1, slice, ADAPTIVE);
+        int held = q.take(0);
+        TestAbandon impatient = new TestAbandon();
+        impatient.gone = true;  // its caller went while it waited
+        assertThat(q.take(10 * SECOND, impatient)).isEqualTo(-1);
+        List<Integer> served = new CopyOnWriteArrayList<>();
+        List<Future<?>> waiters = line(q, served, 0, 1, 2);
+        q.give(held);
+        for (Future<?> w : waiters) {
+            w.get(10, TimeUnit.SECONDS);
+        }
+        // Each waiter gives the slot back while the older ones still wait: the newest of them next.
+        assertThat(served).containsExactly(2, 1, 0);
+    }
+
+    @Test
+    void aWaiterWhoseDeadlinePassedGaveUpButOneThatRanOutOfTheQueueTimeoutDidNot() throws Exception {
+        LeaseQueue q = new LeaseQueue(1, 0, ADAPTIVE);
+        int held = q.take(0);
+        assertThat(q.take(TimeUnit.MILLISECONDS.toNanos(5))).as("the server's own bound").isEqualTo(-1);
+        List<Integer> served = new CopyOnWriteArrayList<>();
+        List<Future<?>> waiters = line(q, served, 0, 1);
+        q.give(held);
+        for (Future<?> w : waiters) {
+            w.get(10, TimeUnit.SECONDS);
+        }
+        assertThat(served).as("still arrival order").containsExactly(0, 1);
+
+        held = q.take(0);
+        LeaseQueue.Abandon pastDeadline = new LeaseQueue.Abandon() {
+            @Override
+            public void watching(Thread waiter) {}
+
+            @Override
+            public boolean abandoned() {
+                return false;
+            }
+
+            @Override
+            public boolean expired(long now) {
+                return true;
+            }
+        };
+        assertThat(q.take(TimeUnit.MILLISECONDS.toNanos(5), pastDeadline)).isEqualTo(-1);
+        served.clear();
+        waiters = line(q, served, 0, 1);
+        q.give(held);
+        for (Future<?> w : waiters) {
+            w.get(10, TimeUnit.SECONDS);
+        }
+        assertThat(served).as("its caller's deadline: newest first").containsExactly(1, 0);
+    }
+
+    @Test
+    void aFifoLineIgnoresGiveUps() throws Exception {
+        LeaseQueue q = new LeaseQueue(1, 0, QueuePolicy.FIFO);
+        int held = q.take(0);
+        TestAbandon impatient = new TestAbandon();
+        impatient.gone = true;
+        assertThat(q.take(10 * SECOND, impatient)).isEqualTo(-1);
+        List<Integer> served = new CopyOnWriteArrayList<>();
+        List<Future<?>> waiters = line(q, served, 0, 1, 2);
+        q.give(held);
+        for (Future<?> w : waiters) {
+            w.get(10, TimeUnit.SECONDS);
+        }
+        assertThat(served).containsExactly(0, 1, 2);
+    }
 }

@@ -119,7 +119,7 @@ class GpuStreamsTest {
                             ended.merge(how, 1, Integer::sum);
                         }
                     }
-                    assertThat(probe.completionWaits().total()).isEqualTo(60);
+                    assertThat(probe.stats().total()).isEqualTo(60);
                     // Once it has learned the 1 ms of work, most waits see the completion in the spin.
                     assertThat(ended.getOrDefault(CompletionWaits.Ended.IN_SPIN, 0)).as("%s", ended).isGreaterThan(15);
                 }

@@ -51,7 +51,7 @@ class TritonClientInteropTest {
     }
 
     /** Runs a command in {@code dir}; its output, or a failure that shows it. */
-    private static String run(Path dir, int seconds, String... command) throws IOException, InterruptedException {
+    static String run(Path dir, int seconds, String... command) throws IOException, InterruptedException {
         Path log = Files.createTempFile("etserve-client-", ".log");
         Process p = new ProcessBuilder(List.of(command)).directory(dir.toFile()).redirectErrorStream(true)
                 .redirectOutput(log.toFile()).start();

@@ -190,6 +190,35 @@ class HelmChartTest {
     }
 
     @Test
+    void tracingValuesTurnTracingOnWithTheirEndpointAndRatioForTheDeploymentAndKServe() {
+        Map<String, Object> off = applicationYml(render(Map.of()));
+        assertThat(map(off, "etserve")).doesNotContainKey("tracing");
+        assertThat(map(off, "management")).doesNotContainKey("opentelemetry");
+
+        // --set passes a decimal as a string: the chart takes it as the number it is
+        Map<String, Object> tracing = Map.of("tracing.enabled", true, "tracing.samplingRatio", "0.25",
+                "tracing.endpoint", "http://otel-collector.observability:4318/v1/traces");
+        Map<String, Object> app = applicationYml(render(tracing));
+        assertThat(get(app, "etserve", "tracing", "enabled")).isEqualTo(true);
+        assertThat(get(app, "management", "tracing", "sampling", "probability")).isEqualTo(0.25);
+        assertThat(get(app, "management", "opentelemetry", "tracing", "export", "otlp", "endpoint"))
+                .isEqualTo("http://otel-collector.observability:4318/v1/traces");
+        // the values' own management keys survive beside them
+        assertThat(get(app, "management", "endpoints", "web", "exposure", "include")).isEqualTo("health,info,prometheus");
+
+        var withKServe = new LinkedHashMap<>(tracing);
+        withKServe.put("kserve.servingRuntime.enabled", true);
+        Map<String, Object> runtime = find(render(withKServe), "ClusterServingRuntime");
+        Map<String, Map<String, Object>> env = byName(list(list(runtime, "spec", "containers").get(0), "env"));
+        Map<String, Object> json = new Yaml().load((String) env.get("SPRING_APPLICATION_JSON").get("value"));
+        assertThat(get(json, "etserve", "tracing", "enabled")).isEqualTo(true);
+
+        assertThatThrownBy(() -> render(Map.of("tracing.enabled", true))).hasMessageContaining("tracing.endpoint");
+        assertThatThrownBy(() -> render(Map.of("tracing.samplingRatio", 2))).hasMessageContaining("samplingRatio");
+        assertThatThrownBy(() -> render(Map.of("tracing.samplingRatio", "half"))).hasMessageContaining("samplingRatio");
+    }
+
+    @Test
     void privateCopiesOfServedProgramsOnlyWhereTheModelVolumeCanChange() {
         assertThat(get(applicationYml(render(Map.of())), "etserve", "repository", "private-copies")).isEqualTo(false);
         assertThat(get(applicationYml(render(Map.of("models.source", "pvc", "models.pvc.claimName", "models"))),

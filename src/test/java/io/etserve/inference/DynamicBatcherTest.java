@@ -195,12 +195,13 @@ class DynamicBatcherTest {
                 });
         awaitQueued(2);
         pool.free.release();
-        DynamicBatcher.Batch batch = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
-        assertThat(batch.members()).containsExactly(a, c);
+        // A caller gave up on the queue: the batch is cut from its newest end (QueuePolicy.DEFAULT).
+        DynamicBatcher.Batch batch = (DynamicBatcher.Batch) given.get(2).get(10, TimeUnit.SECONDS);
+        assertThat(batch.members()).containsExactly(c, a);
         assertThat(batch.rows()).isEqualTo(2);
         batcher.finished(batch);
         // Once in a batch, a request is not withdrawn: its batch's leader decides.
-        assertThat(batcher.withdraw(c, new IllegalStateException("too late"))).isFalse();
+        assertThat(batcher.withdraw(a, new IllegalStateException("too late"))).isFalse();
     }
 
     @Test
@@ -253,5 +254,51 @@ class DynamicBatcherTest {
             assertThatThrownBy(() -> f.get(10, TimeUnit.SECONDS)).cause().isSameAs(sticky);
         }
         assertThat(heard).as("the fault listener hears it once, as from one unbatched call").containsExactly(sticky);
+    }
+
+    @Test
+    void afterACallerGaveUpOnTheQueueBatchesAreCutFromItsNewestEnd() throws Exception {
+        batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(2, Duration.ZERO, List.of()),
+                new io.etserve.cuda.QueuePolicy(io.etserve.cuda.QueuePolicy.Order.ADAPTIVE_LIFO, Duration.ofHours(1),
+                        Duration.ZERO));
+        DynamicBatcher.Member impatient = member(1, 16);
+        batcher.submit(impatient);
+        assertThat(batcher.withdraw(impatient, new RequestCancelledException(RequestCancelledException.Reason.CLIENT,
+                RequestCancelledException.Stage.BATCH, "gone"))).isTrue();
+        DynamicBatcher.Member a = member(1, 16);
+        DynamicBatcher.Member b = member(1, 16);
+        DynamicBatcher.Member c = member(1, 16);
+        DynamicBatcher.Member d = member(1, 16);
+        List<Future<Object>> given = new ArrayList<>();
+        for (DynamicBatcher.Member m : List.of(a, b, c, d)) {
+            given.add(queue(m));
+        }
+        awaitQueued(4);
+        pool.free.release();
+        DynamicBatcher.Batch first = (DynamicBatcher.Batch) given.get(3).get(10, TimeUnit.SECONDS);
+        assertThat(first.members()).as("the newest two, the newest leading").containsExactly(d, c);
+        batcher.finished(first);
+        pool.free.release();
+        DynamicBatcher.Batch second = (DynamicBatcher.Batch) given.get(1).get(10, TimeUnit.SECONDS);
+        assertThat(second.members()).containsExactly(b, a);
+        batcher.finished(second);
+    }
+
+    @Test
+    void withNobodyGivingUpAnAdaptiveQueueIsCutInArrivalOrder() throws Exception {
+        batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(2, Duration.ZERO, List.of()),
+                io.etserve.cuda.QueuePolicy.DEFAULT);
+        DynamicBatcher.Member a = member(1, 16);
+        DynamicBatcher.Member b = member(1, 16);
+        DynamicBatcher.Member c = member(1, 16);
+        List<Future<Object>> given = new ArrayList<>();
+        for (DynamicBatcher.Member m : List.of(a, b, c)) {
+            given.add(queue(m));
+        }
+        awaitQueued(3);
+        pool.free.release();
+        DynamicBatcher.Batch first = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
+        assertThat(first.members()).containsExactly(a, b);
+        batcher.finished(first);
     }
 }

@@ -103,4 +103,48 @@ class TritonMetricsTest {
         assertThat(registry.get("etserve.inference.cancelled").tag("version", "2").tag("stage", "execution")
                 .tag("reason", "deadline").counter().count()).isEqualTo(1);
     }
+
+    @Test
+    void statisticsReadTheTotalsTheGaugesExport() {
+        metrics.loaded("m", "1");
+        long before = System.currentTimeMillis();
+        metrics.success("m", "1", 3, 1_999, 500, 10_700, 801);
+        metrics.success("m", "1", 3, 1_999, 500, 10_700, 801);
+        metrics.failure("m", "1", InferenceObserver.FailureReason.BACKEND, 4_000);
+        metrics.failure("m", "1", InferenceObserver.FailureReason.OTHER, 1_000);
+        metrics.executed("m", "1", 6);
+        metrics.executionTimes("m", "1", 6, 100, 20_000, 300);
+        metrics.executionTimes("m", "1", 2, 10, 2_000, 30);
+        metrics.executionTimes("m", "1", 6, 100, 20_000, 300);
+        VersionStatistics s = metrics.statistics("m", "1");
+        assertThat(s.lastInference()).isBetween(before, System.currentTimeMillis());
+        assertThat(s.inferenceCount()).isEqualTo(6);
+        assertThat(s.executionCount()).isEqualTo(1);
+        assertThat(s.success()).isEqualTo(new VersionStatistics.Duration(2, 2 * 14_000));
+        assertThat(s.fail()).isEqualTo(new VersionStatistics.Duration(2, 5_000));
+        assertThat(s.queue()).isEqualTo(new VersionStatistics.Duration(2, 3_998));
+        assertThat(s.computeInfer()).isEqualTo(new VersionStatistics.Duration(2, 21_400));
+        // the gauges read the same nanoseconds, in whole microseconds
+        assertThat(value("nv_inference_queue_duration_us", "m", "1")).isEqualTo(3);
+        assertThat(value("nv_inference_compute_infer_duration_us", "m", "1")).isEqualTo(21);
+        assertThat(value("nv_inference_compute_output_duration_us", "m", "1")).isEqualTo(1);
+        assertThat(value("nv_inference_request_duration_us", "m", "1")).isEqualTo(28);
+        assertThat(s.batches()).containsExactly(
+                new VersionStatistics.Batch(2, new VersionStatistics.Duration(1, 10), new VersionStatistics.Duration(1, 2_000),
+                        new VersionStatistics.Duration(1, 30)),
+                new VersionStatistics.Batch(6, new VersionStatistics.Duration(2, 200), new VersionStatistics.Duration(2, 40_000),
+                        new VersionStatistics.Duration(2, 600)));
+        metrics.unloaded("m", "1");
+        assertThat(metrics.statistics("m", "1").success().count()).isZero();
+    }
+
+    @Test
+    void aFailureForAnUnknownModelExportsItsFailureSeriesOnly() {
+        metrics.failure("unknown", "", InferenceObserver.FailureReason.OTHER, 10);
+        assertThat(registry.get("nv_inference_request_failure").tag("model", "unknown").tag("reason", "OTHER").gauge()
+                .value()).isEqualTo(1);
+        assertThat(registry.find("nv_inference_request_success").tag("model", "unknown").gauges()).isEmpty();
+        assertThat(registry.find("nv_inference_request_failure").tag("model", "unknown").tag("reason", "BACKEND")
+                .gauges()).isEmpty();
+    }
 }

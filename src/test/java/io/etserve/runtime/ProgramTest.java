@@ -143,6 +143,22 @@ class ProgramTest {
     }
 
     @Test
+    void theStreamOptionsReachTheBridgeAndACpuInstanceCountsNoWaits() {
+        try (Program p = Program.load(DEMO, Program.Verification.INTERNAL_CONSISTENCY);
+                ProgramInstance instance = p.newInstance("forward")) {
+            List<ExecutionInput> in = List.of(new ExecutionInput(direct(java.util.Collections.nCopies(16, 0.5)),
+                    FLOAT, new long[] {1, 16}));
+            // No host has a CUDA device 999: the device made current comes from the call's options.
+            assertThatThrownBy(() -> instance.execute(in, StreamSelection.cuda(1, 999)))
+                    .isInstanceOf(ExecuTorchException.class).hasMessageContaining("cudaSetDevice(999)");
+            assertThat(instance.lastAdaptiveWait()).isEqualTo(CompletionWaits.Ended.NONE);
+            assertThat(instance.execute(in, StreamSelection.none())).hasSize(1);
+            assertThat(instance.lastAdaptiveWait()).isEqualTo(CompletionWaits.Ended.NONE);
+            assertThat(instance.stats()).isEqualTo(new CompletionWaits(0, 0, 0, 0, 0));
+        }
+    }
+
+    @Test
     void unknownMethodAndClosedHandlesFailCleanly() {
         Program p = Program.load(DEMO, Program.Verification.MINIMAL);
         assertThatThrownBy(() -> p.newInstance("nope")).isInstanceOf(ExecuTorchException.class)

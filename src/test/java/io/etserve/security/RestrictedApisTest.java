@@ -17,6 +17,11 @@ class RestrictedApisTest {
         assertThat(Group.ofPath("/v2/models/m/versions/1/ready")).contains(Group.HEALTH);
         assertThat(Group.ofPath("/v2/models/m/infer")).contains(Group.INFERENCE);
         assertThat(Group.ofPath("/v2/models/m")).contains(Group.METADATA);
+        assertThat(Group.ofPath("/v2/models/m/versions/1/config")).contains(Group.MODEL_CONFIG);
+        assertThat(Group.ofPath("/v2/models/stats")).contains(Group.STATISTICS);
+        assertThat(Group.ofPath("/v2/models/m/stats")).contains(Group.STATISTICS);
+        assertThat(Group.ofGrpcMethod("ModelConfig")).contains(Group.MODEL_CONFIG);
+        assertThat(Group.ofGrpcMethod("ModelStatistics")).contains(Group.STATISTICS);
         assertThat(Group.ofPath("/v2")).contains(Group.METADATA);
         assertThat(Group.ofPath("/actuator/health")).isEmpty();
         assertThat(Group.ofGrpcMethod("RepositoryModelUnload")).contains(Group.MODEL_REPOSITORY);

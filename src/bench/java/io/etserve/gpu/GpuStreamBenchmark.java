@@ -104,7 +104,7 @@ public final class GpuStreamBenchmark {
                             GpuFixtures.probe(probe, lease.selection(), kernel);
                         }
                     }
-                    CompletionWaits before = probe.completionWaits();
+                    CompletionWaits before = probe.stats();
                     long cpu0 = os.getProcessCpuTime();
                     long statsCpu = 0;
                     for (int i = 0; i < calls; i++) {
@@ -114,20 +114,20 @@ public final class GpuStreamBenchmark {
                         }
                         long t1 = System.nanoTime();
                         wall[i] = t1 - t0 - (long) (kernel * 1000);
-                        long last = probe.completionWaits().lastWaitEndNanos();
+                        long last = probe.stats().lastWaitEndNanos();
                         afterWait[i] = last == 0 ? 0 : t1 - last;
                         statsCpu += System.nanoTime() - t1;
                     }
                     // The stats read is not part of a call: its (busy, one-thread) time comes off.
                     double cpuPerCall = (os.getProcessCpuTime() - cpu0 - statsCpu) / 1000.0 / calls;
-                    CompletionWaits ended = probe.completionWaits().since(before);
+                    CompletionWaits ended = probe.stats().since(before);
                     double p50 = percentile(wall, 50) / 1000.0;
                     double p99 = percentile(wall, 99) / 1000.0;
                     if (spinOverhead == null) {
                         spinOverhead = new double[] {p50, p99};
                     }
                     String how = wait.kind() == StreamSelection.CompletionWait.ADAPTIVE
-                            ? String.format("%d / %d / %d / %d", 100 * ended.doneAtStart() / calls,
+                            ? String.format("%d / %d / %d / %d", 100 * ended.atStart() / calls,
                                     100 * ended.overslept() / calls, 100 * ended.inSpin() / calls,
                                     100 * ended.inBackoff() / calls)
                             : "-";

@@ -1,5 +1,5 @@
 # Real CUDA-backend programs on a GPU host: the delegate, the export, and the packaged service.
-# Sourced by scripts/gpu-suite.sh, which provides WORK, RESULTS, BUNDLE, STAGE, PROBE, JAVA, JAR,
+# Sourced by scripts/gpu-suite.sh, which provides (scripts/gpu/common.sh) WORK, RESULTS, BUNDLE, STAGE, PROBE, JAVA, JAR,
 # CHECK_CP, start_service, stop_service, check and log/die.
 #
 #   cuda_bundle SOURCE    (build machine) .device/cuda: the ExecuTorch source subset the delegate
@@ -39,7 +39,7 @@ cuda_stage1() {
   payload="$(bash "$ROOT/scripts/cuda-backend.sh" payload-format --source "$BUNDLE/cuda/et-src" | awk '{print $1}')"
   rm -f "$WORK/export.done"
   # setsid: a remote runner ends the processes a command leaves behind, but not a new session.
-  setsid bash -c "export WORK='$WORK' BUNDLE='$BUNDLE' ROOT='$ROOT'; source '$ROOT/scripts/gpu-cuda-programs.sh'; \
+  setsid bash -c "export WORK='$WORK' BUNDLE='$BUNDLE' ROOT='$ROOT'; source '$ROOT/scripts/gpu/cuda-programs.sh'; \
     cuda_export '$payload' > '$WORK/export.log' 2>&1; echo \$? > '$WORK/export.done'" < /dev/null &
   log "export started in the background ($payload payload; log: $WORK/export.log)"
   log "CUDA delegate from $BUNDLE/cuda/et-src"

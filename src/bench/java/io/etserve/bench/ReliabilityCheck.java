@@ -33,8 +33,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <pre>
  *   prepare DIR                     write the model repository (demo models, crafted and flipped files)
- *   run PORT PID SOAK_SECONDS       hostile list, corrupt files, slow clients, slow headers, stalled
- *                                   uploads, overload, soak (-Dreliability.steps=a,b: only those)
+ *   prepare-rollout DIR             write the poll-mode repository of the failed-reloads step
+ *   run PORT PID SOAK_SECONDS       hostile list, corrupt files, isolation, file operations, failed
+ *                                   reloads, slow clients, slow headers, stalled uploads, overload,
+ *                                   soak (-Dreliability.steps=a,b: only those)
  * </pre>
  */
 public final class ReliabilityCheck {
@@ -60,6 +62,10 @@ public final class ReliabilityCheck {
             prepare(Path.of(args[1]), Path.of("."));
             return;
         }
+        if (args.length >= 2 && args[0].equals("prepare-rollout")) {
+            prepareRollout(Path.of(args[1]), Path.of("."));
+            return;
+        }
         if (args.length != 4 || !args[0].equals("run")) {
             System.err.println("usage: prepare DIR | run PORT PID SOAK_SECONDS");
             System.exit(2);
@@ -67,7 +73,8 @@ public final class ReliabilityCheck {
         ReliabilityCheck check = new ReliabilityCheck(Integer.parseInt(args[1]), Long.parseLong(args[2]), System.out);
         // -Dreliability.steps=slowHeaders,stalledUploads runs only those (all by default).
         java.util.Set<String> steps = new java.util.HashSet<>(List.of(System.getProperty("reliability.steps",
-                "hostileRequests,corruptFiles,isolation,fileOperations,slowClients,slowHeaders,stalledUploads,overload,soak")
+                "hostileRequests,corruptFiles,isolation,fileOperations,failedReloads,slowClients,slowHeaders,stalledUploads,"
+                + "overload,soak")
                 .split(",")));
         try {
             if (steps.contains("hostileRequests")) {
@@ -81,6 +88,9 @@ public final class ReliabilityCheck {
             }
             if (steps.contains("fileOperations")) {
                 check.fileOperations();
+            }
+            if (steps.contains("failedReloads")) {
+                check.failedReloads();
             }
             if (steps.contains("slowClients")) {
                 check.slowClients();
@@ -149,6 +159,15 @@ public final class ReliabilityCheck {
             bad[at] ^= (byte) (1 << random.nextInt(8));
             Path v = Files.createDirectories(dir.resolve(String.format("flipped-%02d-at-%d", i, at)).resolve("1"));
             Files.write(v.resolve("model.pte"), bad);
+        }
+    }
+
+    /** The failed-reloads step's models: demo-xnnpack version 1 under {@code latest: 1}, twice. */
+    static void prepareRollout(Path dir, Path repoRoot) throws IOException {
+        for (String m : List.of("half-written", "corrupt")) {
+            copy(repoRoot.resolve("models/demo-xnnpack"), dir.resolve(m));
+            Files.writeString(dir.resolve(m).resolve("config.yml"), "\nversion-policy: { latest: 1 }\n",
+                    java.nio.file.StandardOpenOption.APPEND);
         }
     }
 
@@ -434,6 +453,233 @@ public final class ReliabilityCheck {
         out.println("  " + answers.get() + " calls while the files were truncated, overwritten and deleted; wrong: " + wrong.keySet());
         check(wrong.isEmpty() && answers.get() > 10, "0 changed answers and 0 5xx from the served model");
         check(serving(), "the process survived and serves");
+    }
+
+    /**
+     * Failed reloads in the poll mode (a second service, polling every 500 ms, which
+     * reliability.sh starts over the prepare-rollout repository), under {@code latest: 1} while
+     * version 1 serves: a version 2 directory appears with its program half written (and is
+     * completed later), and another model's version 2 appears corrupt (and stays). Three clients
+     * call each model without a version throughout: not one 5xx; the failure shows in the
+     * repository index, {@code etserve_model_load_failed} and the {@code models} health component
+     * while the model and the service stay ready.
+     */
+    void failedReloads() throws Exception {
+        int rolloutPort = Integer.getInteger("reliability.rollout-port", -1);
+        int rolloutManagement = Integer.getInteger("reliability.rollout-management-port", -1);
+        Path repo = Path.of(System.getProperty("reliability.rollout-repository", ""));
+        section("failed reloads (poll mode, 500 ms, latest: 1): a half-written and a corrupt version 2 beside version 1");
+        byte[] program = Files.readAllBytes(repo.resolve("half-written/1/model.pte"));
+        try (Rollout traffic = new Rollout(rolloutPort, rolloutManagement, "half-written")) {
+            Thread.sleep(700);
+            Path v2 = Files.createDirectories(repo.resolve("half-written/2"));
+            Files.write(v2.resolve("model.pte"), Arrays.copyOf(program, program.length / 2));
+            boolean failed = traffic.await(() -> "FAILED".equals(traffic.state("2")));
+            String seen = traffic.failureSeen("2");
+            Thread.sleep(1000);
+            Files.write(v2.resolve("model.pte"), Arrays.copyOfRange(program, program.length / 2, program.length),
+                    java.nio.file.StandardOpenOption.APPEND);
+            boolean tookOver = traffic.await(() -> traffic.versions.containsKey("2"));
+            Thread.sleep(500);
+            traffic.stop();
+            out.println("  half-written: " + traffic);
+            out.println("  while FAILED: " + seen);
+            check(failed, "the half-written version 2 fails to load (FAILED in the repository index)");
+            check(traffic.only200(), "0 5xx (every call 200) from half-written while its version 2 failed and loaded");
+            check(traffic.alwaysReady(), "half-written, the service and actuator readiness ready throughout");
+            check(seen.startsWith("visible"), "the failure is visible in the index, the metric and the models component");
+            check(tookOver && "READY".equals(traffic.state("2")), "version 2 takes over once its file is complete");
+        }
+        try (Rollout traffic = new Rollout(rolloutPort, rolloutManagement, "corrupt")) {
+            Thread.sleep(700);
+            byte[] corrupt = program.clone();
+            for (int i = 64; i < Math.min(corrupt.length, 4096); i += 5) {
+                corrupt[i] = (byte) 0x5A;
+            }
+            // Published as the README says (written beside, renamed into place): the file is whole, and bad.
+            Path staging = Files.createDirectories(repo.resolve("corrupt/.staging-2"));
+            Files.write(staging.resolve("model.pte"), corrupt);
+            Files.move(staging, repo.resolve("corrupt/2"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            boolean failed = traffic.await(() -> "FAILED".equals(traffic.state("2")));
+            String seen = traffic.failureSeen("2");
+            Thread.sleep(3000);  // six poll intervals with the corrupt file in place
+            boolean stillFailed = "FAILED".equals(traffic.state("2")) && "READY".equals(traffic.state("1"));
+            traffic.stop();
+            out.println("  corrupt: " + traffic);
+            out.println("  while FAILED: " + seen);
+            check(failed && stillFailed, "the corrupt version 2 fails and stays FAILED while version 1 stays READY");
+            check(traffic.only200() && traffic.versions.keySet().equals(java.util.Set.of("1")),
+                    "0 5xx (every call 200, all from version 1) from corrupt while its version 2 is there");
+            check(traffic.alwaysReady(), "corrupt, the service and actuator readiness ready throughout");
+            check(seen.startsWith("visible"), "the failure is visible in the index, the metric and the models component");
+        }
+        try (RawConnection c = RawConnection.open(rolloutPort, 10_000)) {
+            check(c.exchange("GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n").status() == 200,
+                    "the poll-mode service lives");
+        }
+    }
+
+    /**
+     * Three clients calling one model without a version on the poll-mode service, and a prober of
+     * the model's readiness, the service's and actuator's, until stopped.
+     */
+    private static final class Rollout implements AutoCloseable {
+        private static final java.util.regex.Pattern VERSION =
+                java.util.regex.Pattern.compile("\"model_version\"\\s*:\\s*\"([^\"]+)\"");
+        final Map<String, AtomicLong> versions = new ConcurrentHashMap<>();
+        final Map<Integer, AtomicLong> statuses = new ConcurrentHashMap<>();
+        final Map<String, AtomicLong> probes = new ConcurrentHashMap<>();
+        final List<String> firstFailures = java.util.Collections.synchronizedList(new ArrayList<>());
+        private final int port;
+        private final int management;
+        private final String model;
+        private final AtomicBoolean running = new AtomicBoolean(true);
+        private final ExecutorService threads = Executors.newFixedThreadPool(4);
+        private final List<Future<?>> running4 = new ArrayList<>();
+
+        Rollout(int port, int management, String model) {
+            this.port = port;
+            this.management = management;
+            this.model = model;
+            for (int t = 0; t < 3; t++) {
+                running4.add(threads.submit(() -> {
+                    RawConnection c = null;
+                    while (running.get()) {
+                        try {
+                            if (c == null) {
+                                c = RawConnection.open(port, 30_000);
+                            }
+                            RawConnection.Response r = c.exchange(RawConnection.post("/v2/models/" + model + "/infer",
+                                    DEMO_BODY));
+                            statuses.computeIfAbsent(r.status(), k -> new AtomicLong()).incrementAndGet();
+                            java.util.regex.Matcher v = VERSION.matcher(r.text());
+                            if (r.status() == 200 && v.find()) {
+                                versions.computeIfAbsent(v.group(1), k -> new AtomicLong()).incrementAndGet();
+                            } else if (firstFailures.size() < 3) {
+                                firstFailures.add(r.status() + " " + r.text().substring(0, Math.min(200, r.text().length())));
+                            }
+                            if ("close".equalsIgnoreCase(r.header("connection"))) {
+                                c.close();  // the server closed it: a new one, as any client would
+                                c = null;
+                            }
+                        } catch (IOException e) {
+                            statuses.computeIfAbsent(-1, k -> new AtomicLong()).incrementAndGet();  // no answer
+                            c = null;
+                        }
+                    }
+                    if (c != null) {
+                        c.close();
+                    }
+                    return null;
+                }));
+            }
+            running4.add(threads.submit(() -> {
+                while (running.get()) {
+                    probe("model ready", port, "/v2/models/" + model + "/ready");
+                    probe("service ready", port, "/v2/health/ready");
+                    probe("actuator readiness", management, "/actuator/health/readiness");
+                    Thread.sleep(50);
+                }
+                return null;
+            }));
+        }
+
+        private void probe(String what, int on, String path) {
+            int status;
+            try (RawConnection c = RawConnection.open(on, 10_000)) {
+                status = c.exchange(req("GET", path, Map.of(), null)).status();
+            } catch (IOException e) {
+                status = -1;
+            }
+            probes.computeIfAbsent(what + " " + status, k -> new AtomicLong()).incrementAndGet();
+        }
+
+        boolean only200() {
+            return statuses.keySet().equals(java.util.Set.of(200)) && statuses.get(200).get() > 50;
+        }
+
+        boolean alwaysReady() {
+            return probes.keySet().equals(java.util.Set.of("model ready 200", "service ready 200",
+                    "actuator readiness 200"));
+        }
+
+        /** The version's row in the repository index: its state, null when it has none. */
+        String state(String version) {
+            tools.jackson.databind.JsonNode row = indexRow(version);
+            return row == null ? null : row.path("state").asString();
+        }
+
+        private tools.jackson.databind.JsonNode indexRow(String version) {
+            try (RawConnection c = RawConnection.open(port, 10_000)) {
+                RawConnection.Response r = c.exchange(json("/v2/repository/index", "{}"));
+                for (tools.jackson.databind.JsonNode e : tools.jackson.databind.json.JsonMapper.builder().build()
+                        .readTree(r.body())) {
+                    if (e.path("name").asString().equals(model) && e.path("version").asString().equals(version)) {
+                        return e;
+                    }
+                }
+                return null;
+            } catch (IOException e) {
+                return null;
+            }
+        }
+
+        /**
+         * "visible: ..." when the failed version shows as FAILED with a reason in the index and the
+         * models health component, etserve_model_load_failed is 1 and readiness UP; else what was seen.
+         */
+        String failureSeen(String version) throws IOException {
+            tools.jackson.databind.JsonNode row = indexRow(version);
+            String indexReason = row == null ? null : row.path("reason").asString(null);
+            tools.jackson.databind.json.JsonMapper mapper = tools.jackson.databind.json.JsonMapper.builder().build();
+            tools.jackson.databind.JsonNode health;
+            String metrics;
+            try (RawConnection c = RawConnection.open(management, 10_000)) {
+                health = mapper.readTree(c.exchange(req("GET", "/actuator/health/readiness", Map.of(), null)).body());
+                metrics = c.exchange(req("GET", "/actuator/prometheus", Map.of(), null)).text();
+            }
+            tools.jackson.databind.JsonNode component = health.path("components").path("models").path("details")
+                    .path("models").path(model + ":" + version);
+            java.util.regex.Matcher gauge = java.util.regex.Pattern.compile("(?m)^etserve_model_load_failed\\{[^}]*model=\""
+                    + model + "\"[^}]*version=\"" + version + "\"[^}]*\\} (\\S+)$").matcher(metrics);
+            String gaugeValue = gauge.find() ? gauge.group(1) : null;
+            boolean visible = indexReason != null && !indexReason.isBlank() && "1.0".equals(gaugeValue)
+                    && "FAILED".equals(component.path("status").asString(null))
+                    && !component.path("reason").asString("").isBlank()
+                    && "UP".equals(health.path("status").asString(null));
+            return (visible ? "visible: " : "NOT visible: ") + "index FAILED \"" + indexReason
+                    + "\"; etserve_model_load_failed " + gaugeValue + "; models component " + component
+                    + "; readiness " + health.path("status").asString(null);
+        }
+
+        boolean await(java.util.function.BooleanSupplier done) throws InterruptedException {
+            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20); System.nanoTime() < end; Thread.sleep(50)) {
+                if (done.getAsBoolean()) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        void stop() throws Exception {
+            running.set(false);
+            for (Future<?> f : running4) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+            threads.shutdown();
+        }
+
+        @Override
+        public void close() throws Exception {
+            running.set(false);
+            threads.shutdownNow();
+        }
+
+        @Override
+        public String toString() {
+            return "calls " + new TreeMap<>(statuses) + " by version " + new TreeMap<>(versions) + ", probes "
+                    + new TreeMap<>(probes) + (firstFailures.isEmpty() ? "" : ", first failures " + firstFailures);
+        }
     }
 
     private List<String> modelNames() {

@@ -1,0 +1,237 @@
+# The packaged service on the GPU (sourced by scripts/gpu-suite.sh): time to ready, dynamic
+# batching, throughput and service CPU per call, JVM option sets, and the whole service run.
+# Three starts each: the fat jar (where there is one: FAT_JAR), the extracted jar, and the
+# extracted jar with the ahead-of-time cache the image uses (Java 25: -XX:AOTCacheOutput, else a
+# CDS archive), made by a training run that exits after the context refresh.
+startup_bench() {
+  local repo="$1" ms=() cpu=() jar_saved="$JAR"
+  echo
+  echo "Time to ready (3 starts each, median; $("$JAVA" -version 2>&1 | head -1); GPU models: probe and probe-fault, CPU: demo-xnnpack, demo-portable):"
+  echo
+  echo "| launch | ms to ready | startup CPU s |"
+  echo "|---|---|---|"
+  local extracted="$WORK/extracted"
+  if [[ -n "${FAT_JAR:-}" ]]; then
+    JAR="$FAT_JAR"
+    for _ in 1 2 3; do
+      start_service "$repo" --etserve.cuda.streams-per-device=4
+      ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+    done
+    echo "| java -jar etserve.jar | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+    rm -rf "$extracted"
+    (cd "$WORK" && "$JAVA" -Djarmode=tools -jar "$FAT_JAR" extract --destination "$extracted" >/dev/null) || return 1
+    JAR="$extracted/$(basename "$FAT_JAR")"
+  else
+    extracted="$(dirname "$JAR")"  # the bundle carries the application extracted
+  fi
+  rm -f "$extracted/app.aot" "$extracted/app.jsa"  # never measure a cache a training run left behind
+  ms=() cpu=()
+  for _ in 1 2 3; do
+    start_service "$repo" --etserve.cuda.streams-per-device=4
+    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+  done
+  echo "| extracted jar (java -Djarmode=tools -jar etserve.jar extract) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+  local feature train use what
+  feature="$("$JAVA" -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2; exit}')"
+  if (( feature >= 25 )); then
+    train="-XX:AOTCacheOutput=app.aot -Xlog:aot=off -Xlog:cds=off"; use="-XX:AOTCache=$extracted/app.aot -Xlog:aot=off -Xlog:cds=off"; what="AOT cache"
+  else
+    train="-XX:ArchiveClassesAtExit=app.jsa -Xlog:cds=off"; use="-XX:SharedArchiveFile=$extracted/app.jsa -Xlog:cds=off"; what="CDS archive"
+  fi
+  # shellcheck disable=SC2086
+  (cd "$extracted" && "$JAVA" --enable-native-access=ALL-UNNAMED $train \
+    -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 --etserve.grpc.port=0 \
+    --etserve.model-repository="$repo" --etserve.native.library-dir="$STAGE" \
+    --etserve.native.extra-libraries="$PROBE" >"$RESULTS/aot-training.log" 2>&1) || true
+  if [[ ! -s "$extracted/app.aot" && ! -s "$extracted/app.jsa" ]]; then
+    echo "| extracted jar + $what | training run failed: $RESULTS/aot-training.log | - |"
+    JAR="$jar_saved"; return 1
+  fi
+  ms=() cpu=()
+  for _ in 1 2 3; do
+    JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4
+    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+  done
+  echo "| extracted jar + $what (as in the image) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+  # The same without starting CUDA beside the context (etserve.cuda.early-start): what it saves.
+  ms=() cpu=()
+  for _ in 1 2 3; do
+    JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.early-start=false
+    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+  done
+  echo "| extracted jar + $what, CUDA started inside the context (early-start=false) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+  JAR="$jar_saved"
+}
+
+# Dynamic batching with the device as the bottleneck (one stream, one instance, as a model whose
+# kernels fill the GPU): one-row requests, one 2 ms kernel per forward call, alone vs batched.
+# Prints one table row per run; fails when a check does.
+batching_bench() {
+  local repo="$1" status=0 c
+  make_repo "$repo" 1
+  mkdir -p "$repo/probe-batched/1"
+  cp "$ROOT/src/test/resources/models/batched-probe/1/model.pte" "$repo/probe-batched/1/"
+  printf 'inputs: [ { name: x, dims: [-1, 2] } ]\noutputs: [ { name: observed } ]\nplacement: gpu\ninstances: 1\ndynamic-batching: { max-batch-size: 32, max-queue-delay: 500us }\n' \
+    > "$repo/probe-batched/config.yml"
+  start_service "$repo" --etserve.cuda.streams-per-device=1 >&2
+  for c in 1 4 16; do
+    check batching port=$PORT mgmt=$MGMT model=probe spin=2000 clients=$c seconds=3 pid=$SERVICE_PID label="alone" || status=1
+    check batching port=$PORT mgmt=$MGMT model=probe-batched rows=1 spin=2000 clients=$c seconds=3 pid=$SERVICE_PID label="batched" || status=1
+  done
+  stop_service
+  return $status
+}
+
+BATCHING_HEADER="| run | clients | kernel us | requests/s | forward calls/s | rows per call | p50 us | p99 us | service CPU per request us | failed |
+|---|---|---|---|---|---|---|---|---|---|"
+
+THR_HEADER="| run | clients | kernel us | calls/s | p50 us | p99 us | service CPU per call us | CPU % of kernel | failed |
+|---|---|---|---|---|---|---|---|---|"
+
+# Throughput and service CPU for K = 1, 4, 16 streams at K and 2K clients (2 ms kernel; 10 ms at
+# K = 4), then the same with the spinning wait; the start of each service goes to the table in
+# $2, the rows to ROWS (checks: health, handshake, SIGTERM at K = 16 among them).
+throughput_rows() {
+  local repo="$1" out="$2" status=0 k kernel
+  for k in 1 4 16; do
+    make_repo "$repo" $((2 * k))
+    start_service "$repo" --etserve.cuda.streams-per-device=$k
+    echo "| K=$k | $k | adaptive | $READY_MS | $STARTUP_CPU |" >> "$out"
+    ROWS+=("$(check health port=$PORT mgmt=$MGMT)") || status=1
+    ROWS+=("$(check handshake port=$PORT mgmt=$MGMT model=probe clients=$((2 * k)) calls=100 expect=$k spin=100)") || status=1
+    ROWS+=("$(check grpc grpc-port=$GRPC model=probe clients=$((2 * k)) calls=50 expect=$k spin=100)") || status=1
+    ROWS+=("$(check throughput port=$PORT model=probe spin=2000 clients=$k seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
+    ROWS+=("$(check throughput port=$PORT model=probe spin=2000 clients=$((2 * k)) seconds=4 pid=$SERVICE_PID label="K=$k adaptive")") || status=1
+    if [[ $k == 4 ]]; then
+      ROWS+=("$(check throughput port=$PORT model=probe spin=10000 clients=4 seconds=4 pid=$SERVICE_PID label="K=4 adaptive")") || status=1
+      ROWS+=("$(check throughput port=$PORT model=probe spin=10000 clients=8 seconds=4 pid=$SERVICE_PID label="K=4 adaptive")") || status=1
+      # The REST path without GPU time: back to back, then with each client pausing 2 ms
+      # between calls, so the service idles as it does during a 2 ms kernel. Their difference
+      # is what idling alone costs a request on this host, whatever the completion wait does.
+      ROWS+=("$(check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pid=$SERVICE_PID label="K=4 no GPU time")") || status=1
+      ROWS+=("$(check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pause-us=2000 pid=$SERVICE_PID label="K=4 no GPU time, clients pause 2 ms")") || status=1
+    fi
+    if [[ $k == 16 ]]; then
+      ROWS+=("$(check sigterm port=$PORT model=probe pid=$SERVICE_PID calls=4 spin=800000)") || status=1
+      for _ in $(seq 1 300); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
+    fi
+    stop_service
+  done
+  # The adaptive wait with its sleep sliced (etserve.cuda.sleep-slice; ETSERVE_SLICES_US, in
+  # microseconds): the request thread keeps its core, for some CPU.
+  local slice
+  for slice in ${ETSERVE_SLICES_US:-50 100}; do
+    make_repo "$repo" 8
+    start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.sleep-slice="${slice}us"
+    echo "| K=4 | 4 | adaptive, slice $slice us | $READY_MS | $STARTUP_CPU |" >> "$out"
+    for kernel in 2000 10000; do
+      ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=4 seconds=4 pid=$SERVICE_PID label="K=4 adaptive, slice $slice us")") || status=1
+      ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=8 seconds=4 pid=$SERVICE_PID label="K=4 adaptive, slice $slice us")") || status=1
+    done
+    stop_service
+  done
+  # The old wait (cudaStreamSynchronize spins a core for the whole GPU time), for comparison.
+  make_repo "$repo" 8
+  start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.completion-wait=spin
+  echo "| K=4 | 4 | spin | $READY_MS | $STARTUP_CPU |" >> "$out"
+  for kernel in 2000 10000; do
+    ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=4 seconds=4 pid=$SERVICE_PID label="K=4 spin")") || status=1
+    ROWS+=("$(check throughput port=$PORT model=probe spin=$kernel clients=8 seconds=4 pid=$SERVICE_PID label="K=4 spin")") || status=1
+  done
+  stop_service
+  return $status
+}
+
+# Throughput and service CPU through REST (K = 4 at 4 clients, 2 and 10 ms kernels; K = 16 at
+# 16 clients) for each JVM option set in ETSERVE_JVM_VARIANTS, ';'-separated ("" = none), e.g.
+# ETSERVE_JVM_VARIANTS=';-XX:+UseTransparentHugePages', the service pinned to SERVICE_CPUS if set;
+# the handshake before each checks the completion-wait metric. Into $RESULTS/gpu-h200-jvm-options.txt.
+jvm_options_bench() {
+  local out="$RESULTS/gpu-h200-jvm-options.txt" st=0 v k kernel variants
+  { echo "# JVM options against service CPU per call ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
+    echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null)"
+    echo; echo "$THR_HEADER"; } > "$out"
+  IFS=';' read -r -a variants <<< "${ETSERVE_JVM_VARIANTS:-;-XX:+UseTransparentHugePages}"
+  [[ -z "${SERVICE_CPUS:-}" ]] || echo "service pinned to CPUs $SERVICE_CPUS (taskset)" >> "$out"
+  for v in "${variants[@]}"; do
+    for k in 4 16; do
+      make_repo "$WORK/service-repo" $((2 * k))
+      JAVA_EXTRA="$v" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=$k
+      check handshake port=$PORT mgmt=$MGMT model=probe clients=$((2 * k)) calls=50 expect=$k spin=100 >> "$out" || st=1
+      for kernel in 2000 10000; do
+        [[ $k == 16 && $kernel == 10000 ]] && continue
+        check throughput port=$PORT model=probe spin=$kernel clients=$k seconds=4 pid=$SERVICE_PID \
+          label="K=$k ${v:-(no options)}" >> "$out" || st=1
+      done
+      stop_service
+    done
+  done
+  { echo; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
+  cat "$out"
+  return $st
+}
+
+# The packaged service: start table, throughput, dynamic batching, startup, first request,
+# the sticky fault; all into $RESULTS/gpu-h200-service.txt.
+service() {
+  : "${JAVA:?}" "${JAR:?}" "${CHECK_CP:?}"
+  cuda_env
+  mkdir -p "$RESULTS"
+  local out="$RESULTS/gpu-h200-service.txt" repo="$WORK/service-repo" status=0
+  trap stop_service EXIT
+  {
+    echo "# The packaged service on the GPU ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1))"
+    echo "$JAR, GPU bridge from $STAGE, probe delegate as an extra library; $(nproc) cores"
+    host_facts
+    echo
+    echo "| start | streams | wait | ms to ready | startup CPU s |"
+    echo "|---|---|---|---|---|"
+  } > "$out"
+  : > "$RESULTS/check-stderr.txt"
+  ROWS=()
+  throughput_rows "$repo" "$out" || status=1
+  local rows=("${ROWS[@]}")
+  local batch_rows=()
+  batching_bench "$repo" > "$RESULTS/batching-rows.txt" || status=1
+  mapfile -t batch_rows < "$RESULTS/batching-rows.txt"
+  # Time to ready on the demo models + the probe: the extracted jar, then with the ahead-of-time
+  # cache from one training run (what the image ships).
+  startup_bench "$repo" >> "$out" || status=1
+  # The first request after ready, without and with `warmup: 2` on the GPU model.
+  for warm in 0 2; do
+    make_repo "$repo" 4
+    [[ $warm == 0 ]] || printf 'warmup: %s\n' "$warm" >> "$repo/probe/config.yml"
+    start_service "$repo" --etserve.cuda.streams-per-device=4
+    rows+=("$(check first port=$PORT model=probe spin=2000 label="warmup $warm, ready after $READY_MS ms")") || status=1
+    stop_service
+  done
+  # A sticky fault through REST: last, the CUDA context is unusable afterwards.
+  make_repo "$repo" 2
+  start_service "$repo" --etserve.cuda.streams-per-device=4
+  echo "| K=4 (fault) | 4 | adaptive | $READY_MS | $STARTUP_CPU |" >> "$out"
+  rows+=("$(check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack)") || status=1
+  stop_service
+  {
+    echo
+    echo "Checks (health, handshake over REST and gRPC, sticky fault, SIGTERM):"
+    echo
+    printf '%s\n' "${rows[@]}" | grep -v '^| K=' || true
+    echo
+    echo "Throughput through REST, probe kernel on the leased stream (closed loop, loopback):"
+    echo
+    echo "$THR_HEADER"
+    printf '%s\n' "${rows[@]}" | grep '^| K=' || true
+    echo
+    echo "Service CPU per call by thread kind (us; qtp: request threads, which run the forward call and its wait), then user and system time, minor faults and context switches per call:"
+    echo
+    grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true
+    echo
+    echo "Dynamic batching, one stream and one instance, one-row requests, a 2 ms kernel per forward call:"
+    echo
+    echo "$BATCHING_HEADER"
+    printf '%s\n' "${batch_rows[@]}"
+  } >> "$out"
+  cat "$out"
+  trap - EXIT
+  return $status
+}

@@ -1,0 +1,93 @@
+# How the suite travels to a GPU host that has no Java, Maven or network (sourced by
+# scripts/gpu-suite.sh): `bundle` packs three parts, each small enough to go beside the work tree
+# in one transfer of a remote runner (64 MiB), and the unpack functions put them under $WORK.
+bundle() {
+  cd "$ROOT"
+  local jar; jar="$(ls target/etserve-*.jar 2>/dev/null | grep -v -- '-plain' | head -1 || true)"
+  [[ -n "$jar" && -d target/test-classes ]] || die "run mvn verify first (no target/etserve-*.jar or target/test-classes)"
+  rm -rf "$BUNDLE" && mkdir -p "$BUNDLE/stage1" "$BUNDLE/stage2" "$BUNDLE/stage3"
+  # The JRE is the one the image ships (25: AOT cache); the JDK that built the jar otherwise.
+  local jdk; jdk="$(bash "$ROOT/scripts/java-home.sh")"
+  [[ -n "$jdk" ]] || { jdk="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"; log "no JDK 25 here: the bundle's JRE is $jdk"; }
+
+  log "stage1: ExecuTorch SDK, the caller-stream library and the JNI headers"
+  local sp; sp="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  local jni="$BUNDLE/jni-tree"
+  mkdir -p "$jni/jni/include/linux"
+  cp "$jdk/include/jni.h" "$jni/jni/include/" && cp "$jdk/include/linux/jni_md.h" "$jni/jni/include/linux/"
+  tar -cf - -C "$sp" executorch/lib executorch/include executorch/share \
+      -C "$ROOT/.venv/caller-stream" libextension_cuda.so -C "$jni" jni \
+    | xz -9 -T"$(nproc)" > "$BUNDLE/stage1/sdk.tar.xz"
+  rm -rf "$jni"
+  log "stage1: JRE ($jdk, jlink; xz over an uncompressed image is smaller than jlink's zip)"
+  # --generate-cds-archive: the JDK's base CDS archive, which a dynamic (application) archive needs.
+  "$jdk/bin/jlink" --add-modules "$JRE_MODULES" --strip-debug --no-man-pages --no-header-files \
+    --generate-cds-archive --compress=zip-0 --output "$BUNDLE/jre" >/dev/null 2>&1 \
+    || "$jdk/bin/jlink" --add-modules "$JRE_MODULES" --strip-debug --no-man-pages --no-header-files \
+         --generate-cds-archive --compress=0 --output "$BUNDLE/jre"
+  tar -C "$BUNDLE" -cf - jre | xz -9 -T"$(nproc)" > "$BUNDLE/stage1/jre.tar.xz"
+  rm -rf "$BUNDLE/jre"
+
+  log "stage2 and stage3: the extracted application jar and its libraries, the test classes"
+  local app="$BUNDLE/app"
+  rm -rf "$app" && mkdir -p "$app"
+  (cd "$BUNDLE" && "$jdk/bin/java" -Djarmode=tools -jar "$ROOT/$jar" extract --destination "$app" >/dev/null) \
+    || die "could not extract $jar"
+  [[ -f "$app/$(basename "$jar")" ]] && mv "$app/$(basename "$jar")" "$app/etserve.jar"
+  # The in-process GPU tests and benchmark need the runtime, CUDA and Spring's core only: the
+  # server's libraries (HTTP, gRPC, protobuf, metrics export, JSON) go in stage3.
+  local server_libs='^(grpc|netty|protobuf|proto-google|guava|failureaccess|jetty|jakarta|prometheus|spring-web|spring-boot-(jetty|web|actuator|micrometer|http)|jackson|perfmark|error_prone|animal|j2objc|annotations|gson|opentelemetry|micrometer-registry)'
+  mkdir -p "$app/server-lib"
+  for lib in "$app"/lib/*.jar; do
+    [[ "$(basename "$lib")" =~ $server_libs ]] && mv "$lib" "$app/server-lib/"
+  done
+  tar -C "$app" -cf "$BUNDLE/stage2/app.tar" etserve.jar lib
+  tar -C "$app" -cf "$BUNDLE/stage3/server-lib.tar" server-lib
+  rm -rf "$app"
+  # The test models are read from the work tree (src/test/resources), not from the classpath copy.
+  tar -C target --exclude='test-classes/models' -cf - test-classes | xz -9 > "$BUNDLE/stage2/test-classes.tar.xz"
+  # Plain `mvn` (not -o): the dependency plugin itself may not be in a fresh local repository.
+  mvn -q -B dependency:copy -Dartifact="$JUNIT_CONSOLE" -DoutputDirectory="$BUNDLE/stage1" \
+    || die "could not fetch $JUNIT_CONSOLE"
+  mvn -q -B dependency:copy -Dartifact="$ASSERTJ" -DoutputDirectory="$BUNDLE/stage1" || die "could not fetch $ASSERTJ"
+  du -sh "$BUNDLE"/stage*
+  # One transfer carries the work tree (its tracked files) and one part: 64 MiB in all.
+  local tree; tree="$(git ls-files -z | xargs -0 stat -c %s | awk '{n += $1} END {print n}')"
+  local limit=$((63 * 1024 * 1024 - tree))
+  for part in stage1 stage2 stage3; do
+    local size; size="$(du -sb "$BUNDLE/$part" | cut -f1)"
+    (( size < limit )) || die "$part is $size bytes: with the work tree ($tree bytes) over 63 MiB"
+  done
+}
+
+unpack_stage1() {
+  [[ -d "$BUNDLE/stage1" ]] || die "no $BUNDLE/stage1: run 'scripts/gpu-suite.sh bundle' on a build machine"
+  rm -rf "$WORK" && mkdir -p "$WORK"
+  log "unpacking stage1 into $WORK"
+  unpack_xz "$BUNDLE/stage1/jre.tar.xz" "$WORK"
+  unpack_xz "$BUNDLE/stage1/sdk.tar.xz" "$WORK"
+  cp "$BUNDLE"/stage1/*.jar "$WORK/"  # the JUnit console and AssertJ, for stage2
+  export JAVA_HOME="$WORK/jni"
+}
+
+# Unpacks the parts of the application this transfer carried into $WORK/app (kept between
+# calls on one host): stage2 (the jar, its core libraries, the test classes), stage3 (the
+# server's libraries). Sets JAVA, JAR and CHECK_CP.
+unpack_app() {
+  local app="$WORK/app"
+  mkdir -p "$app"
+  if [[ -f "$BUNDLE/stage2/app.tar" ]]; then
+    rm -rf "$app/etserve.jar" "$app/lib" && tar -C "$app" -xf "$BUNDLE/stage2/app.tar"
+    unpack_xz "$BUNDLE/stage2/test-classes.tar.xz" "$WORK"
+  fi
+  if [[ -f "$BUNDLE/stage3/server-lib.tar" ]]; then
+    rm -rf "$app/server-lib" && tar -C "$app" -xf "$BUNDLE/stage3/server-lib.tar"
+    mv "$app"/server-lib/*.jar "$app/lib/" 2>/dev/null || die "stage3 before stage2: run stage2 on this host first"
+  fi
+  [[ -f "$app/etserve.jar" ]] || die "no application in $WORK: run stage2 on this host first"
+  JAVA="$WORK/jre/bin/java" JAR="$app/etserve.jar"
+  CHECK_CP="$app/etserve.jar:$WORK/test-classes:$(ls "$app"/lib/*.jar | tr '\n' ':')$(ls "$WORK"/assertj-core-*.jar)"
+}
+
+# The server's libraries are there (stage3 unpacked).
+have_server() { ls "$WORK"/app/lib/jetty-server-*.jar >/dev/null 2>&1 || die "no server libraries in $WORK: run stage3 on this host first"; }

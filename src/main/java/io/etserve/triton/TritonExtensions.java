@@ -1,0 +1,187 @@
+package io.etserve.triton;
+
+import io.etserve.grpc.protocol.ModelConfig;
+import io.etserve.grpc.protocol.ModelStatisticsResponse;
+import io.etserve.inference.DynamicBatching;
+import io.etserve.inference.ModelDescription;
+import io.etserve.inference.ModelNotFoundException;
+import io.etserve.inference.ModelRegistry;
+import io.etserve.inference.ModelUnavailableException;
+import io.etserve.inference.ModelVersionState;
+import io.etserve.inference.RepositoryControl;
+import io.etserve.inference.VersionPolicy;
+import io.etserve.metrics.TritonMetrics;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Triton's model configuration and statistics extensions, and the repository extension's load
+ * with a configuration, behind both protocols: REST and gRPC answer from the same messages.
+ */
+public final class TritonExtensions {
+
+    /** Server metadata's {@code extensions}: the ones this service implements. */
+    public static final List<String> EXTENSIONS = List.of("binary_tensor_data", "model_repository",
+            "model_configuration", "statistics");
+
+    private final ModelRegistry registry;
+    private final RepositoryControl repository;
+    private final TritonMetrics metrics;
+    private final Set<Integer> gpus;
+
+    /** @param gpus the CUDA device ordinals this node serves (a KIND_GPU override needs one) */
+    public TritonExtensions(ModelRegistry registry, RepositoryControl repository, TritonMetrics metrics,
+            Set<Integer> gpus) {
+        this.registry = registry;
+        this.repository = repository;
+        this.metrics = metrics;
+        this.gpus = Set.copyOf(gpus);
+    }
+
+    /**
+     * The configuration of the named version (without one, the version a request would reach).
+     *
+     * @throws ModelNotFoundException for an unknown model or version
+     * @throws ModelUnavailableException when that version does not serve
+     */
+    public ModelConfig config(String model, String version) {
+        return TritonModelConfig.of(serving(registry.resolve(model, version)).model());
+    }
+
+    /**
+     * Statistics of every serving version of every model ({@code model} empty), of every serving
+     * version of one model ({@code version} empty), or of one version.
+     */
+    public ModelStatisticsResponse statistics(String model, String version) {
+        ModelStatisticsResponse.Builder b = ModelStatisticsResponse.newBuilder();
+        List<ModelVersionState> states;
+        if (isEmpty(model)) {
+            states = registry.states();
+        } else if (isEmpty(version)) {
+            registry.resolve(model, null);  // 404 for an unknown model
+            states = registry.states().stream().filter(s -> s.name().equals(model)).toList();
+        } else {
+            states = List.of(serving(registry.resolve(model, version)));
+        }
+        for (ModelVersionState s : states) {
+            if (s instanceof ModelVersionState.Ready) {
+                b.addModelStats(TritonStatistics.of(metrics.statistics(s.name(), s.version())));
+            }
+        }
+        return b.build();
+    }
+
+    /**
+     * Loads {@code model}, with {@code config} (a Triton configuration as JSON; null for none)
+     * applied to its config.yml for this load.
+     *
+     * @throws RepositoryControl.RefusedException for a configuration that cannot be honoured,
+     *     naming the field, with nothing changed, or when the load fails
+     */
+    public void load(String model, String config) {
+        if (config == null) {
+            repository.load(model);
+            return;
+        }
+        ConfigOverride override;
+        try {
+            override = ConfigOverride.parse(model, config, gpus);
+            describedNow(model).ifPresent(d -> override.checkTensors(TritonModelConfig.build(d.name(), d.inputs(),
+                    d.outputs(), override.maxBatchSize() > 0
+                            ? Optional.of(new DynamicBatching(override.maxBatchSize(), Duration.ZERO, List.of()))
+                            : Optional.empty(),
+                    VersionPolicy.ALL, "cpu", 1)));
+        } catch (ConfigOverride.InvalidOverrideException e) {
+            throw new RepositoryControl.RefusedException("load of '" + ConfigOverride.abbreviate(model) + "' refused: "
+                    + e.getMessage());
+        }
+        repository.load(model, override);
+    }
+
+    /**
+     * The {@code config} parameter of a REST load request's body ({@code {"parameters": {"config":
+     * "..."}}}), null when there is none (no body, {@code {}}).
+     *
+     * @throws RepositoryControl.RefusedException for a body that is not such a document, or that
+     *     carries what this service cannot honour (model files, unknown parameters)
+     */
+    public static String loadConfig(byte[] body) {
+        if (body == null || new String(body, java.nio.charset.StandardCharsets.UTF_8).isBlank()) {
+            return null;
+        }
+        tools.jackson.databind.JsonNode doc;
+        try {
+            doc = BODY.readTree(body);
+        } catch (tools.jackson.core.JacksonException e) {
+            throw new RepositoryControl.RefusedException("the load request's body is not valid JSON: "
+                    + e.getOriginalMessage());
+        }
+        if (doc == null || !doc.isObject()) {
+            throw new RepositoryControl.RefusedException("the load request's body must be a JSON object");
+        }
+        for (String key : doc.propertyNames()) {
+            if (!key.equals("parameters")) {
+                throw new RepositoryControl.RefusedException("the load request's body has '"
+                        + ConfigOverride.abbreviate(key) + "'; it may hold parameters only");
+            }
+        }
+        tools.jackson.databind.JsonNode parameters = doc.get("parameters");
+        if (parameters == null || parameters.isNull()) {
+            return null;
+        }
+        if (!parameters.isObject()) {
+            throw new RepositoryControl.RefusedException("the load request's parameters must be a JSON object");
+        }
+        checkParameterNames(parameters.propertyNames());
+        tools.jackson.databind.JsonNode config = parameters.get("config");
+        if (config == null) {
+            return null;
+        }
+        if (!config.isString()) {
+            throw new RepositoryControl.RefusedException("the load request's config parameter must be a string"
+                    + " holding the model configuration as JSON");
+        }
+        return config.asString();
+    }
+
+    /** A load request's parameters other than {@code config} cannot be honoured: each is refused. */
+    public static void checkParameterNames(java.util.Collection<String> names) {
+        for (String name : names) {
+            if (name.startsWith("file:")) {
+                throw new RepositoryControl.RefusedException("the load request's parameter '"
+                        + ConfigOverride.abbreviate(name) + "' carries a model file; etserve loads models from its"
+                        + " repository only");
+            }
+            if (!name.equals("config")) {
+                throw new RepositoryControl.RefusedException("the load request's parameter '"
+                        + ConfigOverride.abbreviate(name) + "' is not supported (only config is)");
+            }
+        }
+    }
+
+    private static final tools.jackson.databind.json.JsonMapper BODY = tools.jackson.databind.json.JsonMapper.builder()
+            .enable(tools.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+
+    /** What the model declares now (the version a request would reach), when it loaded at all. */
+    private Optional<ModelDescription> describedNow(String model) {
+        try {
+            return registry.resolve(model, null).description();
+        } catch (ModelNotFoundException e) {
+            return Optional.empty();
+        }
+    }
+
+    private static ModelVersionState.Ready serving(ModelVersionState state) {
+        if (state instanceof ModelVersionState.Ready ready) {
+            return ready;
+        }
+        throw new ModelUnavailableException("model '" + state.name() + "' version " + state.version()
+                + " is not ready: " + state.notReadyReason().orElse(""));
+    }
+
+    private static boolean isEmpty(String s) {
+        return s == null || s.isEmpty();
+    }
+}
