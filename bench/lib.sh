@@ -79,12 +79,12 @@ bench_perf_analyzer() {
       && chmod +x perf_analyzer/bin/perf_analyzer)
   fi
   local bin=$PA_WHEEL_DIR/perf_analyzer/bin/perf_analyzer
-  glibc=$(ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')
+  glibc=$(ldd --version | sed -n 1p | grep -oE '[0-9]+\.[0-9]+$')
   PA_CHROOT=
-  if [[ $(printf '%s\n2.38\n' "$glibc" | sort -V | head -1) != 2.38 ]]; then
+  if [[ $(printf '%s\n2.38\n' "$glibc" | sort -V | sed -n 1p) != 2.38 ]]; then
     PA_CHROOT=${PA_ROOTFS:-}
     if [[ -z $PA_CHROOT ]]; then
-      tarball=$(ls "$ROOT"/.cache/base-images/runtime-cpu-trixie-*.tar 2>/dev/null | head -1 || true)
+      tarball=$(ls "$ROOT"/.cache/base-images/runtime-cpu-trixie-*.tar 2>/dev/null | sed -n 1p || true)
       [[ -n $tarball ]] || { echo "glibc $glibc < 2.38 and no PA_ROOTFS or trixie base image tarball: run this on the GPU host, or bash .ci/base-images.sh first" >&2; exit 1; }
       PA_CHROOT=$ROOT/target/perf-analyzer/rootfs
       if [[ ! -x $PA_CHROOT/usr/bin/env ]]; then
@@ -96,7 +96,7 @@ bench_perf_analyzer() {
     cp "$bin" "$PA_CHROOT/opt/pa/perf_analyzer"
     mountpoint -q "$PA_CHROOT/proc" || mount -t proc proc "$PA_CHROOT/proc"
     PA_RUN=(chroot "$PA_CHROOT" /opt/pa/perf_analyzer)
-    log "glibc $glibc here: perf_analyzer runs in a chroot of $PA_CHROOT ($(chroot "$PA_CHROOT" ldd --version | head -1))"
+    log "glibc $glibc here: perf_analyzer runs in a chroot of $PA_CHROOT ($(chroot "$PA_CHROOT" ldd --version | sed -n 1p))"
   else
     PA_RUN=("$bin")
   fi
