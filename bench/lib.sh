@@ -65,7 +65,9 @@ bench_start_service() {
 # it: the binary where glibc >= 2.38 (the GPU host's Ubuntu 24.04, Debian trixie); on an older host
 # (Debian 12: 2.36) a chroot (root needed) of PA_ROOTFS, or of the project's own Debian trixie
 # base image tarball (.ci/base-images.sh: .cache/base-images/runtime-cpu-trixie-*.tar) extracted
-# once into target/perf-analyzer/rootfs, with /opt/pa/perf_analyzer copied in and /proc mounted.
+# once outside the repository (~/.cache/etserve/<tarball name>: inside the tree its absolute
+# symlinks break the image test's build-context scan), with /opt/pa/perf_analyzer
+# copied in and /proc mounted.
 # PA_CHROOT is that root ("" when native); it shares the host's network, so 127.0.0.1 is the host.
 bench_perf_analyzer() {
   local version="$1" glibc tarball
@@ -86,7 +88,7 @@ bench_perf_analyzer() {
     if [[ -z $PA_CHROOT ]]; then
       tarball=$(ls "$ROOT"/.cache/base-images/runtime-cpu-trixie-*.tar 2>/dev/null | sed -n 1p || true)
       [[ -n $tarball ]] || { echo "glibc $glibc < 2.38 and no PA_ROOTFS or trixie base image tarball: run this on the GPU host, or bash .ci/base-images.sh first" >&2; exit 1; }
-      PA_CHROOT=$ROOT/target/perf-analyzer/rootfs
+      PA_CHROOT=${XDG_CACHE_HOME:-$HOME/.cache}/etserve/$(basename "$tarball" .tar)
       if [[ ! -x $PA_CHROOT/usr/bin/env ]]; then
         log "extracting $(basename "$tarball") into $PA_CHROOT (glibc $glibc here)"
         rm -rf "$PA_CHROOT" && mkdir -p "$PA_CHROOT" && tar -x -C "$PA_CHROOT" -f "$tarball"
