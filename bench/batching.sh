@@ -31,10 +31,7 @@ mkdir -p "$OUT"
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
-if [[ ! -f target/bench-models/batch-mlp/1/reference.json ]]; then
-  log "exporting batch-mlp (scripts/export/export.sh --bench batch-mlp)"
-  bash scripts/export/export.sh --bench batch-mlp >&2
-fi
+bench_export_batch_mlp
 bench_build
 bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT" "$PORT" "$MGMT_PORT"
 

@@ -15,6 +15,15 @@ bench_build() {
   CP="$ROOT/target/test-classes:$ROOT/target/classes:$(cat "$OUT/classpath.txt")"
 }
 
+# The weight-heavy batch-mlp program (batch 1..32) in target/bench-models/batch-mlp, exported on
+# first use (needs the export venv).
+bench_export_batch_mlp() {
+  if [[ ! -f $ROOT/target/bench-models/batch-mlp/1/reference.json ]]; then
+    log "exporting batch-mlp (scripts/export/export.sh --bench batch-mlp)"
+    bash "$ROOT/scripts/export/export.sh" --bench batch-mlp >&2
+  fi
+}
+
 # The service runs on the JRE the image ships (25) when this machine has one.
 SERVER_JAVA="$(bash "$ROOT/scripts/java-home.sh")"
 SERVER_JAVA="${SERVER_JAVA:+$SERVER_JAVA/bin/}java"
@@ -49,4 +58,50 @@ bench_start_service() {
   done
   echo "the service was not ready within 120 s" >&2
   exit 1
+}
+
+# PyPI's perf-analyzer $1 (one manylinux_2_38 wheel: the C++ binary, no Python needed), fetched
+# once into target/perf-analyzer/wheel-$1. Sets PA_WHEEL_DIR, and PA_RUN to the command that runs
+# it: the binary where glibc >= 2.38 (the GPU host's Ubuntu 24.04, Debian trixie); on an older host
+# (Debian 12: 2.36) a chroot (root needed) of PA_ROOTFS, or of the project's own Debian trixie
+# base image tarball (.ci/base-images.sh: .cache/base-images/runtime-cpu-trixie-*.tar) extracted
+# once outside the repository (~/.cache/etserve/<tarball name>: inside the tree its absolute
+# symlinks break the image test's build-context scan), with /opt/pa/perf_analyzer
+# copied in and /proc mounted.
+# PA_CHROOT is that root ("" when native); it shares the host's network, so 127.0.0.1 is the host.
+bench_perf_analyzer() {
+  local version="$1" glibc tarball
+  PA_WHEEL_DIR=$ROOT/target/perf-analyzer/wheel-$version
+  if [[ ! -x $PA_WHEEL_DIR/perf_analyzer/bin/perf_analyzer ]]; then
+    log "fetching perf-analyzer==$version (manylinux_2_38 wheel)"
+    rm -rf "$PA_WHEEL_DIR" && mkdir -p "$PA_WHEEL_DIR"
+    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      --platform manylinux_2_38_x86_64 -d "$PA_WHEEL_DIR" "perf-analyzer==$version"
+    (cd "$PA_WHEEL_DIR" && python3 -m zipfile -e perf_analyzer-"$version"-*.whl . \
+      && chmod +x perf_analyzer/bin/perf_analyzer)
+  fi
+  local bin=$PA_WHEEL_DIR/perf_analyzer/bin/perf_analyzer
+  glibc=$(ldd --version | sed -n 1p | grep -oE '[0-9]+\.[0-9]+$')
+  PA_CHROOT=
+  if [[ $(printf '%s\n2.38\n' "$glibc" | sort -V | sed -n 1p) != 2.38 ]]; then
+    PA_CHROOT=${PA_ROOTFS:-}
+    if [[ -z $PA_CHROOT ]]; then
+      tarball=$(ls "$ROOT"/.cache/base-images/runtime-cpu-trixie-*.tar 2>/dev/null | sed -n 1p || true)
+      [[ -n $tarball ]] || { echo "glibc $glibc < 2.38 and no PA_ROOTFS or trixie base image tarball: run this on the GPU host, or bash .ci/base-images.sh first" >&2; exit 1; }
+      PA_CHROOT=${XDG_CACHE_HOME:-$HOME/.cache}/etserve/$(basename "$tarball" .tar)
+      if [[ ! -x $PA_CHROOT/usr/bin/env ]]; then
+        log "extracting $(basename "$tarball") into $PA_CHROOT (glibc $glibc here)"
+        rm -rf "$PA_CHROOT" && mkdir -p "$PA_CHROOT" && tar -x -C "$PA_CHROOT" -f "$tarball"
+      fi
+    fi
+    mkdir -p "$PA_CHROOT/opt/pa" "$PA_CHROOT/proc"
+    cp "$bin" "$PA_CHROOT/opt/pa/perf_analyzer"
+    mountpoint -q "$PA_CHROOT/proc" || mount -t proc proc "$PA_CHROOT/proc"
+    PA_RUN=(chroot "$PA_CHROOT" /opt/pa/perf_analyzer)
+    log "glibc $glibc here: perf_analyzer runs in a chroot of $PA_CHROOT ($(chroot "$PA_CHROOT" ldd --version | sed -n 1p))"
+  else
+    PA_RUN=("$bin")
+  fi
+  "${PA_RUN[@]}" --version >/dev/null 2>&1 || "${PA_RUN[@]}" --help >/dev/null 2>&1 \
+    || { echo "perf_analyzer does not start: $("${PA_RUN[@]}" --help 2>&1 | tail -3)" >&2; exit 1; }
 }

@@ -45,40 +45,11 @@ bench_build
 bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_GRPC_PORT" "$PORT" "$MGMT_PORT" "$GRPC_PORT"
 
 # --- perf_analyzer ----------------------------------------------------------------------------
-WHEEL_DIR=$OUT/wheel-$PA_VERSION
-if [[ ! -x $WHEEL_DIR/perf_analyzer/bin/perf_analyzer ]]; then
-  log "fetching perf-analyzer==$PA_VERSION (manylinux_2_38 wheel)"
-  rm -rf "$WHEEL_DIR" && mkdir -p "$WHEEL_DIR"
-  python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-    --platform manylinux_2_38_x86_64 -d "$WHEEL_DIR" "perf-analyzer==$PA_VERSION"
-  (cd "$WHEEL_DIR" && python3 -m zipfile -e perf_analyzer-"$PA_VERSION"-*.whl . && chmod +x perf_analyzer/bin/perf_analyzer)
-fi
-BIN=$WHEEL_DIR/perf_analyzer/bin/perf_analyzer
-glibc=$(ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')
-RUN=()
-if [[ $(printf '%s\n2.38\n' "$glibc" | sort -V | head -1) != 2.38 ]]; then
-  rootfs=${PA_ROOTFS:-}
-  if [[ -z $rootfs ]]; then
-    tarball=$(ls "$ROOT"/.cache/base-images/runtime-cpu-trixie-*.tar 2>/dev/null | head -1 || true)
-    [[ -n $tarball ]] || { echo "glibc $glibc < 2.38 and no PA_ROOTFS or trixie base image tarball: run this on the GPU host, or bash .ci/base-images.sh first" >&2; exit 1; }
-    rootfs=$OUT/rootfs
-    if [[ ! -x $rootfs/usr/bin/env ]]; then
-      log "extracting $(basename "$tarball") into $rootfs (glibc $glibc here)"
-      rm -rf "$rootfs" && mkdir -p "$rootfs" && tar -x -C "$rootfs" -f "$tarball"
-    fi
-  fi
-  mkdir -p "$rootfs/opt/pa" "$rootfs/proc"
-  cp "$BIN" "$rootfs/opt/pa/perf_analyzer"
-  mountpoint -q "$rootfs/proc" || mount -t proc proc "$rootfs/proc"
-  trap 'umount "$rootfs/proc" 2>/dev/null || true' EXIT
-  RUN=(chroot "$rootfs" /opt/pa/perf_analyzer)
-  log "glibc $glibc here: perf_analyzer runs in a chroot of $rootfs ($(chroot "$rootfs" ldd --version | head -1))"
-else
-  RUN=("$BIN")
-fi
-"${RUN[@]}" --version >/dev/null 2>&1 || "${RUN[@]}" --help >/dev/null 2>&1 \
-  || { echo "perf_analyzer does not start: $("${RUN[@]}" --help 2>&1 | tail -3)" >&2; exit 1; }
-sha256sum "$WHEEL_DIR"/perf_analyzer-*.whl > "$OUT/wheel.sha256"
+bench_perf_analyzer "$PA_VERSION"
+RUN=("${PA_RUN[@]}")
+rootfs=$PA_CHROOT
+[[ -z $rootfs ]] || trap 'umount "$rootfs/proc" 2>/dev/null || true' EXIT
+sha256sum "$PA_WHEEL_DIR"/perf_analyzer-*.whl > "$OUT/wheel.sha256"
 
 # --- the service ------------------------------------------------------------------------------
 cp "$JAR" "$OUT/etserve.jar"

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Optional;
 import org.bytedeco.cuda.cudart.cudaDeviceProp;
 import org.bytedeco.cuda.global.cudart;
+import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.SizeTPointer;
 
@@ -14,8 +15,13 @@ import org.bytedeco.javacpp.SizeTPointer;
  */
 public final class CudaRuntime {
 
-    /** One visible device. Memory values are read when asked: see {@link #memory(int)}. */
-    public record Device(int ordinal, String name, int computeMajor, int computeMinor, long totalMemory) {}
+    /**
+     * One visible device. Memory values are read when asked: see {@link #memory(int)}. {@code uuid}
+     * is written as nvidia-smi and Triton's {@code gpu_uuid} label write it ({@code GPU-8-4-4-4-12}
+     * lowercase hex).
+     */
+    public record Device(int ordinal, String name, int computeMajor, int computeMinor, long totalMemory,
+            String uuid) {}
 
     public record Memory(long free, long total) {}
 
@@ -66,14 +72,31 @@ public final class CudaRuntime {
             for (int d = 0; d < count[0]; d++) {
                 try (cudaDeviceProp prop = new cudaDeviceProp()) {
                     check("cudaGetDeviceProperties", cudart.cudaGetDeviceProperties(prop, d));
+                    byte[] uuid = new byte[16];
+                    new BytePointer(prop.uuid()).get(uuid);
                     devices.add(new Device(d, prop.name().getString(), prop.major(), prop.minor(),
-                            prop.totalGlobalMem()));
+                            prop.totalGlobalMem(), gpuUuid(uuid)));
                 }
             }
             return new CudaRuntime(true, null, driver[0], runtime[0], devices);
         } catch (RuntimeException | UnsatisfiedLinkError e) {
             return unavailable("CUDA probe failed: " + rootMessage(e));
         }
+    }
+
+    /** A device's 16 UUID bytes as {@code GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}. */
+    static String gpuUuid(byte[] b) {
+        if (b.length != 16) {
+            throw new IllegalArgumentException("a device UUID has 16 bytes, not " + b.length);
+        }
+        StringBuilder s = new StringBuilder("GPU-");
+        for (int i = 0; i < b.length; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) {
+                s.append('-');
+            }
+            s.append(Character.forDigit((b[i] >> 4) & 0xf, 16)).append(Character.forDigit(b[i] & 0xf, 16));
+        }
+        return s.toString();
     }
 
     public static CudaRuntime unavailable(String reason) {

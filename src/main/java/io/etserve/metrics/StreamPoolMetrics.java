@@ -5,6 +5,7 @@ import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPools;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
 
 /** Stream-pool utilisation per device, and Triton's GPU memory gauges. */
@@ -32,10 +33,12 @@ public final class StreamPoolMetrics implements MeterBinder {
                     .description("Callers waiting for a stream").register(registry);
         }
         for (CudaRuntime.Device d : cuda.devices()) {
-            String gpu = Integer.toString(d.ordinal());
-            Gauge.builder("nv_gpu_memory_total_bytes", cuda, c -> memory(c, d.ordinal(), true)).tag("gpu", gpu)
+            // gpu_uuid is Triton's label for these series: Model Analyzer's remote monitor keys every
+            // GPU sample by it (a series without it fails the run); gpu (the ordinal) stays for dashboards.
+            Tags tags = Tags.of("gpu", Integer.toString(d.ordinal()), "gpu_uuid", d.uuid());
+            Gauge.builder("nv_gpu_memory_total_bytes", cuda, c -> memory(c, d.ordinal(), true)).tags(tags)
                     .description("GPU total memory").register(registry);
-            Gauge.builder("nv_gpu_memory_used_bytes", cuda, c -> memory(c, d.ordinal(), false)).tag("gpu", gpu)
+            Gauge.builder("nv_gpu_memory_used_bytes", cuda, c -> memory(c, d.ordinal(), false)).tags(tags)
                     .description("GPU used memory").register(registry);
         }
     }
