@@ -42,19 +42,7 @@ bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT" "$PORT" "$MGMT_PORT"
 PROBE=$ROOT/target/native/testing/caller_stream_probe/libetserve_test_caller_stream_probe.so
 [[ -f $PROBE ]] || { echo "the probe delegate is not built ($PROBE): run native/build.sh build" >&2; exit 1; }
 
-BASE_COMMIT=$(git rev-parse --short "$BASELINE")
-BASE_SRC=$OUT/abandoning-baseline-$BASE_COMMIT
-if ! git diff --quiet "$BASELINE" HEAD -- native; then
-  echo "native/ differs between $BASELINE and HEAD: the baseline cannot reuse this tree's native build" >&2
-  exit 1
-fi
-if [[ ! -f $BASE_SRC/target/etserve-0.1.0-SNAPSHOT.jar ]]; then
-  log "building the baseline $BASELINE ($BASE_COMMIT) in $BASE_SRC (Java only, this tree's native libraries)"
-  rm -rf "$BASE_SRC" && mkdir -p "$BASE_SRC"
-  git archive "$BASELINE" | tar -x -C "$BASE_SRC"
-  (cd "$BASE_SRC" && mvn -B -q -ntp -DskipTests -DskipNative=true -Dnative.stage.dir="$ROOT/target/native-stage" package)
-fi
-cp "$BASE_SRC/target/etserve-0.1.0-SNAPSHOT.jar" "$OUT/etserve-baseline.jar"
+bench_baseline_jar "$BASELINE" "$OUT/etserve-baseline.jar" abandoning-
 cp "$JAR" "$OUT/etserve.jar"
 
 REPO=$OUT/abandoning-models

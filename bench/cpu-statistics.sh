@@ -22,19 +22,7 @@ mkdir -p "$OUT"
 source "$ROOT/bench/lib.sh"
 bench_build
 
-BASE_COMMIT=$(git rev-parse --short "$BASELINE")
-BASE_SRC=$OUT/baseline-$BASE_COMMIT
-if ! git diff --quiet "$BASELINE" HEAD -- native; then
-  echo "native/ differs between $BASELINE and HEAD: the baseline cannot reuse this tree's native build" >&2
-  exit 1
-fi
-if [[ ! -f $BASE_SRC/target/etserve-0.1.0-SNAPSHOT.jar ]]; then
-  log "building the baseline $BASELINE ($BASE_COMMIT) in $BASE_SRC (Java only, this tree's native libraries)"
-  rm -rf "$BASE_SRC" && mkdir -p "$BASE_SRC"
-  git archive "$BASELINE" | tar -x -C "$BASE_SRC"
-  (cd "$BASE_SRC" && mvn -B -q -ntp -DskipTests -DskipNative=true -Dnative.stage.dir="$ROOT/target/native-stage" package)
-fi
-cp "$BASE_SRC/target/etserve-0.1.0-SNAPSHOT.jar" "$OUT/etserve-baseline.jar"
+bench_baseline_jar "$BASELINE" "$OUT/etserve-baseline.jar"
 cp "$JAR" "$OUT/etserve-current.jar"
 
 for r in $(seq "$ROUNDS"); do

@@ -105,3 +105,23 @@ bench_perf_analyzer() {
   "${PA_RUN[@]}" --version >/dev/null 2>&1 || "${PA_RUN[@]}" --help >/dev/null 2>&1 \
     || { echo "perf_analyzer does not start: $("${PA_RUN[@]}" --help 2>&1 | tail -3)" >&2; exit 1; }
 }
+
+# Builds the service at commit $1 once (Java only, with this tree's native libraries, so the two
+# must not differ in native/) into $OUT/${3}baseline-<commit>, copies its jar to $2 and sets
+# BASE_COMMIT: the "before" of a benchmark that runs two builds in one run.
+bench_baseline_jar() {
+  local baseline="$1" dest="$2" prefix="${3:-}"
+  BASE_COMMIT=$(git rev-parse --short "$baseline")
+  local src=$OUT/${prefix}baseline-$BASE_COMMIT
+  if ! git diff --quiet "$baseline" HEAD -- native; then
+    echo "native/ differs between $baseline and HEAD: the baseline cannot reuse this tree's native build" >&2
+    exit 1
+  fi
+  if [[ ! -f $src/target/etserve-0.1.0-SNAPSHOT.jar ]]; then
+    log "building the baseline $baseline ($BASE_COMMIT) in $src (Java only, this tree's native libraries)"
+    rm -rf "$src" && mkdir -p "$src"
+    git archive "$baseline" | tar -x -C "$src"
+    (cd "$src" && mvn -B -q -ntp -DskipTests -DskipNative=true -Dnative.stage.dir="$ROOT/target/native-stage" package)
+  fi
+  cp "$src/target/etserve-0.1.0-SNAPSHOT.jar" "$dest"
+}
