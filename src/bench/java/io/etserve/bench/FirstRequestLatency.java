@@ -1,10 +1,11 @@
 package io.etserve.bench;
 
-import io.etserve.inference.CpuInstancePool;
+import io.etserve.execution.CpuInstancePool;
+import io.etserve.execution.ExecutionSlot;
 import io.etserve.inference.DataType;
-import io.etserve.inference.ExecutionSlot;
 import io.etserve.inference.TensorMetadata;
-import io.etserve.inference.Warmup;
+import io.etserve.modelconfig.Warmup;
+import io.etserve.repository.WarmupCalls;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.TensorSpec;
@@ -30,7 +31,7 @@ public final class FirstRequestLatency {
             TensorSpec spec = program.signature("forward").inputs().get(0);
             long[][] bounds = {spec.sizes()};
             long started = System.nanoTime();
-            new Warmup(samples, Warmup.Data.RANDOM).run(pool,
+            WarmupCalls.run(new Warmup(samples, Warmup.Data.RANDOM), pool,
                     List.of(new TensorMetadata("x", DataType.FP32, spec.sizes())), bounds);
             long warmupNanos = System.nanoTime() - started;
             double[] calls = new double[3];

@@ -1,6 +1,6 @@
 package io.etserve.bench;
 
-import io.etserve.inference.PrivateCopies;
+import io.etserve.repository.PrivateCopies;
 import io.etserve.runtime.NativeRuntime;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.ProgramInstance;

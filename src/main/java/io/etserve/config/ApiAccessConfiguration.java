@@ -1,6 +1,6 @@
 package io.etserve.config;
 
-import io.etserve.api.RestrictedApiFilter;
+import io.etserve.rest.RestrictedApiFilter;
 import io.etserve.security.RestrictedApis;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;

@@ -1,6 +1,6 @@
 package io.etserve.config;
 
-import io.etserve.inference.DevicePlacement;
+import io.etserve.repository.DevicePlacement;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.StreamSelection;
 import java.nio.file.Path;
@@ -217,14 +217,14 @@ public record EtServeProperties(
      * @param unreleasedDeviceMemory unloading or reloading a model whose delegate keeps its device
      *     memory until the process exits (ExecuTorch's CudaBackend): refuse, or leak and log it
      * @param privateCopies serve each version from a copy made at load, so nothing written to
-     *     the repository can reach a served program (see {@link io.etserve.inference.PrivateCopies})
+     *     the repository can reach a served program (see {@link io.etserve.repository.PrivateCopies})
      * @param privateCopyDir where those copies live (empty: {@code ${java.io.tmpdir}/etserve-programs})
      */
     public record Repository(
-            @DefaultValue("startup") io.etserve.inference.RepositoryControl.Mode mode,
+            @DefaultValue("startup") io.etserve.repository.RepositoryControl.Mode mode,
             @DefaultValue("15s") Duration pollInterval,
             @DefaultValue("30s") Duration drainTimeout,
-            @DefaultValue("refuse") io.etserve.inference.UnreleasedDeviceMemory.Policy unreleasedDeviceMemory,
+            @DefaultValue("refuse") io.etserve.repository.UnreleasedDeviceMemory.Policy unreleasedDeviceMemory,
             @DefaultValue("true") boolean privateCopies,
             @DefaultValue("") String privateCopyDir) {
 
@@ -235,11 +235,11 @@ public record EtServeProperties(
         }
 
         /** Where versions are served from. */
-        public io.etserve.inference.PrivateCopies copies() {
+        public io.etserve.repository.PrivateCopies copies() {
             if (!privateCopies) {
-                return io.etserve.inference.PrivateCopies.none();
+                return io.etserve.repository.PrivateCopies.none();
             }
-            return io.etserve.inference.PrivateCopies.under(privateCopyDir.isBlank()
+            return io.etserve.repository.PrivateCopies.under(privateCopyDir.isBlank()
                     ? Path.of(System.getProperty("java.io.tmpdir"), "etserve-programs") : Path.of(privateCopyDir));
         }
     }

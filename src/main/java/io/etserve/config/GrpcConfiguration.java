@@ -1,14 +1,14 @@
 package io.etserve.config;
 
-import io.etserve.api.InferenceProtocolController;
-import io.etserve.api.PublicMessages;
-import io.etserve.api.protocol.DecodeLimits;
+import io.etserve.execution.InferenceService;
 import io.etserve.grpc.GrpcServer;
 import io.etserve.grpc.InferenceGrpcService;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
-import io.etserve.inference.InferenceService;
-import io.etserve.inference.ModelRegistry;
+import io.etserve.protocol.DecodeLimits;
+import io.etserve.protocol.PublicMessages;
+import io.etserve.repository.ModelRegistry;
+import io.etserve.rest.InferenceProtocolController;
 import java.time.Duration;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
@@ -24,7 +24,7 @@ class GrpcConfiguration {
     @Bean
     GrpcServer grpcServer(EtServeProperties props, ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, PublicMessages messages,
-            io.etserve.metrics.ProtocolMetrics metrics, io.etserve.inference.RepositoryControl repository,
+            io.etserve.metrics.ProtocolMetrics metrics, io.etserve.repository.RepositoryControl repository,
             io.etserve.security.RestrictedApis restricted, io.etserve.triton.TritonExtensions triton,
             ObjectProvider<io.etserve.tracing.GrpcTracingInterceptor> tracing,
             @Value("${spring.lifecycle.timeout-per-shutdown-phase:30s}") Duration drainTimeout) {

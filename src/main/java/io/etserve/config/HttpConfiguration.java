@@ -1,20 +1,20 @@
 package io.etserve.config;
 
-import io.etserve.api.DirectErrorPathFilter;
-import io.etserve.api.InferBodyFilter;
-import io.etserve.api.ProtocolErrorPageFilter;
-import io.etserve.api.InflightBytes;
-import io.etserve.api.PublicMessages;
+import io.etserve.protocol.PublicMessages;
+import io.etserve.rest.DirectErrorPathFilter;
+import io.etserve.rest.InferBodyFilter;
+import io.etserve.rest.InflightBytes;
+import io.etserve.rest.ProtocolErrorPageFilter;
 import io.etserve.runtime.DirectBufferPool;
 import io.micrometer.observation.ObservationPredicate;
 import jakarta.servlet.DispatcherType;
-import org.springframework.http.server.observation.ServerRequestObservationContext;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.jetty.servlet.JettyServletWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.http.server.observation.ServerRequestObservationContext;
 
 /** The HTTP edge: how request bodies are read and what the public port refuses outright. */
 @Configuration(proxyBeanMethods = false)
@@ -49,9 +49,9 @@ public class HttpConfiguration {
 
     /** REST inference calls by model and status (io.etserve.metrics.ProtocolMetrics), outside the body filter. */
     @Bean
-    FilterRegistrationBean<io.etserve.api.RestRequestMetricsFilter> restRequestMetricsFilter(
+    FilterRegistrationBean<io.etserve.rest.RestRequestMetricsFilter> restRequestMetricsFilter(
             io.etserve.metrics.ProtocolMetrics metrics) {
-        var registration = new FilterRegistrationBean<>(new io.etserve.api.RestRequestMetricsFilter(metrics));
+        var registration = new FilterRegistrationBean<>(new io.etserve.rest.RestRequestMetricsFilter(metrics));
         registration.addUrlPatterns("/v2/models/*");
         registration.setDispatcherTypes(DispatcherType.REQUEST);
         registration.setAsyncSupported(true);

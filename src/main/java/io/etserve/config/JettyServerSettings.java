@@ -1,6 +1,6 @@
 package io.etserve.config;
 
-import io.etserve.api.JsonErrorHandler;
+import io.etserve.rest.JsonErrorHandler;
 import org.eclipse.jetty.http.HttpMethod;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.server.AbstractConnector;

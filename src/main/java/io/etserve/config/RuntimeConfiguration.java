@@ -7,7 +7,7 @@ import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
 import io.etserve.health.CallerStreamCheck;
-import io.etserve.inference.NodeCapabilities;
+import io.etserve.repository.NodeCapabilities;
 import io.etserve.runtime.NativeRuntime;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;

@@ -1,13 +1,9 @@
 package io.etserve.config;
 
-import io.etserve.api.InferenceProtocolController;
-import io.etserve.api.InflightBytes;
-import io.etserve.api.protocol.DecodeLimits;
-import io.etserve.api.protocol.InferRequestDecoder;
-import io.etserve.api.protocol.InferResponseEncoder;
 import io.etserve.cuda.CudaRuntime;
 import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
+import io.etserve.execution.InferenceService;
 import io.etserve.health.CallerStreamCheck;
 import io.etserve.health.CallerStreamHealthIndicator;
 import io.etserve.health.CudaFaultMonitor;
@@ -15,24 +11,28 @@ import io.etserve.health.CudaHealthIndicator;
 import io.etserve.health.ModelsHealthIndicator;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
-import org.springframework.boot.health.actuate.endpoint.HealthEndpoint;
-import org.springframework.boot.health.actuate.endpoint.HealthEndpointGroups;
-import io.etserve.inference.DevicePlacement;
-import io.etserve.inference.InferenceService;
-import io.etserve.inference.ModelLoader;
-import io.etserve.inference.ModelRegistry;
-import io.etserve.inference.NodeCapabilities;
 import io.etserve.metrics.StreamPoolMetrics;
 import io.etserve.metrics.TritonMetrics;
+import io.etserve.protocol.DecodeLimits;
+import io.etserve.protocol.InferRequestDecoder;
+import io.etserve.protocol.InferResponseEncoder;
+import io.etserve.repository.DevicePlacement;
+import io.etserve.repository.ModelLoader;
+import io.etserve.repository.ModelRegistry;
+import io.etserve.repository.NodeCapabilities;
 import io.etserve.resilience.ResilientAdmission;
+import io.etserve.rest.InferenceProtocolController;
+import io.etserve.rest.InflightBytes;
 import io.etserve.runtime.Program;
 import io.github.resilience4j.bulkhead.BulkheadRegistry;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
-import org.springframework.beans.factory.ObjectProvider;
-import org.springframework.context.ApplicationEventPublisher;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.HashSet;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.availability.ApplicationAvailability;
+import org.springframework.boot.health.actuate.endpoint.HealthEndpoint;
+import org.springframework.boot.health.actuate.endpoint.HealthEndpointGroups;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -59,27 +59,27 @@ public class ServingConfiguration {
         ModelRegistry registry = new ModelRegistry(props.modelRepository(), loader, metrics);
         registry.setDrainTimeout(props.repository().drainTimeout());
         registry.setUnreleasedDeviceMemory(
-                new io.etserve.inference.UnreleasedDeviceMemory(props.repository().unreleasedDeviceMemory()));
+                new io.etserve.repository.UnreleasedDeviceMemory(props.repository().unreleasedDeviceMemory()));
         return registry;
     }
 
     @Bean
-    io.etserve.inference.RepositoryControl repositoryControl(ModelRegistry registry, EtServeProperties props) {
-        return new io.etserve.inference.RepositoryControl(registry, props.repository().mode());
+    io.etserve.repository.RepositoryControl repositoryControl(ModelRegistry registry, EtServeProperties props) {
+        return new io.etserve.repository.RepositoryControl(registry, props.repository().mode());
     }
 
     @Bean
-    io.etserve.api.RepositoryController repositoryController(io.etserve.inference.RepositoryControl repository,
-            io.etserve.api.PublicMessages messages, io.etserve.triton.TritonExtensions triton) {
-        return new io.etserve.api.RepositoryController(repository, messages, triton);
+    io.etserve.rest.RepositoryController repositoryController(io.etserve.repository.RepositoryControl repository,
+            io.etserve.protocol.PublicMessages messages, io.etserve.triton.TritonExtensions triton) {
+        return new io.etserve.rest.RepositoryController(repository, messages, triton);
     }
 
     /** etserve.repository.mode=poll: what changes on disk loads, reloads or unloads. */
     @Bean
     @org.springframework.boot.autoconfigure.condition.ConditionalOnProperty(name = "etserve.repository.mode",
             havingValue = "poll")
-    io.etserve.inference.RepositoryPoller repositoryPoller(ModelRegistry registry, EtServeProperties props) {
-        return new io.etserve.inference.RepositoryPoller(registry, props.repository().pollInterval());
+    io.etserve.repository.RepositoryPoller repositoryPoller(ModelRegistry registry, EtServeProperties props) {
+        return new io.etserve.repository.RepositoryPoller(registry, props.repository().pollInterval());
     }
 
     @Bean
@@ -112,9 +112,9 @@ public class ServingConfiguration {
     @Bean
     InferenceService inferenceService(ModelRegistry registry, EtServeProperties props, TritonMetrics metrics,
             ResilientAdmission admission, CudaFaultMonitor faults, io.etserve.runtime.DirectBufferPool tensorBuffers,
-            ObjectProvider<io.etserve.inference.InferenceSpans> spans) {
+            ObjectProvider<io.etserve.execution.InferenceSpans> spans) {
         return new InferenceService(registry, props.inference().queueTimeout(), metrics, admission, faults,
-                tensorBuffers, spans.getIfAvailable(() -> io.etserve.inference.InferenceSpans.OFF));
+                tensorBuffers, spans.getIfAvailable(() -> io.etserve.execution.InferenceSpans.OFF));
     }
 
     @Bean
@@ -126,8 +126,8 @@ public class ServingConfiguration {
     @Bean
     InferenceProtocolController inferenceProtocolController(ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, EtServeProperties props, InflightBytes inflight,
-            io.etserve.runtime.DirectBufferPool tensorBuffers, io.etserve.api.PublicMessages messages,
-            io.etserve.api.ClientConnections clients) {
+            io.etserve.runtime.DirectBufferPool tensorBuffers, io.etserve.protocol.PublicMessages messages,
+            io.etserve.rest.ClientConnections clients) {
         String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         return new InferenceProtocolController(registry, inference, readiness, probes, new InferRequestDecoder(),
                 new InferResponseEncoder(),
@@ -138,8 +138,8 @@ public class ServingConfiguration {
 
     /** One thread that sees HTTP clients close their connections while their requests wait. */
     @Bean
-    io.etserve.api.ClientConnections clientConnections() {
-        return new io.etserve.api.ClientConnections();
+    io.etserve.rest.ClientConnections clientConnections() {
+        return new io.etserve.rest.ClientConnections();
     }
 
     @Bean

@@ -1,6 +1,6 @@
 package io.etserve.config;
 
-import io.etserve.inference.InferenceSpans;
+import io.etserve.execution.InferenceSpans;
 import io.etserve.tracing.GrpcTracingInterceptor;
 import io.etserve.tracing.RestTracingFilter;
 import io.etserve.tracing.ServerSpans;

@@ -2,9 +2,9 @@ package io.etserve.config;
 
 import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPools;
-import io.etserve.inference.ModelRegistry;
-import io.etserve.inference.RepositoryControl;
 import io.etserve.metrics.TritonMetrics;
+import io.etserve.repository.ModelRegistry;
+import io.etserve.repository.RepositoryControl;
 import io.etserve.triton.TritonExtensions;
 import java.util.stream.Collectors;
 import org.springframework.context.annotation.Bean;

@@ -4,7 +4,7 @@ import java.time.Duration;
 
 /**
  * Which waiter a line serves next: one policy for every line a request waits in (the instance
- * line, {@link LeaseQueue}, and a batching model's queue, io.etserve.inference.DynamicBatcher).
+ * line, {@link LeaseQueue}, and a batching model's queue, io.etserve.execution.DynamicBatcher).
  *
  * <p>{@link Order#FIFO}: first come, first served, always. {@link Order#ADAPTIVE_LIFO}: first
  * come, first served until the line is congested, then the newest waiter first (Facebook's

@@ -2,14 +2,14 @@ package io.etserve.grpc;
 
 import com.google.protobuf.Duration;
 import com.google.rpc.RetryInfo;
-import io.etserve.api.PublicMessages;
-import io.etserve.api.protocol.InvalidRequestException;
 import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
 import io.etserve.inference.RequestCancelledException;
-import io.etserve.inference.RepositoryControl;
+import io.etserve.protocol.InvalidRequestException;
+import io.etserve.protocol.PublicMessages;
+import io.etserve.repository.RepositoryControl;
 import io.etserve.runtime.ExecuTorchException;
 import io.grpc.Metadata;
 import io.grpc.Status;

@@ -2,8 +2,6 @@ package io.etserve.grpc;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
-import io.etserve.api.protocol.DecodeLimits;
-import io.etserve.api.protocol.InvalidRequestException;
 import io.etserve.grpc.protocol.InferParameter;
 import io.etserve.grpc.protocol.InferTensorContents;
 import io.etserve.grpc.protocol.ModelInferRequest;
@@ -12,6 +10,8 @@ import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.Tensor;
+import io.etserve.protocol.DecodeLimits;
+import io.etserve.protocol.InvalidRequestException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;

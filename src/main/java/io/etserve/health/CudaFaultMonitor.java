@@ -1,10 +1,10 @@
 package io.etserve.health;
 
 import io.etserve.cuda.CudaException;
-import io.etserve.runtime.ExecuTorchException;
 import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPools;
-import io.etserve.inference.FaultListener;
+import io.etserve.execution.FaultListener;
+import io.etserve.runtime.ExecuTorchException;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.atomic.AtomicReference;

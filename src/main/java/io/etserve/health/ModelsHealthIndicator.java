@@ -1,8 +1,8 @@
 package io.etserve.health;
 
-import io.etserve.inference.InferenceService;
-import io.etserve.inference.ModelRegistry;
-import io.etserve.inference.ModelVersionState;
+import io.etserve.execution.InferenceService;
+import io.etserve.repository.ModelRegistry;
+import io.etserve.repository.ModelVersionState;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.springframework.boot.health.contributor.Health;
@@ -30,7 +30,7 @@ public final class ModelsHealthIndicator implements HealthIndicator {
         Map<String, Object> models = new LinkedHashMap<>();
         for (ModelVersionState s : registry.states()) {
             Map<String, Object> d = new LinkedHashMap<>();
-            var notServing = inference.whyNotServing(s);
+            var notServing = s.whyNotServing(inference);
             d.put("status", s.ready() && notServing.isPresent() ? "NOT_ADMITTING" : s.status().name());
             notServing.or(s::indexReason).ifPresent(r -> d.put("reason", r));
             s.description().ifPresent(m -> d.put("backends", m.signature().backends()));

@@ -1,6 +1,6 @@
 package io.etserve.health;
 
-import io.etserve.inference.ModelRegistry;
+import io.etserve.repository.ModelRegistry;
 import java.util.List;
 import java.util.Optional;
 import org.springframework.boot.availability.ApplicationAvailability;

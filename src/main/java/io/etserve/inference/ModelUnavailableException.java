@@ -6,6 +6,7 @@ import java.time.Duration;
 public class ModelUnavailableException extends RuntimeException {
 
     private final Duration retryAfter;
+    private final String version;
 
     public ModelUnavailableException(String message) {
         this(message, null);
@@ -13,8 +14,19 @@ public class ModelUnavailableException extends RuntimeException {
 
     /** @param retryAfter when a retry may succeed (an open breaker's wait), or null when unknown */
     public ModelUnavailableException(String message, Duration retryAfter) {
+        this(message, retryAfter, "");
+    }
+
+    /** @param version the version that is not ready (the one a request without a version resolved to) */
+    public ModelUnavailableException(String message, Duration retryAfter, String version) {
         super(message);
         this.retryAfter = retryAfter;
+        this.version = version;
+    }
+
+    /** The version that cannot serve, where known; empty otherwise. */
+    public String version() {
+        return version;
     }
 
     /** For Retry-After; null when the condition has no known end (a model that failed to load). */

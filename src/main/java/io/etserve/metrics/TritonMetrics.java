@@ -1,6 +1,6 @@
 package io.etserve.metrics;
 
-import io.etserve.inference.InferenceObserver;
+import io.etserve.execution.InferenceObserver;
 import io.etserve.inference.RequestCancelledException;
 import io.etserve.runtime.CompletionWaits;
 import io.micrometer.core.instrument.Counter;

@@ -1,7 +1,7 @@
 package io.etserve.resilience;
 
-import io.etserve.inference.LoadedModel;
-import io.etserve.inference.ModelAdmission;
+import io.etserve.execution.LoadedModel;
+import io.etserve.execution.ModelAdmission;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
 import io.github.resilience4j.bulkhead.Bulkhead;

@@ -1,6 +1,6 @@
 package io.etserve.tracing;
 
-import io.etserve.api.InferBodyFilter;
+import io.etserve.rest.InferBodyFilter;
 import io.micrometer.tracing.Span;
 import io.micrometer.tracing.Tracer;
 import jakarta.servlet.AsyncEvent;

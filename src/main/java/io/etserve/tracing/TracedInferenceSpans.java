@@ -1,7 +1,7 @@
 package io.etserve.tracing;
 
-import io.etserve.inference.ExecutionSlot;
-import io.etserve.inference.InferenceSpans;
+import io.etserve.execution.ExecutionSlot;
+import io.etserve.execution.InferenceSpans;
 import io.etserve.runtime.StreamSelection;
 import io.micrometer.tracing.Link;
 import io.micrometer.tracing.Span;

@@ -1,8 +1,8 @@
 package io.etserve.triton;
 
-import io.etserve.inference.DynamicBatching;
-import io.etserve.inference.ModelConfig;
-import io.etserve.inference.VersionPolicy;
+import io.etserve.modelconfig.DynamicBatching;
+import io.etserve.modelconfig.ModelConfig;
+import io.etserve.modelconfig.VersionPolicy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;

@@ -1,5 +1,6 @@
 package io.etserve.triton;
 
+import io.etserve.execution.LoadedModel;
 import io.etserve.grpc.protocol.DataType;
 import io.etserve.grpc.protocol.ModelConfig;
 import io.etserve.grpc.protocol.ModelDynamicBatching;
@@ -9,10 +10,9 @@ import io.etserve.grpc.protocol.ModelOutput;
 import io.etserve.grpc.protocol.ModelResponseCache;
 import io.etserve.grpc.protocol.ModelTransactionPolicy;
 import io.etserve.grpc.protocol.ModelVersionPolicy;
-import io.etserve.inference.DynamicBatching;
-import io.etserve.inference.LoadedModel;
 import io.etserve.inference.TensorMetadata;
-import io.etserve.inference.VersionPolicy;
+import io.etserve.modelconfig.DynamicBatching;
+import io.etserve.modelconfig.VersionPolicy;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

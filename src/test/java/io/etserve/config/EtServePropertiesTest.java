@@ -3,7 +3,7 @@ package io.etserve.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.etserve.inference.DevicePlacement;
+import io.etserve.repository.DevicePlacement;
 import io.etserve.runtime.Program;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

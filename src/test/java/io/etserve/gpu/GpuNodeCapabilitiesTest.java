@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.cuda.CudaRuntime;
 import io.etserve.cuda.TensorRtProbe;
-import io.etserve.inference.NodeCapabilities;
+import io.etserve.repository.NodeCapabilities;
 import io.etserve.runtime.NativeRuntime;
 import io.etserve.runtime.Program;
 import io.etserve.support.TestPaths;

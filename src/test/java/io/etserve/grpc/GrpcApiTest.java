@@ -235,18 +235,18 @@ class GrpcApiTest {
     }
 
     @Test
-    void stoppingTheServerLetsCallsInFlightFinishAndRefusesNewOnes(@Autowired io.etserve.inference.ModelRegistry registry,
-            @Autowired io.etserve.inference.InferenceService inference,
+    void stoppingTheServerLetsCallsInFlightFinishAndRefusesNewOnes(@Autowired io.etserve.repository.ModelRegistry registry,
+            @Autowired io.etserve.execution.InferenceService inference,
             @Autowired io.etserve.health.ServerReadiness readiness, @Autowired io.etserve.health.ProbeHealth probes,
-            @Autowired io.etserve.api.PublicMessages messages, @Autowired io.etserve.triton.TritonExtensions triton)
+            @Autowired io.etserve.protocol.PublicMessages messages, @Autowired io.etserve.triton.TritonExtensions triton)
             throws Exception {
         // A second server over the same services, so this context's own keeps serving the other tests.
         GrpcServer second = new GrpcServer("127.0.0.1", 0, 1 << 20, 4, java.time.Duration.ofSeconds(20),
                 new InferenceGrpcService(registry, inference, readiness, probes,
-                        new io.etserve.api.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
+                        new io.etserve.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
                         new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
                                 registry::knows),
-                        new io.etserve.inference.RepositoryControl(registry, io.etserve.inference.RepositoryControl.Mode.STARTUP),
+                        new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
                         triton),
                 probes);
         second.start();

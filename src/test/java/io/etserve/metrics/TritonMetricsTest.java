@@ -2,7 +2,7 @@ package io.etserve.metrics;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.etserve.inference.InferenceObserver;
+import io.etserve.execution.InferenceObserver;
 import io.etserve.inference.RequestCancelledException;
 import io.etserve.runtime.CompletionWaits;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;

@@ -2,9 +2,9 @@ package io.etserve.tracing;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.execution.InferenceService;
+import io.etserve.execution.InferenceSpans;
 import io.etserve.grpc.GrpcServer;
-import io.etserve.inference.InferenceService;
-import io.etserve.inference.InferenceSpans;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;

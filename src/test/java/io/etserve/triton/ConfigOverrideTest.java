@@ -3,10 +3,10 @@ package io.etserve.triton;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.etserve.inference.DynamicBatching;
-import io.etserve.inference.ModelConfig;
-import io.etserve.inference.VersionPolicy;
-import io.etserve.inference.Warmup;
+import io.etserve.modelconfig.DynamicBatching;
+import io.etserve.modelconfig.ModelConfig;
+import io.etserve.modelconfig.VersionPolicy;
+import io.etserve.modelconfig.Warmup;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;

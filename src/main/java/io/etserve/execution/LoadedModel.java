@@ -1,0 +1,163 @@
+package io.etserve.execution;
+
+import io.etserve.inference.ModelDescription;
+import io.etserve.inference.TensorMetadata;
+import io.etserve.modelconfig.ModelConfig;
+import io.etserve.runtime.MethodSignature;
+import io.etserve.runtime.Program;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One model version that serves: its program, its description, its instances (always some),
+ * its per-request limit and, when its config.yml asks for it, its batcher. Closing it runs what
+ * is queued for a batch, then frees the instances and the program.
+ */
+public final class LoadedModel implements AutoCloseable {
+
+    private final ModelDescription description;
+    private final Program program;
+    private volatile Runnable deleteFiles;
+    private final InstancePool instances;
+    private final long maxElementsPerTensor;
+    private final DynamicBatcher batcher;
+    private final ModelConfig config;
+    /** Requests using this model now; {@link #RETIRING} set once it is being unloaded. */
+    private final AtomicLong uses = new AtomicLong();
+    private static final long RETIRING = 1L << 62;
+
+    /** @param batcher joins this model's requests into batches, or null when it runs each alone */
+    public LoadedModel(ModelDescription description, Program program, InstancePool instances,
+            long maxElementsPerTensor, DynamicBatcher batcher) {
+        this(description, program, instances, maxElementsPerTensor, batcher, ModelConfig.defaults());
+    }
+
+    /** @param config the configuration it was loaded with (config.yml, and a load's override) */
+    public LoadedModel(ModelDescription description, Program program, InstancePool instances,
+            long maxElementsPerTensor, DynamicBatcher batcher, ModelConfig config) {
+        this.config = Objects.requireNonNull(config, "config");
+        this.description = Objects.requireNonNull(description, "description");
+        this.program = Objects.requireNonNull(program, "program");
+        this.instances = Objects.requireNonNull(instances, "instances");
+        this.maxElementsPerTensor = maxElementsPerTensor;
+        this.batcher = batcher;
+    }
+
+    public ModelDescription description() {
+        return description;
+    }
+
+    public String name() {
+        return description.name();
+    }
+
+    public String version() {
+        return description.version();
+    }
+
+    public MethodSignature signature() {
+        return description.signature();
+    }
+
+    public List<TensorMetadata> inputs() {
+        return description.inputs();
+    }
+
+    public List<TensorMetadata> outputs() {
+        return description.outputs();
+    }
+
+    public InstancePool instances() {
+        return instances;
+    }
+
+    public long maxElementsPerTensor() {
+        return maxElementsPerTensor;
+    }
+
+    /** The configuration it was loaded with: config.yml, with a load request's override applied. */
+    public ModelConfig config() {
+        return config;
+    }
+
+    /** The model's batcher, when its config.yml asks for dynamic batching. */
+    public Optional<DynamicBatcher> batcher() {
+        return Optional.ofNullable(batcher);
+    }
+
+    /**
+     * Takes a use of this model for one request; false once it is being unloaded (the request
+     * then goes elsewhere or is refused, it never runs on a model that is closing).
+     */
+    public boolean tryUse() {
+        while (true) {
+            long s = uses.get();
+            if ((s & RETIRING) != 0) {
+                return false;
+            }
+            if (uses.compareAndSet(s, s + 1)) {
+                return true;
+            }
+        }
+    }
+
+    /** Gives back a use taken by {@link #tryUse()}. */
+    public void release() {
+        if (uses.decrementAndGet() == RETIRING) {
+            synchronized (uses) {
+                uses.notifyAll();
+            }
+        }
+    }
+
+    /**
+     * Unloads it: no new use from now on; the requests using it finish (at most {@code timeout}),
+     * then its batcher, instances and program are freed. A model still in use after the timeout is
+     * left allocated (logged by the caller): freeing it under running native work would crash.
+     *
+     * @return whether it drained and was freed
+     */
+    public boolean retire(Duration timeout) throws InterruptedException {
+        long s;
+        do {
+            s = uses.get();
+        } while ((s & RETIRING) == 0 && !uses.compareAndSet(s, s | RETIRING));
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (uses) {
+            while (uses.get() != RETIRING) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                uses.wait(Math.max(1, left / 1_000_000));
+            }
+        }
+        close();
+        return true;
+    }
+
+    /** Requests using it now. */
+    public long inUse() {
+        return uses.get() & ~RETIRING;
+    }
+
+    /** Deletes the files the program was loaded from (its private copy) once the program is freed. */
+    public void deleteOnClose(Runnable deleteFiles) {
+        this.deleteFiles = deleteFiles;
+    }
+
+    @Override
+    public void close() {
+        if (batcher != null) {
+            batcher.close();
+        }
+        instances.close();
+        program.close();
+        if (deleteFiles != null) {
+            deleteFiles.run();
+        }
+    }
+}

@@ -1,0 +1,169 @@
+package io.etserve.execution;
+
+import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.InvalidInputException;
+import io.etserve.inference.Tensor;
+import io.etserve.inference.TensorMetadata;
+import io.etserve.inference.UntrustedText;
+import io.etserve.runtime.ExecutionInput;
+import io.etserve.runtime.ExecutionOutput;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The one place a request is checked against a model's method: input names (unknown, missing,
+ * repeated), dtypes, shapes against static sizes and dynamic bounds (a zero dimension is
+ * refused: no program here runs on an empty batch), element counts against the limit, byte
+ * sizes, and the outputs asked for. Every refusal is an {@link InvalidInputException} (400),
+ * thrown before anything runs. The decoder only parses; the bridge's own checks stay as a
+ * defence, not as where users' errors come from.
+ */
+public final class TensorContract {
+
+    private TensorContract() {}
+
+    /**
+     * A request's shape against the metadata: a static dimension must match exactly, a dynamic one
+     * (-1 in the metadata) may take 1 up to the program's bound.
+     */
+    public static void checkShape(TensorMetadata meta, long[] shape, long[] bounds) {
+        long[] declared = meta.shape();
+        if (shape.length != declared.length) {
+            throw new InvalidInputException("input '" + meta.name() + "' must have shape " + Arrays.toString(declared)
+                    + ", got " + Arrays.toString(shape));
+        }
+        for (int d = 0; d < shape.length; d++) {
+            if (declared[d] < 0) {
+                if (shape[d] < 1 || shape[d] > bounds[d]) {
+                    throw new InvalidInputException("input '" + meta.name() + "' dimension " + d + " is " + shape[d]
+                            + "; it may vary from 1 to its bound " + bounds[d]);
+                }
+            } else if (shape[d] != declared[d]) {
+                throw new InvalidInputException("input '" + meta.name() + "' dimension " + d + " must be "
+                        + declared[d] + " (static), got " + shape[d] + " in " + Arrays.toString(shape));
+            }
+        }
+    }
+
+    /** The request's inputs in the method's order, each checked against its signature. */
+    static List<ExecutionInput> bindInputs(LoadedModel model, InferenceRequest request) {
+        List<TensorMetadata> expected = model.inputs();
+        Map<String, Tensor> byName = new HashMap<>();
+        for (Tensor t : request.inputs()) {
+            if (byName.put(t.name(), t) != null) {
+                throw new InvalidInputException("input '" + t.name() + "' appears twice");
+            }
+        }
+        for (String name : byName.keySet()) {
+            if (expected.stream().noneMatch(m -> m.name().equals(name))) {
+                throw new InvalidInputException("model '" + model.name() + "' has no input '" + UntrustedText.abbreviate(name)
+                        + "'; its inputs are " + expected.stream().map(TensorMetadata::name).toList());
+            }
+        }
+        List<ExecutionInput> bound = new ArrayList<>(expected.size());
+        for (TensorMetadata meta : expected) {
+            Tensor t = byName.get(meta.name());
+            if (t == null) {
+                throw new InvalidInputException("missing input '" + meta.name() + "' (" + meta.dataType().protocolName()
+                        + " " + Arrays.toString(meta.shape()) + ")");
+            }
+            if (t.dataType() != meta.dataType()) {
+                throw new InvalidInputException("input '" + meta.name() + "' must be " + meta.dataType().protocolName()
+                        + ", got " + t.dataType().protocolName());
+            }
+            long[] shape = t.shape();
+            checkShape(meta, shape, model.signature().inputs().get(expected.indexOf(meta)).sizes());
+            long elements = t.elementCount();
+            if (elements > model.maxElementsPerTensor()) {
+                throw new InvalidInputException("input '" + meta.name() + "' has " + elements
+                        + " elements; the limit is " + model.maxElementsPerTensor());
+            }
+            ByteBuffer data = t.data();
+            long bytes = elements * meta.dataType().byteSize();
+            if (data.remaining() != bytes) {
+                throw new InvalidInputException("input '" + meta.name() + "' carries " + data.remaining()
+                        + " bytes; its shape needs " + bytes);
+            }
+            if (!data.isDirect()) {
+                ByteBuffer direct = ByteBuffer.allocateDirect(data.remaining());
+                direct.put(data).flip();
+                data = direct;
+            }
+            bound.add(new ExecutionInput(data, meta.dataType().executorchCode(), shape));
+        }
+        return bound;
+    }
+
+    /**
+     * The rows a request brings to a batch: every input's first dimension, which must agree
+     * (a batched model's inputs are all batched along dimension 0).
+     */
+    static int batchRows(List<ExecutionInput> inputs) {
+        long rows = inputs.get(0).shape()[0];
+        for (ExecutionInput in : inputs) {
+            if (in.shape()[0] != rows) {
+                throw new InvalidInputException("the model batches its inputs along dimension 0, so every input's "
+                        + "first dimension must be the same; got " + inputs.stream()
+                                .map(i -> Arrays.toString(i.shape())).toList());
+            }
+        }
+        return Math.toIntExact(rows);
+    }
+
+    /** The outputs a request asked for, in its order, and which of them travel as binary. */
+    record OutputSelection(List<String> names, Set<String> binary) {}
+
+    static OutputSelection selectOutputs(LoadedModel model, InferenceRequest request) {
+        List<String> all = model.outputs().stream().map(TensorMetadata::name).toList();
+        Set<String> binary = new HashSet<>();
+        if (request.outputs().isEmpty()) {
+            if (request.binaryOutputByDefault()) {
+                binary.addAll(all);
+            }
+            return new OutputSelection(all, binary);
+        }
+        List<String> names = new ArrayList<>();
+        for (InferenceRequest.RequestedOutput o : request.outputs()) {
+            if (!all.contains(o.name())) {
+                throw new InvalidInputException("model '" + model.name() + "' has no output '"
+                        + UntrustedText.abbreviate(o.name()) + "'; its outputs are " + all);
+            }
+            if (names.contains(o.name())) {
+                throw new InvalidInputException("output '" + o.name() + "' requested twice");
+            }
+            names.add(o.name());
+            if (o.binary() != null ? o.binary() : request.binaryOutputByDefault()) {
+                binary.add(o.name());
+            }
+        }
+        return new OutputSelection(names, binary);
+    }
+
+    /** The forward call's outputs that were asked for, named as the model's config names them. */
+    static List<Tensor> nameOutputs(LoadedModel model, List<ExecutionOutput> outs, List<String> wanted) {
+        List<TensorMetadata> meta = model.outputs();
+        if (outs.size() != meta.size()) {
+            throw new IllegalStateException("method returned " + outs.size() + " outputs, its signature declares "
+                    + meta.size());
+        }
+        List<Tensor> result = new ArrayList<>(wanted.size());
+        for (String name : wanted) {
+            int i = 0;
+            while (!meta.get(i).name().equals(name)) {
+                i++;
+            }
+            ExecutionOutput out = outs.get(i);
+            DataType type = DataType.fromExecutorch(out.scalarType()).orElseThrow(
+                    () -> new IllegalStateException("output '" + name + "' has unsupported dtype " + out.scalarType()));
+            result.add(new Tensor(name, type, out.shape(), out.data()));
+        }
+        return result;
+    }
+}

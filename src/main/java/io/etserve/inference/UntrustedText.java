@@ -1,0 +1,33 @@
+package io.etserve.inference;
+
+/** Untrusted text (names, keys, values a client or a config file sent) made safe to quote in a message or a log line. */
+public final class UntrustedText {
+
+    private UntrustedText() {}
+
+    /**
+     * A client-supplied name for a message: at most 64 code points, readable text kept (a model
+     * named in any script reads back as sent), control and invisible formatting characters
+     * (line breaks, bidi overrides, unpaired surrogates) escaped as {@code \\uXXXX} so a name
+     * cannot forge log lines or reorder the message around it.
+     */
+    public static String abbreviate(String s) {
+        if (s == null) {
+            return "";
+        }
+        StringBuilder out = new StringBuilder();
+        int[] cps = s.codePoints().limit(65).toArray();
+        for (int i = 0; i < Math.min(64, cps.length); i++) {
+            int cp = cps[i];
+            int type = Character.getType(cp);
+            if (Character.isISOControl(cp) || type == Character.FORMAT || type == Character.SURROGATE
+                    || type == Character.UNASSIGNED || type == Character.LINE_SEPARATOR
+                    || type == Character.PARAGRAPH_SEPARATOR) {
+                out.append(String.format("\\u%04X", cp));
+            } else {
+                out.appendCodePoint(cp);
+            }
+        }
+        return cps.length > 64 ? out + "..." : out.toString();
+    }
+}

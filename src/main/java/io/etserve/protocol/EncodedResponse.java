@@ -1,0 +1,84 @@
+package io.etserve.protocol;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.OptionalInt;
+
+/**
+ * An encoded {@code /infer} response body: the JSON part, then the binary output sections, kept
+ * apart so they go to the connection as they are (no body array assembling both).
+ *
+ * @param json the JSON part's bytes; only the first {@code jsonLength} are valid
+ * @param jsonLength length of the JSON part
+ * @param binary binary output data, in order, after the JSON part
+ * @param inferenceHeaderContentLength length of the JSON part, for the
+ *     {@code Inference-Header-Content-Length} header; present only when binary data follows it
+ * @param contentType {@code application/json}, or {@code application/octet-stream} when the
+ *     body carries binary data
+ */
+public record EncodedResponse(byte[] json, int jsonLength, List<ByteBuffer> binary,
+        OptionalInt inferenceHeaderContentLength, String contentType) {
+
+    public static final String JSON = "application/json";
+    public static final String OCTET_STREAM = "application/octet-stream";
+
+    public EncodedResponse {
+        binary = List.copyOf(binary);
+    }
+
+    /** The body's length in bytes, for Content-Length. */
+    public long contentLength() {
+        long total = jsonLength;
+        for (ByteBuffer b : binary) {
+            total += b.remaining();
+        }
+        return total;
+    }
+
+    /**
+     * Bodies up to this size go out as one write: their binary sections are copied behind the
+     * JSON part in the container's buffer. Jetty writes a ByteBuffer on its own, after flushing
+     * what it holds, so a small binary response would cost two writes, and the client two reads
+     * and a wake-up: more than the same response as JSON (bench/results/cpu-small-requests.md).
+     */
+    static final int ONE_WRITE_BYTES = 8 * 1024;
+
+    /**
+     * Writes the body: the JSON part, then each binary section straight from where the bridge
+     * put it (a servlet stream takes a direct buffer as is: Servlet 6.1's write(ByteBuffer));
+     * a small body as one write instead ({@link #ONE_WRITE_BYTES}).
+     */
+    public void writeTo(OutputStream out) throws IOException {
+        out.write(json, 0, jsonLength);
+        boolean oneWrite = contentLength() <= ONE_WRITE_BYTES;
+        for (ByteBuffer b : binary) {
+            ByteBuffer section = b.duplicate();
+            if (out instanceof jakarta.servlet.ServletOutputStream servlet && !oneWrite) {
+                servlet.write(section);
+            } else if (section.hasArray()) {
+                out.write(section.array(), section.arrayOffset() + section.position(), section.remaining());
+            } else {
+                byte[] chunk = new byte[Math.min(64 * 1024, section.remaining())];
+                while (section.hasRemaining()) {
+                    int n = Math.min(chunk.length, section.remaining());
+                    section.get(chunk, 0, n);
+                    out.write(chunk, 0, n);
+                }
+            }
+        }
+    }
+
+    /** The whole body in one array (a copy; tests and tools). */
+    public byte[] body() {
+        java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream((int) Math.min(Integer.MAX_VALUE - 8,
+                contentLength()));
+        try {
+            writeTo(all);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return all.toByteArray();
+    }
+}

@@ -1,0 +1,453 @@
+package io.etserve.protocol;
+
+import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceRequest.RequestedOutput;
+import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.Tensor;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.IntFunction;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
+import tools.jackson.core.ObjectReadContext;
+
+/**
+ * Decodes a KServe v2 {@code /infer} request body into an {@link InferenceRequest}.
+ *
+ * <p>The body is JSON, or, with the binary tensor data extension, a JSON header of
+ * {@code Inference-Header-Content-Length} bytes followed by the raw little-endian data of every
+ * input that declares {@code parameters.binary_data_size}, in input order. JSON {@code data} may
+ * be flat or nested row-major arrays; only the element count is checked against the shape.
+ *
+ * <p>This class reads the envelope (the request object, its inputs' names, datatypes, shapes and
+ * parameters, the outputs asked for); {@link JsonTensorData} parses JSON {@code data} straight
+ * into a direct buffer, and {@link BinaryTensorData} hands out binary sections as views of the
+ * body's buffer, so the native bridge reads every input in place.
+ *
+ * <p>Every problem with the body, however malformed, surfaces as an
+ * {@link InvalidRequestException}; sizes are checked against {@link DecodeLimits} and against the
+ * body itself before any tensor memory is allocated. Thread-safe.
+ */
+public final class InferRequestDecoder {
+
+    /** Most dimensions a shape may have; ExecuTorch itself allows 16. */
+    static final int MAX_RANK = 32;
+    /** Deepest nesting of a {@code data} array (row-major nesting has one level per dimension). */
+    static final int MAX_DATA_NESTING = MAX_RANK;
+    /** Largest tensor a direct buffer can hold. */
+    static final long MAX_TENSOR_BYTES = Integer.MAX_VALUE;
+    private static final int MAX_QUOTED_LENGTH = 100;
+
+    /**
+     * A whole body in one array (tests and tools): the binary sections are copied once into a
+     * fresh direct buffer, so the inputs do not depend on {@code body} afterwards.
+     */
+    public InferenceRequest decode(byte[] body, Integer inferenceHeaderContentLength, DecodeLimits limits) {
+        Objects.requireNonNull(body, "body");
+        int headerLength = headerLength(body.length, inferenceHeaderContentLength);
+        ByteBuffer binary = ByteBuffer.allocateDirect(body.length - headerLength)
+                .put(body, headerLength, body.length - headerLength).flip();
+        return decode(body, headerLength, inferenceHeaderContentLength, binary, limits,
+                bytes -> ByteBuffer.allocateDirect(bytes));
+    }
+
+    /**
+     * A body as the server receives it: the JSON part in {@code json[0, jsonLength)}, the binary
+     * sections (if any) in {@code binary}, already in direct memory. Binary inputs become slices
+     * of {@code binary} (no copy); JSON data is parsed into buffers from {@code tensorBuffers}.
+     * Both must stay valid until the request is done with.
+     */
+    public InferenceRequest decode(byte[] json, int jsonLength, Integer inferenceHeaderContentLength, ByteBuffer binary,
+            DecodeLimits limits, IntFunction<ByteBuffer> tensorBuffers) {
+        Objects.requireNonNull(json, "json");
+        Objects.requireNonNull(limits, "limits");
+        long total = (long) jsonLength + binary.remaining();
+        int headerLength = headerLength(total, inferenceHeaderContentLength);
+        if (headerLength != jsonLength) {
+            throw new IllegalArgumentException("the JSON part is " + jsonLength + " bytes, its header says " + headerLength);
+        }
+        requireUtf8(json, headerLength);
+        return new Decoding(json, headerLength, binary, inferenceHeaderContentLength != null, limits, tensorBuffers).run();
+    }
+
+    private static int headerLength(long bodyLength, Integer declared) {
+        if (declared == null) {
+            return (int) bodyLength;
+        }
+        if (declared < 0) {
+            throw new InvalidRequestException("Inference-Header-Content-Length is negative (" + declared + ").");
+        }
+        if (declared > bodyLength) {
+            throw new InvalidRequestException("Inference-Header-Content-Length (" + declared
+                    + ") is larger than the request body (" + bodyLength + " bytes).");
+        }
+        return declared;
+    }
+
+    /**
+     * JSON starts with an ASCII character, so a UTF-16 byte order mark or a zero among its first
+     * bytes means UTF-16 or UTF-32. Refusing those keeps Jackson on its UTF-8 parser, whose token
+     * offsets are byte offsets.
+     */
+    private static void requireUtf8(byte[] body, int headerLength) {
+        boolean utf16Mark = headerLength >= 2
+                && ((body[0] == (byte) 0xFE && body[1] == (byte) 0xFF) || (body[0] == (byte) 0xFF && body[1] == (byte) 0xFE));
+        boolean zero = false;
+        for (int i = 0; i < Math.min(4, headerLength); i++) {
+            zero |= body[i] == 0;
+        }
+        if (utf16Mark || zero) {
+            throw new InvalidRequestException("The request's JSON must be encoded as UTF-8.");
+        }
+    }
+
+    /** The state of one decode call. */
+    private static final class Decoding {
+        private final byte[] body;  // the JSON part, from 0 to headerLength
+        private final int headerLength;
+        private final BinaryTensorData binary;  // null without the binary extension
+        private final DecodeLimits limits;
+        private final IntFunction<ByteBuffer> tensorBuffers;
+        /** What is being read, for the message when Jackson rejects the JSON. */
+        private String context = "The request";
+
+        Decoding(byte[] body, int headerLength, ByteBuffer binary, boolean hasBinarySection, DecodeLimits limits,
+                IntFunction<ByteBuffer> tensorBuffers) {
+            this.body = body;
+            this.headerLength = headerLength;
+            this.binary = hasBinarySection ? new BinaryTensorData(binary) : null;
+            this.limits = limits;
+            this.tensorBuffers = tensorBuffers;
+        }
+
+        InferenceRequest run() {
+            try (JsonParser p = ProtocolJson.FACTORY.createParser(ObjectReadContext.empty(), body, 0, headerLength)) {
+                return readRequest(p);
+            } catch (JacksonException e) {
+                throw new InvalidRequestException(context + " is not valid JSON: " + e.getOriginalMessage(), e);
+            }
+        }
+
+        private InferenceRequest readRequest(JsonParser p) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                throw new InvalidRequestException("The request body must be a JSON object.");
+            }
+            String id = null;
+            Map<String, Object> parameters = Map.of();
+            List<Tensor> inputs = null;
+            List<RequestedOutput> outputs = List.of();
+            for (String field = p.nextName(); field != null; field = p.nextName()) {
+                p.nextToken();
+                switch (field) {
+                    case "id" -> id = readString(p, "The request 'id'");
+                    case "parameters" -> parameters = readParameters(p, "The request");
+                    case "inputs" -> inputs = readInputs(p);
+                    case "outputs" -> outputs = readOutputs(p);
+                    default -> p.skipChildren();
+                }
+                context = "The request";
+            }
+            if (p.nextToken() != null) {
+                throw new InvalidRequestException("The request's JSON has content after its closing brace.");
+            }
+            if (inputs == null) {
+                throw new InvalidRequestException("The request has no 'inputs'.");
+            }
+            if (binary != null) {
+                binary.requireAllRead();
+            }
+            Object binaryOutput = parameters.get("binary_data_output");
+            if (binaryOutput != null && !(binaryOutput instanceof Boolean)) {
+                throw new InvalidRequestException("The request parameter 'binary_data_output' must be a boolean.");
+            }
+            return new InferenceRequest(id, parameters, inputs, outputs, Boolean.TRUE.equals(binaryOutput));
+        }
+
+        private List<Tensor> readInputs(JsonParser p) {
+            if (p.currentToken() != JsonToken.START_ARRAY) {
+                throw new InvalidRequestException("The request's 'inputs' must be an array.");
+            }
+            List<Tensor> inputs = new ArrayList<>();
+            Set<String> names = new HashSet<>();
+            for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
+                int index = inputs.size();
+                if (index >= limits.maxInputs()) {
+                    throw new InvalidRequestException(
+                            "The request has more than " + limits.maxInputs() + " inputs, the most allowed.");
+                }
+                if (t != JsonToken.START_OBJECT) {
+                    throw new InvalidRequestException("Input #" + index + " must be a JSON object.");
+                }
+                Tensor input = readInput(p, index);
+                if (!names.add(input.name())) {
+                    throw new InvalidRequestException("Input " + quote(input.name()) + " appears more than once.");
+                }
+                inputs.add(input);
+            }
+            return inputs;
+        }
+
+        private Tensor readInput(JsonParser p, int index) {
+            String label = "Input #" + index;
+            context = label;
+            String name = null;
+            DataType type = null;
+            long[] shape = null;
+            Map<String, Object> parameters = Map.of();
+            boolean hasData = false;
+            ByteBuffer data = null;
+            int deferredDataOffset = -1;
+            for (String field = p.nextName(); field != null; field = p.nextName()) {
+                p.nextToken();
+                switch (field) {
+                    case "name" -> {
+                        name = readString(p, label + " 'name'");
+                        label = "Input " + quote(name);
+                        context = label;
+                    }
+                    case "datatype" -> type = readDataType(p, label);
+                    case "shape" -> shape = readShape(p, label);
+                    case "parameters" -> parameters = readParameters(p, label);
+                    case "data" -> {
+                        hasData = true;
+                        if (name != null && type != null && shape != null) {
+                            data = readJsonData(p, label, type, shape);
+                        } else {
+                            // The protocol fixes no field order; read the data once the rest is known.
+                            deferredDataOffset = byteOffset(p);
+                            p.skipChildren();
+                        }
+                    }
+                    default -> p.skipChildren();
+                }
+            }
+            if (name == null) {
+                throw new InvalidRequestException(label + " has no 'name'.");
+            }
+            if (type == null) {
+                throw new InvalidRequestException(label + " has no 'datatype'.");
+            }
+            if (shape == null) {
+                throw new InvalidRequestException(label + " has no 'shape'.");
+            }
+            if (parameters.containsKey("shared_memory_region")) {
+                throw new InvalidRequestException(label + " uses shared memory, which this server does not support.");
+            }
+            Object binarySize = parameters.get("binary_data_size");
+            if (binarySize != null) {
+                if (hasData) {
+                    throw new InvalidRequestException(label + " has both 'data' and binary_data_size.");
+                }
+                data = readBinaryData(label, type, shape, binarySize);
+            } else if (!hasData) {
+                throw new InvalidRequestException(label + " has neither 'data' nor binary_data_size.");
+            } else if (data == null) {
+                data = readDeferredJsonData(deferredDataOffset, label, type, shape);
+            }
+            return new Tensor(name, type, shape, data);
+        }
+
+        private static int byteOffset(JsonParser p) {
+            long offset = p.currentTokenLocation().getByteOffset();
+            if (offset < 0) {
+                throw new IllegalStateException("the UTF-8 parser reported no byte offset");
+            }
+            return (int) offset;
+        }
+
+        private ByteBuffer readDeferredJsonData(int offset, String label, DataType type, long[] shape) {
+            try (JsonParser p = ProtocolJson.FACTORY.createParser(
+                    ObjectReadContext.empty(), body, offset, headerLength - offset)) {
+                p.nextToken();
+                return readJsonData(p, label, type, shape);
+            }
+        }
+
+        private static DataType readDataType(JsonParser p, String label) {
+            String name = readString(p, label + " 'datatype'");
+            return DataType.fromProtocol(name).orElseThrow(() ->
+                    new InvalidRequestException(label + " has unknown datatype " + quote(name) + "."));
+        }
+
+        private static long[] readShape(JsonParser p, String label) {
+            if (p.currentToken() != JsonToken.START_ARRAY) {
+                throw new InvalidRequestException(label + " 'shape' must be an array of non-negative integers.");
+            }
+            long[] dims = new long[4];
+            int rank = 0;
+            for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
+                if (t != JsonToken.VALUE_NUMBER_INT) {
+                    throw new InvalidRequestException(label + " 'shape' must be an array of non-negative integers.");
+                }
+                if (rank == MAX_RANK) {
+                    throw new InvalidRequestException(label + " has more than " + MAX_RANK + " dimensions.");
+                }
+                if (p.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
+                    throw new InvalidRequestException(label + " has dimension " + p.getString() + ", which is too large.");
+                }
+                long dim = p.getLongValue();
+                if (dim < 0) {
+                    throw new InvalidRequestException(label + " has negative dimension " + dim + " in its shape.");
+                }
+                if (rank == dims.length) {
+                    dims = Arrays.copyOf(dims, rank * 2);
+                }
+                dims[rank++] = dim;
+            }
+            return Arrays.copyOf(dims, rank);
+        }
+
+        /** The shape's element count, refused when it exceeds the limit or the address space. */
+        private long elementCount(String label, long[] shape) {
+            long count = 1;
+            boolean empty = Arrays.stream(shape).anyMatch(d -> d == 0);
+            if (!empty) {
+                try {
+                    for (long d : shape) {
+                        count = Math.multiplyExact(count, d);
+                    }
+                } catch (ArithmeticException e) {
+                    throw new InvalidRequestException(label + " has shape " + Arrays.toString(shape)
+                            + ", whose element count overflows 64 bits.");
+                }
+            } else {
+                count = 0;
+            }
+            if (count > limits.maxElementsPerTensor()) {
+                throw new InvalidRequestException(label + " has " + count + " elements, more than the limit of "
+                        + limits.maxElementsPerTensor() + " per tensor.");
+            }
+            return count;
+        }
+
+
+        private ByteBuffer readBinaryData(String label, DataType type, long[] shape, Object declaredSize) {
+            if (!(declaredSize instanceof Long size) || size < 0) {
+                throw new InvalidRequestException(label + " binary_data_size must be a non-negative integer.");
+            }
+            if (binary == null) {
+                throw new InvalidRequestException(label + " has binary_data_size but the request has no"
+                        + " Inference-Header-Content-Length header.");
+            }
+            return binary.next(label, type, shape, elementCount(label, shape), size);
+        }
+
+        private ByteBuffer readJsonData(JsonParser p, String label, DataType type, long[] shape) {
+            long count = elementCount(label, shape);
+            // Every JSON element takes at least one byte, so a larger count cannot be honest; refusing
+            // it here keeps a small body from allocating a large buffer.
+            if (count > headerLength) {
+                throw new InvalidRequestException(label + " has shape " + Arrays.toString(shape) + " of " + count
+                        + " elements, more than its " + headerLength + "-byte JSON could hold.");
+            }
+            return JsonTensorData.read(p, label, type, shape, count, tensorBuffers);
+        }
+
+        private List<RequestedOutput> readOutputs(JsonParser p) {
+            context = "The request's 'outputs'";
+            if (p.currentToken() != JsonToken.START_ARRAY) {
+                throw new InvalidRequestException("The request's 'outputs' must be an array.");
+            }
+            List<RequestedOutput> outputs = new ArrayList<>();
+            Set<String> names = new HashSet<>();
+            for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
+                String label = "Requested output #" + outputs.size();
+                if (t != JsonToken.START_OBJECT) {
+                    throw new InvalidRequestException(label + " must be a JSON object.");
+                }
+                String name = null;
+                Map<String, Object> parameters = Map.of();
+                for (String field = p.nextName(); field != null; field = p.nextName()) {
+                    p.nextToken();
+                    switch (field) {
+                        case "name" -> {
+                            name = readString(p, label + " 'name'");
+                            label = "Requested output " + quote(name);
+                        }
+                        case "parameters" -> parameters = readParameters(p, label);
+                        default -> p.skipChildren();
+                    }
+                }
+                if (name == null) {
+                    throw new InvalidRequestException(label + " has no 'name'.");
+                }
+                if (parameters.containsKey("classification")) {
+                    throw new InvalidRequestException(label + " asks for classification, which this server does not support.");
+                }
+                if (parameters.containsKey("shared_memory_region")) {
+                    throw new InvalidRequestException(label + " uses shared memory, which this server does not support.");
+                }
+                Object binary = parameters.get("binary_data");
+                if (binary != null && !(binary instanceof Boolean)) {
+                    throw new InvalidRequestException(label + " parameter 'binary_data' must be a boolean.");
+                }
+                if (!names.add(name)) {
+                    throw new InvalidRequestException(label + " is requested more than once.");
+                }
+                outputs.add(new RequestedOutput(name, (Boolean) binary));
+            }
+            return outputs;
+        }
+
+        /**
+         * Protocol parameters are a flat object of strings, numbers and booleans. Integers become
+         * {@link Long} (or {@link BigInteger} past its range), other numbers {@link Double}.
+         */
+        private static Map<String, Object> readParameters(JsonParser p, String owner) {
+            if (p.currentToken() != JsonToken.START_OBJECT) {
+                throw new InvalidRequestException(owner + " 'parameters' must be a JSON object.");
+            }
+            Map<String, Object> parameters = new LinkedHashMap<>();
+            for (String key = p.nextName(); key != null; key = p.nextName()) {
+                JsonToken t = p.nextToken();
+                Object value = switch (t) {
+                    case VALUE_STRING -> p.getString();
+                    case VALUE_TRUE -> Boolean.TRUE;
+                    case VALUE_FALSE -> Boolean.FALSE;
+                    case VALUE_NUMBER_INT -> p.getNumberType() == JsonParser.NumberType.BIG_INTEGER
+                            ? p.getBigIntegerValue()
+                            : (Object) p.getLongValue();
+                    case VALUE_NUMBER_FLOAT -> p.getDoubleValue();
+                    default -> throw new InvalidRequestException(owner + " parameter " + quote(key)
+                            + " must be a string, number or boolean.");
+                };
+                parameters.put(key, value);
+            }
+            return parameters;
+        }
+
+        private static String readString(JsonParser p, String what) {
+            if (p.currentToken() != JsonToken.VALUE_STRING) {
+                throw new InvalidRequestException(what + " must be a string.");
+            }
+            return p.getString();
+        }
+    }
+
+    /** Where a JSON {@code data} array's elements go. */
+    /** Bytes of {@code count} elements of a fixed-size type, refused past what one buffer holds. */
+    static long fixedByteSize(String label, DataType type, long count) {
+        if (count > MAX_TENSOR_BYTES / type.byteSize()) {
+            throw new InvalidRequestException(label + " would need more than " + MAX_TENSOR_BYTES
+                    + " bytes, the most one tensor can hold.");
+        }
+        return count * type.byteSize();
+    }
+
+    static String quote(String s) {
+        return "'" + abbreviate(s) + "'";
+    }
+
+    static String abbreviate(String s) {
+        return s.length() <= MAX_QUOTED_LENGTH ? s : s.substring(0, MAX_QUOTED_LENGTH) + "...";
+    }
+}

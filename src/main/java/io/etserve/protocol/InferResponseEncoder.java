@@ -1,0 +1,235 @@
+package io.etserve.protocol;
+
+import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceResponse;
+import io.etserve.inference.Tensor;
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalInt;
+import tools.jackson.core.JsonGenerator;
+import tools.jackson.core.ObjectWriteContext;
+
+/**
+ * Encodes an {@link InferenceResponse} as a KServe v2 {@code /infer} response body.
+ *
+ * <p>Outputs named in {@link InferenceResponse#binaryOutputs()} carry
+ * {@code "parameters": {"binary_data_size": N}} instead of {@code data}, and their bytes follow
+ * the JSON in output order; the result then has an {@code Inference-Header-Content-Length} and
+ * content type {@code application/octet-stream}. Two kinds of output are sent as binary even when
+ * not asked to: FP16/BF16, which the protocol allows only as binary data, and BYTES outputs whose
+ * elements are not valid UTF-8, which a JSON string cannot carry.
+ *
+ * <p>JSON numbers: FP32 as the shortest decimal that reads back as the same float (never widened
+ * to double first), FP64 as double, integers exactly (UINT64 unsigned), BOOL as true/false.
+ * JSON has no NaN or infinity, so those are written as the strings {@code "NaN"},
+ * {@code "Infinity"} and {@code "-Infinity"}, which {@link InferRequestDecoder} also accepts.
+ *
+ * <p>An output whose bytes do not match its shape is a server bug and throws
+ * {@link IllegalStateException}. Thread-safe.
+ */
+public final class InferResponseEncoder {
+
+    /** Rough JSON bytes per element, to size the buffer once for typical outputs. */
+    private static final int ESTIMATED_JSON_BYTES_PER_ELEMENT = 12;
+    private static final int MAX_INITIAL_BUFFER = 64 << 20;
+
+    public EncodedResponse encode(InferenceResponse response) {
+        Objects.requireNonNull(response.modelName(), "modelName");
+        List<Tensor> outputs = response.outputs();
+        int n = outputs.size();
+        boolean[] binary = new boolean[n];
+        List<List<String>> strings = new ArrayList<>(n);
+        long estimate = 256;
+        for (int i = 0; i < n; i++) {
+            Tensor t = outputs.get(i);
+            List<String> elements = t.dataType() == DataType.BYTES ? decodeBytesElements(t) : null;
+            strings.add(elements);
+            binary[i] = response.binaryOutputs().contains(t.name())
+                    || !t.dataType().jsonRepresentable()
+                    || (t.dataType() == DataType.BYTES && elements == null);
+            if (t.dataType() != DataType.BYTES) {
+                requireConsistent(t);
+            }
+            if (!binary[i]) {
+                estimate += t.elementCount() * ESTIMATED_JSON_BYTES_PER_ELEMENT;
+            }
+        }
+
+        ExposedByteArrayOutputStream json = new ExposedByteArrayOutputStream((int) Math.min(estimate, MAX_INITIAL_BUFFER));
+        try (JsonGenerator g = ProtocolJson.FACTORY.createGenerator(ObjectWriteContext.empty(), json)) {
+            g.writeStartObject();
+            g.writeStringProperty("model_name", response.modelName());
+            if (response.modelVersion() != null) {
+                g.writeStringProperty("model_version", response.modelVersion());
+            }
+            if (response.id() != null) {
+                g.writeStringProperty("id", response.id());
+            }
+            g.writeName("outputs");
+            g.writeStartArray();
+            for (int i = 0; i < n; i++) {
+                Tensor t = outputs.get(i);
+                g.writeStartObject();
+                g.writeStringProperty("name", t.name());
+                g.writeStringProperty("datatype", t.dataType().protocolName());
+                long[] shape = t.shape();
+                g.writeName("shape");
+                g.writeArray(shape, 0, shape.length);
+                if (binary[i]) {
+                    int size = t.data().remaining();
+                    g.writeName("parameters");
+                    g.writeStartObject();
+                    g.writeNumberProperty("binary_data_size", size);
+                    g.writeEndObject();
+                } else {
+                    g.writeName("data");
+                    g.writeStartArray();
+                    if (t.dataType() == DataType.BYTES) {
+                        for (String s : strings.get(i)) {
+                            g.writeString(s);
+                        }
+                    } else {
+                        writeFixed(g, t.dataType(), t.data(), t.elementCount());
+                    }
+                    g.writeEndArray();
+                }
+                g.writeEndObject();
+            }
+            g.writeEndArray();
+            g.writeEndObject();
+        }
+
+        int jsonLength = json.size();
+        if (!anyTrue(binary)) {
+            return new EncodedResponse(json.buffer(), jsonLength, List.of(), OptionalInt.empty(), EncodedResponse.JSON);
+        }
+        // The binary sections stay in the output arrays the bridge filled: written to the
+        // connection from there (EncodedResponse.writeTo), never copied into one body array.
+        List<ByteBuffer> sections = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            if (binary[i]) {
+                sections.add(outputs.get(i).data().duplicate());
+            }
+        }
+        return new EncodedResponse(json.buffer(), jsonLength, sections, OptionalInt.of(jsonLength),
+                EncodedResponse.OCTET_STREAM);
+    }
+
+    private static void writeFixed(JsonGenerator g, DataType type, ByteBuffer d, long count) {
+        for (long i = 0; i < count; i++) {
+            switch (type) {
+                case BOOL -> g.writeBoolean(d.get() != 0);
+                case UINT8 -> g.writeNumber(Byte.toUnsignedInt(d.get()));
+                case INT8 -> g.writeNumber(d.get());
+                case UINT16 -> g.writeNumber(Short.toUnsignedInt(d.getShort()));
+                case INT16 -> g.writeNumber(d.getShort());
+                case UINT32 -> g.writeNumber(Integer.toUnsignedLong(d.getInt()));
+                case INT32 -> g.writeNumber(d.getInt());
+                case INT64 -> g.writeNumber(d.getLong());
+                case UINT64 -> {
+                    long v = d.getLong();
+                    if (v >= 0) {
+                        g.writeNumber(v);
+                    } else {
+                        g.writeNumber(Long.toUnsignedString(v));
+                    }
+                }
+                case FP32 -> {
+                    float v = d.getFloat();
+                    if (Float.isFinite(v)) {
+                        g.writeNumber(v);
+                    } else {
+                        g.writeString(nonFiniteName(v));
+                    }
+                }
+                case FP64 -> {
+                    double v = d.getDouble();
+                    if (Double.isFinite(v)) {
+                        g.writeNumber(v);
+                    } else {
+                        g.writeString(nonFiniteName(v));
+                    }
+                }
+                default -> throw new IllegalStateException("no JSON form for " + type);
+            }
+        }
+    }
+
+    private static String nonFiniteName(double v) {
+        return Double.isNaN(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity";
+    }
+
+    private static void requireConsistent(Tensor t) {
+        long expected = Math.multiplyExact(t.elementCount(), (long) t.dataType().byteSize());
+        int actual = t.data().remaining();
+        if (actual != expected) {
+            throw new IllegalStateException("output '" + t.name() + "' holds " + actual + " bytes but its shape "
+                    + Arrays.toString(t.shape()) + " of " + t.dataType().protocolName() + " needs " + expected);
+        }
+    }
+
+    /**
+     * The elements of a BYTES output (4-byte little-endian length, then bytes, each) as strings,
+     * or null when one is not valid UTF-8. Malformed framing is a server bug.
+     */
+    private static List<String> decodeBytesElements(Tensor t) {
+        ByteBuffer d = t.data();
+        long count = t.elementCount();
+        List<String> elements = new ArrayList<>((int) Math.min(count, 1 << 16));
+        var decoder = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT);
+        boolean utf8 = true;
+        for (long i = 0; i < count; i++) {
+            if (d.remaining() < Integer.BYTES) {
+                throw new IllegalStateException("BYTES output '" + t.name() + "' ends before element " + i);
+            }
+            int length = d.getInt();
+            if (length < 0 || length > d.remaining()) {
+                throw new IllegalStateException("BYTES output '" + t.name() + "' element " + i + " overruns its data");
+            }
+            ByteBuffer element = d.slice(d.position(), length);
+            d.position(d.position() + length);
+            if (utf8) {
+                try {
+                    CharBuffer chars = decoder.decode(element);
+                    elements.add(chars.toString());
+                } catch (CharacterCodingException e) {
+                    utf8 = false;
+                }
+            }
+        }
+        if (d.hasRemaining()) {
+            throw new IllegalStateException("BYTES output '" + t.name() + "' has bytes after its " + count + " elements");
+        }
+        return utf8 ? elements : null;
+    }
+
+    private static boolean anyTrue(boolean[] values) {
+        for (boolean v : values) {
+            if (v) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Lets the encoder hand out its buffer (and the valid length) without a final copy. */
+    private static final class ExposedByteArrayOutputStream extends ByteArrayOutputStream {
+        ExposedByteArrayOutputStream(int size) {
+            super(size);
+        }
+
+        byte[] buffer() {
+            return buf;
+        }
+    }
+}

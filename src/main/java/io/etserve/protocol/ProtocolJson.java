@@ -1,0 +1,27 @@
+package io.etserve.protocol;
+
+import tools.jackson.core.StreamReadConstraints;
+import tools.jackson.core.StreamReadFeature;
+import tools.jackson.core.StreamWriteFeature;
+import tools.jackson.core.json.JsonFactory;
+
+/** The one Jackson factory the codecs share; factories are thread-safe and costly to build. */
+final class ProtocolJson {
+
+    /**
+     * Deepest JSON nesting accepted anywhere in a request. Jackson enforces it while parsing, so
+     * hostile nesting ends in an error rather than a deep stack or a large token buffer.
+     */
+    static final int MAX_NESTING_DEPTH = 64;
+
+    static final JsonFactory FACTORY = JsonFactory.builder()
+            .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING_DEPTH).build())
+            // Two "shape" fields in one input must be an error, not "the last one wins".
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            // Schubfach: the shortest text that reads back as the same float/double, faster
+            // than Float.toString on large outputs.
+            .enable(StreamWriteFeature.USE_FAST_DOUBLE_WRITER)
+            .build();
+
+    private ProtocolJson() {}
+}

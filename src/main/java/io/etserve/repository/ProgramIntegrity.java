@@ -1,0 +1,129 @@
+package io.etserve.repository;
+
+import io.etserve.modelconfig.ModelConfig;
+import io.etserve.modelconfig.ModelConfigFile;
+import io.etserve.runtime.Program;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.Optional;
+
+/**
+ * What a program file is trusted to be. A model may declare the SHA-256 of its {@code model.pte}
+ * ({@code sha256:} in config.yml, or a {@code model.pte.sha256} file beside it in
+ * {@code sha256sum} format); it is checked at load, so a flipped byte is refused instead of
+ * serving different numbers.
+ *
+ * <p>ExecuTorch's {@code minimal} verification skips the structural check of the file, and a
+ * malformed file then crashes the process (seen: a root table offset into the header, a flipped
+ * byte of a delegate entry). So {@code etserve.native.verification=minimal} applies only to
+ * files whose declared digest matched: the operator vouched for those exact bytes. Every other
+ * file is verified fully. A {@code .ptd} data file may carry a {@code <file>.sha256} sidecar too.
+ */
+public final class ProgramIntegrity {
+
+    public static final String SIDECAR_SUFFIX = ".sha256";
+    private static final int MAX_SIDECAR_BYTES = 4096;
+
+    private ProgramIntegrity() {}
+
+    /** The verification a file gets, and whether its digest was checked. */
+    public record Verdict(Program.Verification verification, Optional<String> sha256) {}
+
+    /**
+     * Checks the declared digest, if any, and picks the verification.
+     *
+     * @throws InvalidModelException when a digest is declared and does not match, or is malformed
+     */
+    public static Verdict check(Path program, ModelConfig config, Program.Verification configured) throws IOException {
+        return check(program, program, config, configured);
+    }
+
+    /**
+     * As {@link #check(Path, ModelConfig, Program.Verification)}, for a program served from a
+     * copy: the digest is declared beside (or for) {@code program} in the repository, and checked
+     * against the bytes of {@code served}.
+     */
+    public static Verdict check(Path program, Path served, ModelConfig config, Program.Verification configured)
+            throws IOException {
+        Optional<String> declared = declared(program, config);
+        if (declared.isEmpty()) {
+            return new Verdict(Program.Verification.INTERNAL_CONSISTENCY, Optional.empty());
+        }
+        String actual = sha256(served);
+        if (!actual.equals(declared.get())) {
+            throw new ModelLoader.InvalidModelException(program.getFileName() + " does not match its declared sha256: expected "
+                    + declared.get() + ", the file has " + actual);
+        }
+        return new Verdict(configured, Optional.of(actual));
+    }
+
+    /**
+     * Checks a named-data file ({@code .ptd}) against its {@code <file>.sha256} sidecar when it
+     * has one: weights are data, and ExecuTorch's verification never looks at them.
+     *
+     * @throws InvalidModelException on a malformed sidecar or a mismatch
+     */
+    public static void checkDataFile(Path data) throws IOException {
+        checkDataFile(data, data);
+    }
+
+    /** As {@link #checkDataFile(Path)}, the sidecar beside {@code data}, the bytes of {@code served}. */
+    public static void checkDataFile(Path data, Path served) throws IOException {
+        Path sidecar = data.resolveSibling(data.getFileName() + SIDECAR_SUFFIX);
+        if (!Files.isRegularFile(sidecar)) {
+            return;
+        }
+        String declared = readSidecar(sidecar);
+        String actual = sha256(served);
+        if (!actual.equals(declared)) {
+            throw new ModelLoader.InvalidModelException(data.getFileName() + " does not match its declared sha256: expected "
+                    + declared + ", the file has " + actual);
+        }
+    }
+
+    private static String readSidecar(Path sidecar) throws IOException {
+        byte[] bytes;
+        try (InputStream in = Files.newInputStream(sidecar)) {
+            bytes = in.readNBytes(MAX_SIDECAR_BYTES);
+        }
+        String first = new String(bytes, StandardCharsets.US_ASCII).strip().split("\\s+", 2)[0];
+        return ModelConfigFile.sha256Digest(first).orElseThrow(() -> new ModelLoader.InvalidModelException(
+                sidecar.getFileName() + " must start with 64 hex digits (the output of sha256sum)"));
+    }
+
+    /** The digest config.yml or the sidecar file declares (lower-case hex); both must agree. */
+    static Optional<String> declared(Path program, ModelConfig config) throws IOException {
+        Optional<String> fromConfig = config.sha256();
+        Path sidecar = program.resolveSibling(program.getFileName() + SIDECAR_SUFFIX);
+        Optional<String> fromFile = Optional.empty();
+        if (Files.isRegularFile(sidecar)) {
+            fromFile = Optional.of(readSidecar(sidecar));
+        }
+        if (fromConfig.isPresent() && fromFile.isPresent() && !fromConfig.equals(fromFile)) {
+            throw new ModelLoader.InvalidModelException("config.yml and " + sidecar.getFileName() + " declare different sha256 digests");
+        }
+        return fromConfig.isPresent() ? fromConfig : fromFile;
+    }
+
+    static String sha256(Path file) throws IOException {
+        MessageDigest digest;
+        try {
+            digest = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is part of every Java runtime", e);
+        }
+        byte[] buffer = new byte[1 << 20];
+        try (InputStream in = Files.newInputStream(file)) {
+            for (int n; (n = in.read(buffer)) > 0; ) {
+                digest.update(buffer, 0, n);
+            }
+        }
+        return HexFormat.of().formatHex(digest.digest());
+    }
+}

@@ -1,0 +1,90 @@
+package io.etserve.repository;
+
+import io.etserve.inference.UntrustedText;
+import io.etserve.modelconfig.ModelConfig;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Triton's repository extension behind both protocols: the index in every mode; load and unload
+ * of one model only when the repository is controlled explicitly (in the other modes the
+ * repository on disk decides what serves).
+ */
+public final class RepositoryControl {
+
+    /** How the repository changes: read once, polled, or by explicit load / unload. */
+    public enum Mode {
+        STARTUP,
+        POLL,
+        EXPLICIT
+    }
+
+    /**
+     * A load or unload refused: the mode does not allow it, or the model did not load. Both
+     * protocols answer it as a bad request (REST 400, gRPC INVALID_ARGUMENT).
+     */
+    public static final class RefusedException extends RuntimeException {
+        public RefusedException(String message) {
+            super(message);
+        }
+    }
+
+    private final ModelRegistry registry;
+    private final Mode mode;
+
+    public RepositoryControl(ModelRegistry registry, Mode mode) {
+        this.registry = registry;
+        this.mode = mode;
+    }
+
+    /** Every version of every model ({@code readyOnly}: those that serve), model by model. */
+    public List<ModelVersionState> index(boolean readyOnly) {
+        return registry.states().stream().filter(s -> !readyOnly || s.ready()).toList();
+    }
+
+    /**
+     * Loads or reloads {@code model}.
+     *
+     * @throws RefusedException when the mode forbids it, or when a version did not load, with the
+     *     reason and the version that answers for the model meanwhile, if any
+     */
+    public void load(String model) {
+        load(model, null);
+    }
+
+    /**
+     * As {@link #load(String)}, with {@code override} applied to config.yml's configuration for
+     * this load (a load request's {@code config} parameter); null for none.
+     *
+     * @throws RefusedException also when the override does not fit the model's configuration
+     */
+    public void load(String model, java.util.function.UnaryOperator<ModelConfig> override) {
+        requireExplicit("load");
+        List<ModelVersionState> failed;
+        try {
+            failed = registry.load(model, override);
+        } catch (ModelConfig.InvalidModelConfigException e) {
+            throw new RefusedException("load of '" + UntrustedText.abbreviate(model) + "' refused: " + e.getMessage());
+        }
+        if (!failed.isEmpty()) {
+            ModelVersionState served = registry.resolve(model, null);
+            throw new RefusedException("failed to load '" + UntrustedText.abbreviate(model) + "'" + failed.stream()
+                    .map(s -> (s.version().isEmpty() ? "" : " version " + s.version()) + ": "
+                            + s.notReadyReason().orElse(""))
+                    .collect(java.util.stream.Collectors.joining(";")) + (served.ready()
+                            ? " (version " + served.version() + " answers for the model)" : ""));
+        }
+    }
+
+    public void unload(String model) {
+        requireExplicit("unload");
+        registry.unload(model);
+    }
+
+    private void requireExplicit(String what) {
+        if (mode != Mode.EXPLICIT) {
+            throw new RefusedException("explicit model " + what + " is not allowed: etserve.repository.mode is "
+                    + mode.name().toLowerCase(Locale.ROOT) + " (set it to explicit)");
+        }
+    }
+}

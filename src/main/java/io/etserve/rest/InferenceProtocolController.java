@@ -1,0 +1,202 @@
+package io.etserve.rest;
+
+import io.etserve.execution.InferenceService;
+import io.etserve.health.ProbeHealth;
+import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.InferenceResponse;
+import io.etserve.inference.ModelDescription;
+import io.etserve.inference.TensorMetadata;
+import io.etserve.protocol.DecodeLimits;
+import io.etserve.protocol.EncodedResponse;
+import io.etserve.protocol.InferRequestDecoder;
+import io.etserve.protocol.InferResponseEncoder;
+import io.etserve.protocol.PublicMessages;
+import io.etserve.repository.ModelRegistry;
+import io.etserve.repository.ModelVersionState;
+import io.etserve.runtime.DirectBufferPool;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.List;
+import java.util.Map;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.servlet.HandlerMapping;
+
+/** The Open Inference Protocol (KServe v2) over REST. */
+@RestController
+@RequestMapping("/v2")
+public class InferenceProtocolController {
+
+    static final String HEADER_LENGTH = "Inference-Header-Content-Length";
+    static final String JSON = MediaType.APPLICATION_JSON_VALUE;
+    static final String OCTET_STREAM = MediaType.APPLICATION_OCTET_STREAM_VALUE;
+    public static final List<String> EXTENSIONS = io.etserve.triton.TritonExtensions.EXTENSIONS;
+
+    private final ModelRegistry registry;
+    private final InferenceService inference;
+    private final ServerReadiness readiness;
+    private final ProbeHealth probes;
+    private final InferRequestDecoder decoder;
+    private final InferResponseEncoder encoder;
+    private final DecodeLimits limits;
+    private final long maxRequestBytes;
+    private final String version;
+    private final InflightBytes inflight;
+    private final DirectBufferPool pool;
+    private final PublicMessages messages;
+    private final ClientConnections clients;
+
+    public InferenceProtocolController(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
+            ProbeHealth probes, InferRequestDecoder decoder, InferResponseEncoder encoder, DecodeLimits limits, long maxRequestBytes,
+            String version, InflightBytes inflight, DirectBufferPool pool, PublicMessages messages,
+            ClientConnections clients) {
+        this.registry = registry;
+        this.inference = inference;
+        this.readiness = readiness;
+        this.probes = probes;
+        this.decoder = decoder;
+        this.encoder = encoder;
+        this.limits = limits;
+        this.maxRequestBytes = maxRequestBytes;
+        this.version = version;
+        this.inflight = inflight;
+        this.pool = pool;
+        this.messages = messages;
+        this.clients = clients;
+    }
+
+    @GetMapping(value = {"", "/"}, produces = JSON)
+    ProtocolDtos.ServerMetadata server() {
+        return new ProtocolDtos.ServerMetadata("etserve", version, EXTENSIONS);
+    }
+
+    /** Exactly actuator's liveness answer (see {@link ProbeHealth}); a status alone, so any Accept takes it. */
+    @GetMapping("/health/live")
+    ResponseEntity<Void> live() {
+        return ResponseEntity.status(probes.liveness()).build();
+    }
+
+    /** Exactly actuator's readiness answer (see {@link ProbeHealth}). */
+    @GetMapping("/health/ready")
+    ResponseEntity<Void> ready() {
+        return ResponseEntity.status(probes.readiness()).build();
+    }
+
+    @GetMapping(value = {"/models/{model}", "/models/{model}/versions/{version}"}, produces = JSON)
+    ProtocolDtos.ModelMetadata metadata(@PathVariable String model, @PathVariable(required = false) String version) {
+        ModelDescription loaded = registry.describe(model, version);
+        return new ProtocolDtos.ModelMetadata(loaded.name(), registry.versions(loaded.name()), "executorch",
+                describe(loaded.inputs()), describe(loaded.outputs()));
+    }
+
+    @GetMapping(value = {"/models/{model}/ready", "/models/{model}/versions/{version}/ready"}, produces = JSON)
+    ResponseEntity<ProtocolDtos.ModelReady> modelReady(@PathVariable String model,
+            @PathVariable(required = false) String version) {
+        ModelVersionState state = registry.resolve(model, version);
+        String reason = state.whyNotServing(inference).or(readiness::whyNotReady).orElse(null);
+        boolean ready = reason == null;
+        return ResponseEntity.status(ready ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE)
+                .body(new ProtocolDtos.ModelReady(state.name(), ready, messages.redact(reason)));
+    }
+
+    /**
+     * JSON, or binary with {@code Inference-Header-Content-Length}; a request without a
+     * Content-Type (Triton's clients send none) counts as binary, which covers both. Anything
+     * else is refused 415, and an Accept that takes neither answer type 406, before the model runs.
+     */
+    @PostMapping(value = {"/models/{model}/infer", "/models/{model}/versions/{version}/infer"},
+            consumes = {JSON, OCTET_STREAM}, produces = {JSON, OCTET_STREAM})
+    void infer(HttpServletRequest http, HttpServletResponse reply) throws IOException {
+        // Read here rather than bound as @PathVariable/@RequestHeader arguments: MVC binds each
+        // through a new data binder and type descriptors, a large share of a small request's
+        // allocation (bench/results/2026-12-04-2core-serving-cost.md).
+        Map<?, ?> path = (Map<?, ?>) http.getAttribute(HandlerMapping.URI_TEMPLATE_VARIABLES_ATTRIBUTE);
+        String model = (String) path.get("model");
+        String version = (String) path.get("version");
+        Integer headerLength = headerLength(http);
+        var refused = readiness.whyNotAccepting();
+        if (refused.isPresent()) {
+            // Shutting down or not yet started: another replica (or this one, soon) can take it.
+            throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get(),
+                    java.time.Duration.ofSeconds(1));
+        }
+        Object read = http.getAttribute(InferBodyFilter.BODY);
+        // The body owns every tensor buffer of this exchange (inputs in place, outputs written
+        // from where the bridge put them) until the response is written. Copies of tensor data:
+        // in, network buffer -> body (binary) or text -> input buffer (JSON); out, Module ->
+        // output buffer, then the connection's write.
+        try (RequestBody body = read instanceof RequestBody b ? b : readBlocking(http)) {
+            InferenceRequest request = decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(),
+                    limits, body::tensorBuffer);
+            // A client that closes its connection while the request waits for an instance or a
+            // batch has it dropped (ClientConnections); the answer then goes nowhere.
+            InferenceResponse response = inference.infer(model, version, request, body, clients.caller(http));
+            try (var span = inference.spans().encode(response.modelName(), "rest")) {
+                EncodedResponse encoded = encoder.encode(response);
+                reply.setStatus(HttpServletResponse.SC_OK);
+                reply.setContentType(encoded.contentType());
+                encoded.inferenceHeaderContentLength()
+                        .ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
+                reply.setContentLengthLong(encoded.contentLength());
+                encoded.writeTo(containerStream(reply));
+            }
+        }
+    }
+
+    /** {@code Inference-Header-Content-Length}, or null when absent; 400 when not a number. */
+    private static Integer headerLength(HttpServletRequest http) {
+        String value = http.getHeader(HEADER_LENGTH);
+        if (value == null) {
+            return null;
+        }
+        try {
+            return Integer.valueOf(value.trim());
+        } catch (NumberFormatException e) {
+            throw new ApiException(HttpStatus.BAD_REQUEST, HEADER_LENGTH + " is not a number: '"
+                    + value.substring(0, Math.min(value.length(), 40)) + "'");
+        }
+    }
+
+    /**
+     * The container's own output stream, under any wrappers: Spring MVC wraps the response of
+     * every async-capable request, and its stream writes a ByteBuffer through a new array of the
+     * buffer's size (the Servlet API's default), where Jetty's writes the direct buffer as is.
+     */
+    private static jakarta.servlet.ServletOutputStream containerStream(HttpServletResponse reply) throws IOException {
+        jakarta.servlet.ServletResponse r = reply;
+        while (r instanceof jakarta.servlet.ServletResponseWrapper wrapper) {
+            r = wrapper.getResponse();
+        }
+        return r.getOutputStream();
+    }
+
+    /**
+     * The body read on this thread: only when {@link InferBodyFilter} did not read it already
+     * (a container without async support); same limits and budget.
+     */
+    private RequestBody readBlocking(HttpServletRequest http) throws IOException {
+        RequestBody body = new RequestBody(inflight, pool, maxRequestBytes, http.getContentLengthLong(),
+                RequestBody.headerLength(http));
+        try (InputStream in = http.getInputStream()) {
+            body.readAll(in);
+            return body;
+        } catch (IOException | RuntimeException e) {
+            body.close();
+            throw e;
+        }
+    }
+
+    private static List<ProtocolDtos.TensorMetadata> describe(List<TensorMetadata> tensors) {
+        return tensors.stream()
+                .map(t -> new ProtocolDtos.TensorMetadata(t.name(), t.dataType().protocolName(), t.shape())).toList();
+    }
+}

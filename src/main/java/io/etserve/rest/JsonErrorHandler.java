@@ -1,0 +1,48 @@
+package io.etserve.rest;
+
+import java.nio.ByteBuffer;
+import org.eclipse.jetty.http.HttpField;
+import org.eclipse.jetty.http.HttpFields;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.MimeTypes;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.server.handler.ErrorHandler;
+import org.eclipse.jetty.util.Callback;
+import org.springframework.http.HttpStatus;
+
+/**
+ * Jetty's own error answers (a request it could not parse: bad URL encoding, oversized or too
+ * many headers, a broken chunked body) as {@code {"error": ...}} instead of its HTML page:
+ * clients of an API server parse JSON, and the page named the server's version. Errors inside
+ * the servlet context still go through Spring's error dispatch.
+ */
+public final class JsonErrorHandler extends ErrorHandler {
+
+    private static final HttpField JSON = new HttpField(HttpHeader.CONTENT_TYPE, MimeTypes.Type.APPLICATION_JSON_UTF_8.asString());
+
+    /** Every refusal gets its body (Jetty writes one only for GET, POST and HEAD). */
+    @Override
+    public boolean errorPageForMethod(String method) {
+        return true;
+    }
+
+    @Override
+    protected void generateResponse(Request request, Response response, int code, String message, Throwable cause,
+            Callback callback) {
+        response.getHeaders().put(JSON);
+        response.write(true, ByteBuffer.wrap(body(code)), callback);
+    }
+
+    /** Requests refused while parsing, before any handler runs. */
+    @Override
+    public ByteBuffer badMessageError(int code, String message, HttpFields.Mutable fields) {
+        fields.put(JSON);
+        return ByteBuffer.wrap(body(code));
+    }
+
+    private static byte[] body(int code) {
+        HttpStatus status = HttpStatus.resolve(code);
+        return ErrorResponses.json(status != null ? status.getReasonPhrase() : "HTTP " + code);
+    }
+}

@@ -1,0 +1,107 @@
+package io.etserve.execution;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.etserve.cuda.StreamPool;
+import io.etserve.inference.ModelUnavailableException;
+import io.etserve.inference.OverloadedException;
+import io.etserve.runtime.Program;
+import io.etserve.runtime.ProgramInstance;
+import io.etserve.support.OpaqueStreamFactory;
+import io.etserve.support.TestPaths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Instances and streams are separate resources: a model's instances bound its concurrency, the
+ * device's streams are shared by every model there (real Modules, opaque stream handles).
+ */
+class GpuInstancePoolTest {
+
+    private static final Duration SHORT = Duration.ofMillis(50);
+
+    private Program program;
+    private final List<ProgramInstance> instances = new ArrayList<>();
+
+    @BeforeEach
+    void load() {
+        program = Program.load(TestPaths.demoModels().resolve("demo-portable/1/model.pte"),
+                Program.Verification.INTERNAL_CONSISTENCY);
+    }
+
+    @AfterEach
+    void close() {
+        instances.forEach(ProgramInstance::close);
+        program.close();
+    }
+
+    private List<ProgramInstance> newInstances(int n) {
+        List<ProgramInstance> created = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            created.add(program.newInstance("forward"));
+        }
+        instances.addAll(created);
+        return created;
+    }
+
+    @Test
+    void twoModelsShareOneDevicesStreamsEachLimitedByItsInstances() throws Exception {
+        StreamPool streams = new StreamPool(0, 4, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
+        GpuInstancePool a = new GpuInstancePool(streams, newInstances(1));
+        GpuInstancePool b = new GpuInstancePool(streams, newInstances(1));
+
+        try (ExecutionSlot sa = a.acquire(SHORT); ExecutionSlot sb = b.acquire(SHORT)) {
+            assertThat(streams.leasedCount()).isEqualTo(2);
+            assertThat(sa.selection().handle()).isNotEqualTo(sb.selection().handle());
+            // a's one instance is busy: a waits and is refused, although two streams are idle
+            assertThatThrownBy(() -> a.acquire(SHORT)).isInstanceOf(OverloadedException.class)
+                    .hasMessageContaining("instances");
+            assertThat(streams.leasedCount()).isEqualTo(2);
+        }
+        assertThat(streams.leasedCount()).isZero();
+        assertThat(streams.idleCount()).isEqualTo(4);
+        streams.close();
+    }
+
+    @Test
+    void moreInstancesThanStreamsWaitForAStreamAndGiveTheInstanceBack() throws Exception {
+        StreamPool streams = new StreamPool(0, 1, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
+        GpuInstancePool pool = new GpuInstancePool(streams, newInstances(2));
+        assertThat(pool.capacity()).isEqualTo(2);
+
+        Set<ProgramInstance> used = new HashSet<>();
+        try (ExecutionSlot first = pool.acquire(SHORT)) {
+            used.add(first.instance());
+            // the second instance is free, the only stream is not: refused after the wait
+            assertThatThrownBy(() -> pool.acquire(SHORT)).isInstanceOf(OverloadedException.class);
+        }
+        // the refused call gave its instance back: both instances serve calls on the one stream
+        for (int i = 0; i < 4; i++) {
+            try (ExecutionSlot s = pool.acquire(SHORT)) {
+                used.add(s.instance());
+                assertThat(streams.leasedCount()).isEqualTo(1);
+            }
+        }
+        assertThat(used).hasSize(2);
+        streams.close();
+    }
+
+    @Test
+    void aFaultedDeviceRefusesWithTheReasonAndKeepsNothing() throws Exception {
+        StreamPool streams = new StreamPool(0, 2, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
+        GpuInstancePool pool = new GpuInstancePool(streams, newInstances(1));
+        streams.markFaulted("cudaErrorIllegalAddress");
+        assertThatThrownBy(() -> pool.acquire(SHORT)).isInstanceOf(ModelUnavailableException.class)
+                .hasMessageContaining("device 0 is faulted");
+        assertThat(pool.unavailableReason()).hasValueSatisfying(r -> assertThat(r).contains("IllegalAddress"));
+        assertThat(streams.leasedCount()).isZero();
+        streams.close();
+    }
+}

@@ -1,0 +1,266 @@
+package io.etserve.execution;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.etserve.inference.Caller;
+import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.InferenceResponse;
+import io.etserve.inference.InvalidInputException;
+import io.etserve.inference.ModelUnavailableException;
+import io.etserve.inference.OverloadedException;
+import io.etserve.inference.RequestCancelledException;
+import io.etserve.inference.Tensor;
+import io.etserve.repository.CpuModelLoaders;
+import io.etserve.repository.ModelLoader;
+import io.etserve.repository.ModelRegistry;
+import io.etserve.repository.ModelVersionState;
+import io.etserve.runtime.ExecuTorchException;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.Reference;
+import io.etserve.support.TestPaths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * InferenceService on the real runtime (demo-portable, loaded by the real ModelLoader, CPU), with
+ * recording admission, observer and fault listener: every call ends in exactly one outcome, and
+ * that outcome decides what the breaker, the metrics and the fault listener hear.
+ */
+class InferenceServiceTest {
+
+    static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-service-")
+            .copy(TestPaths.demoModels(), "demo-portable");
+    static ModelRegistry registry;
+
+    final List<String> heard = new ArrayList<>();
+    RuntimeException admitFails;
+
+    @BeforeAll
+    static void load() {
+        ModelLoader loader = CpuModelLoaders.create();
+        registry = new ModelRegistry(REPO.root(), loader, InferenceObserver.NONE);
+        registry.loadAll();
+    }
+
+    @AfterAll
+    static void close() {
+        registry.close();
+    }
+
+    InferenceService service() {
+        InferenceObserver observer = new InferenceObserver() {
+            public void pending(String model, String version, int delta) {}
+
+            public void success(String model, String version, long n, long q, long i, long c, long o) {
+                heard.add("metrics:success");
+            }
+
+            public void failure(String model, String version, FailureReason reason, long requestNanos) {
+                heard.add("metrics:" + reason);
+            }
+
+            public void cancelled(String model, String version, RequestCancelledException.Stage stage,
+                    RequestCancelledException.Reason reason) {
+                heard.add("cancelled:" + stage.label() + "/" + reason.label());
+            }
+        };
+        ModelAdmission admission = new ModelAdmission() {
+            public Admission admit(LoadedModel model) {
+                heard.add("admit");
+                if (admitFails != null) {
+                    throw admitFails;
+                }
+                return new Admission() {
+                    public void succeeded(long nanos) {
+                        heard.add("breaker:succeeded");
+                    }
+
+                    public void failed(long nanos, Throwable error) {
+                        heard.add("breaker:failed");
+                    }
+
+                    public void ignored() {
+                        heard.add("breaker:ignored");
+                    }
+
+                    public void close() {
+                        heard.add("release");
+                    }
+                };
+            }
+
+            public Optional<String> whyNotAdmitting(LoadedModel model) {
+                return Optional.empty();
+            }
+        };
+        FaultListener faults = (device, error) -> heard.add("faults:" + error.getClass().getSimpleName());
+        return new InferenceService(registry, Duration.ofSeconds(1), observer, admission, faults,
+                new io.etserve.runtime.DirectBufferPool(1 << 20));
+    }
+
+    static InferenceRequest request(Reference.TensorValue x, long[] shape) {
+        return request(x, shape, Map.of());
+    }
+
+    static InferenceRequest request(Reference.TensorValue x, long[] shape, Map<String, Object> parameters) {
+        return new InferenceRequest(null, parameters, List.of(new Tensor("x", DataType.FP32, shape, x.bytes())),
+                List.of(), false);
+    }
+
+    static Reference.TensorValue input() {
+        return Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json")).cases().get(0).inputs()
+                .get(0);
+    }
+
+    /** Every instance of the model, held by the test: the next request waits in line. */
+    static AutoCloseable holdTheInstances() throws InterruptedException {
+        InstancePool pool = ((ModelVersionState.Ready) registry.resolve("demo-portable", null)).model().instances();
+        List<ExecutionSlot> held = new ArrayList<>();
+        for (int i = 0; i < pool.capacity(); i++) {
+            held.add(pool.acquire(Duration.ofSeconds(5)));
+        }
+        return () -> held.forEach(ExecutionSlot::close);
+    }
+
+    @Test
+    void aGoodCallIsOneSuccessEverywhere() {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
+        Reference.TensorValue x = ref.cases().get(0).inputs().get(0);
+        InferenceResponse r = service().infer("demo-portable", null, request(x, x.shape()));
+        java.nio.ByteBuffer y = r.outputs().get(0).data();
+        List<Double> want = ref.cases().get(0).outputs().get(0).data();
+        for (int i = 0; i < want.size(); i++) {
+            assertThat(ref.close(y.getFloat(4 * i), want.get(i))).as("y[%d]", i).isTrue();
+        }
+        assertThat(heard).containsExactly("admit", "breaker:succeeded", "release", "metrics:success");
+    }
+
+    @Test
+    void aBadShapeIsRefusedBeforeAdmissionAndNeverReachesTheBreaker() {
+        Reference.TensorValue x = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"))
+                .cases().get(0).inputs().get(0);
+        assertThatThrownBy(() -> service().infer("demo-portable", null, request(x, new long[] {2, 8})))
+                .isInstanceOf(InvalidInputException.class).hasMessageContaining("'x'");
+        assertThat(heard).containsExactly("metrics:OTHER");
+    }
+
+    @Test
+    void noCapacityIsRejectedAndTheModelIsNotBlamed() {
+        admitFails = new OverloadedException("bulkhead full", Duration.ofMillis(100));
+        Reference.TensorValue x = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"))
+                .cases().get(0).inputs().get(0);
+        assertThatThrownBy(() -> service().infer("demo-portable", null, request(x, x.shape())))
+                .isSameAs(admitFails);
+        assertThat(heard).containsExactly("admit", "metrics:REJECTED");
+    }
+
+    @Test
+    void anOpenBreakerIsUnavailable() {
+        admitFails = new ModelUnavailableException("breaker open", Duration.ofSeconds(10));
+        Reference.TensorValue x = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"))
+                .cases().get(0).inputs().get(0);
+        assertThatThrownBy(() -> service().infer("demo-portable", null, request(x, x.shape())))
+                .isSameAs(admitFails);
+        assertThat(heard).containsExactly("admit", "metrics:OTHER");
+    }
+
+    @Test
+    void anyOtherFailureIsTheBackendsAndReachesTheFaultListener() {
+        admitFails = new IllegalStateException("stream could not be synchronized");
+        Reference.TensorValue x = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"))
+                .cases().get(0).inputs().get(0);
+        assertThatThrownBy(() -> service().infer("demo-portable", null, request(x, x.shape())))
+                .isSameAs(admitFails);
+        assertThat(heard).containsExactly("admit", "faults:IllegalStateException", "metrics:BACKEND");
+    }
+
+    @Test
+    void eachFailureHasOneOutcome() {
+        assertThat(InferenceService.Outcome.of(new InvalidInputException("x"))).isEqualTo(InferenceService.Outcome.BAD_INPUT);
+        assertThat(InferenceService.Outcome.of(new OverloadedException("x", Duration.ZERO)))
+                .isEqualTo(InferenceService.Outcome.REJECTED);
+        assertThat(InferenceService.Outcome.of(new InterruptedException())).isEqualTo(InferenceService.Outcome.REJECTED);
+        assertThat(InferenceService.Outcome.of(new ModelUnavailableException("x")))
+                .isEqualTo(InferenceService.Outcome.UNAVAILABLE);
+        assertThat(InferenceService.Outcome.of(new RuntimeException("x"))).isEqualTo(InferenceService.Outcome.BACKEND_FAILURE);
+        // ExecuTorch's own verdict: a bad argument is the caller's, anything else the runtime's.
+        assertThat(InferenceService.Outcome.of(new ExecuTorchException("InvalidArgument", 0x12, "x", "")))
+                .isEqualTo(InferenceService.Outcome.BAD_INPUT);
+        assertThat(InferenceService.Outcome.of(new ExecuTorchException("MemoryAllocationFailed", 0x21, "x", "")))
+                .isEqualTo(InferenceService.Outcome.BACKEND_FAILURE);
+    }
+
+    @Test
+    void aRequestWhoseCallerGoesWhileItWaitsForAnInstanceNeverRunsAndBlamesNobody() throws Exception {
+        DynamicBatcherTest.TestCaller caller = new DynamicBatcherTest.TestCaller();
+        InferenceService service = service();
+        java.util.concurrent.ExecutorService exec = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (AutoCloseable held = holdTheInstances()) {
+            Reference.TensorValue x = input();
+            java.util.concurrent.Future<InferenceResponse> waiting = exec.submit(() -> service.infer("demo-portable",
+                    null, request(x, x.shape()), io.etserve.runtime.OutputBuffers.ALLOCATE, caller));
+            long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (caller.gone == null && System.nanoTime() < until) {
+                Thread.sleep(1);
+            }
+            assertThat(caller.gone).as("watched once it waits").isNotNull();
+            caller.leave();
+            assertThatThrownBy(() -> waiting.get(5, java.util.concurrent.TimeUnit.SECONDS)).cause()
+                    .isInstanceOf(RequestCancelledException.class)
+                    .hasMessageContaining("the client went away while it waited for an instance of model 'demo-portable'");
+        } finally {
+            exec.shutdownNow();
+        }
+        // Never admitted, never run: the breaker and the fault listener hear nothing.
+        assertThat(heard).containsExactly("cancelled:queue/client", "metrics:CANCELED");
+        assertThat(caller.gone).as("no longer watched once it ended").isNull();
+    }
+
+    @Test
+    void aTimeoutThatPassesWhileTheRequestWaitsIsRejectedAsTritonRejectsIt() throws Exception {
+        InferenceService service = service();
+        try (AutoCloseable held = holdTheInstances()) {
+            Reference.TensorValue x = input();
+            long t0 = System.nanoTime();
+            assertThatThrownBy(() -> service.infer("demo-portable", null,
+                    request(x, x.shape(), Map.of("timeout", 50_000L))))
+                    .isInstanceOf(RequestCancelledException.class)
+                    .hasMessageContaining("request timeout expired: it did not start within its timeout of 50000 us")
+                    .satisfies(e -> assertThat(((RequestCancelledException) e).reason())
+                            .isEqualTo(RequestCancelledException.Reason.TIMEOUT));
+            assertThat(System.nanoTime() - t0).as("at its 50 ms, not at the queue's 1 s")
+                    .isLessThan(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(900));
+        }
+        assertThat(heard).containsExactly("cancelled:queue/timeout", "metrics:REJECTED");
+    }
+
+    @Test
+    void aRequestThatRunsAtOnceIsNeverWatchedAndATimeoutOnlyBoundsTheWait() {
+        Caller caller = gone -> {
+            throw new AssertionError("a request that does not wait is not watched");
+        };
+        Reference.TensorValue x = input();
+        // A timeout that has passed by the time an instance is free does not stop it: it did not wait.
+        service().infer("demo-portable", null, request(x, x.shape(), Map.of("timeout", 1L)),
+                io.etserve.runtime.OutputBuffers.ALLOCATE, caller);
+        assertThat(heard).containsExactly("admit", "breaker:succeeded", "release", "metrics:success");
+    }
+
+    @Test
+    void aTimeoutThatIsNotAWholeNumberOfMicrosecondsIsBadInput() {
+        Reference.TensorValue x = input();
+        for (Object bad : List.of(-1L, 2.5, "soon")) {
+            assertThatThrownBy(() -> service().infer("demo-portable", null, request(x, x.shape(), Map.of("timeout", bad))))
+                    .isInstanceOf(InvalidInputException.class).hasMessageContaining("'timeout'");
+        }
+        assertThat(heard).containsExactly("metrics:OTHER", "metrics:OTHER", "metrics:OTHER");
+    }
+}

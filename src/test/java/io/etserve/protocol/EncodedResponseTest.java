@@ -1,0 +1,83 @@
+package io.etserve.protocol;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import jakarta.servlet.ServletOutputStream;
+import jakarta.servlet.WriteListener;
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalInt;
+import org.junit.jupiter.api.Test;
+
+/** How a response body reaches the container's stream: small ones as one write, large sections as they are. */
+class EncodedResponseTest {
+
+    /** Records each call: "bytes:N" for array writes, "buffer:N" for ByteBuffer writes. */
+    static final class RecordingStream extends ServletOutputStream {
+        final List<String> calls = new ArrayList<>();
+        final ByteArrayOutputStream all = new ByteArrayOutputStream();
+
+        @Override
+        public void write(int b) {
+            calls.add("bytes:1");
+            all.write(b);
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) {
+            calls.add("bytes:" + len);
+            all.write(b, off, len);
+        }
+
+        @Override
+        public void write(ByteBuffer buffer) {
+            calls.add("buffer:" + buffer.remaining());
+            byte[] copy = new byte[buffer.remaining()];
+            buffer.get(copy);
+            all.write(copy, 0, copy.length);
+        }
+
+        @Override
+        public boolean isReady() {
+            return true;
+        }
+
+        @Override
+        public void setWriteListener(WriteListener listener) {
+        }
+    }
+
+    private static EncodedResponse response(int sectionBytes) {
+        byte[] json = "{\"outputs\":[]}".getBytes(StandardCharsets.UTF_8);
+        ByteBuffer section = ByteBuffer.allocateDirect(sectionBytes);
+        for (int i = 0; i < sectionBytes; i++) {
+            section.put((byte) i);
+        }
+        section.flip();
+        return new EncodedResponse(json, json.length, List.of(section), OptionalInt.of(json.length),
+                EncodedResponse.OCTET_STREAM);
+    }
+
+    @Test
+    void aSmallBinaryResponseGoesOutAsArrayWritesTheContainerAggregates() throws Exception {
+        // Jetty writes a ByteBuffer on its own after flushing the JSON part: two network writes
+        // for 16 bytes of tensor data. Array writes land in its buffer, sent once at completion.
+        EncodedResponse r = response(16);
+        RecordingStream out = new RecordingStream();
+        r.writeTo(out);
+        assertThat(out.calls).containsExactly("bytes:" + r.jsonLength(), "bytes:16");
+        assertThat(out.all.toByteArray()).isEqualTo(r.body());
+    }
+
+    @Test
+    void aLargeSectionIsHandedOverAsItsBufferWithoutAHeapCopy() throws Exception {
+        EncodedResponse r = response(EncodedResponse.ONE_WRITE_BYTES + 1);
+        RecordingStream out = new RecordingStream();
+        r.writeTo(out);
+        assertThat(out.calls).containsExactly("bytes:" + r.jsonLength(), "buffer:" + (EncodedResponse.ONE_WRITE_BYTES + 1));
+        assertThat(out.all.toByteArray()).isEqualTo(r.body());
+    }
+}

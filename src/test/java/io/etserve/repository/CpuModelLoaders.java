@@ -1,0 +1,27 @@
+package io.etserve.repository;
+
+import io.etserve.cuda.CudaRuntime;
+import io.etserve.cuda.StreamPools;
+import io.etserve.cuda.TensorRtProbe;
+import io.etserve.runtime.Program;
+import java.util.Set;
+
+/** The real ModelLoader as a CPU-only node configures it, for tests of the inference layer. */
+public final class CpuModelLoaders {
+
+    private CpuModelLoaders() {}
+
+    public static ModelLoader create() {
+        return new ModelLoader(Program.Verification.INTERNAL_CONSISTENCY, StreamPools.none("CPU test"),
+                new NodeCapabilities(registeredBackends(), CudaRuntime.unavailable("CPU test"),
+                        new TensorRtProbe(false, null, "CPU test")),
+                new ModelLoader.Instances(1, 1), Set.of("TensorRTBackend", "CudaBackend"), 1 << 24,
+                DevicePlacement.Policy.SPREAD, new ModelLoader.PlannedMemoryLimits(1L << 31, 1L << 33));
+    }
+
+    /** The delegates the native runtime really registered (XNNPACK on every build). */
+    private static Set<String> registeredBackends() {
+        io.etserve.runtime.NativeRuntime.ensureLoaded();
+        return Set.copyOf(io.etserve.runtime.NativeRuntime.info().registeredBackends());
+    }
+}

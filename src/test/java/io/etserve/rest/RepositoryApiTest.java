@@ -1,0 +1,208 @@
+package io.etserve.rest;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etserve.support.Http;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.Reference;
+import io.etserve.support.TestPaths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+import tools.jackson.databind.JsonNode;
+
+/** Triton's repository extension in explicit mode, over real HTTP on the real runtime. */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class RepositoryApiTest {
+
+    static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-repository-")
+            .copy(TestPaths.demoModels(), "demo-portable")
+            .copy(TestPaths.demoModels(), "demo-portable", "rollout")
+            .withProgramBytes("broken", new byte[] {1, 2, 3, 4, 5, 6, 7, 8})
+            .withSlowProbe("slow");
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry r) {
+        r.add("etserve.model-repository", () -> REPO.root().toString());
+        r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
+        r.add("etserve.repository.mode", () -> "explicit");
+        r.add("management.server.port", () -> "0");
+    }
+
+    @Value("${local.server.port}")
+    int port;
+
+    Http http;
+
+    @BeforeEach
+    void client() {
+        http = Http.local(port);
+    }
+
+    static String probe(float hostMillis) {
+        return "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[0," + hostMillis + "]}]}";
+    }
+
+    String demoRequest() {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        return "{\"inputs\":[" + ref.cases().get(0).inputs().get(0).json() + "]}";
+    }
+
+    List<String> index(boolean readyOnly) {
+        Http.Response r = http.post("/v2/repository/index", readyOnly ? "{\"ready\": true}" : "");
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        List<String> rows = new ArrayList<>();
+        for (JsonNode e : r.json()) {
+            rows.add(e.path("name").asString() + "/" + e.path("version").asString() + " " + e.path("state").asString());
+        }
+        return rows;
+    }
+
+    @Test
+    void theIndexListsEveryVersionWithItsState() {
+        assertThat(index(false)).contains("demo-portable/1 READY", "broken/1 FAILED", "slow/1 READY");
+        assertThat(index(true)).contains("demo-portable/1 READY").doesNotContain("broken/1 FAILED");
+        JsonNode broken = null;
+        for (JsonNode e : http.post("/v2/repository/index", "").json()) {
+            if (e.path("name").asString().equals("broken")) {
+                broken = e;
+            }
+        }
+        assertThat(broken.path("reason").asString()).contains("cannot load").doesNotContain(REPO.root().toString());
+    }
+
+    @Test
+    void unloadLetsTheRequestInFlightFinishThenTheModelIsGone() throws Exception {
+        assertThat(http.post("/v2/models/slow/infer", probe(0)).status()).isEqualTo(200);
+        CompletableFuture<Http.Response> inFlight = CompletableFuture.supplyAsync(
+                () -> http.post("/v2/models/slow/infer", probe(1500)));
+        Thread.sleep(500);
+        long t0 = System.nanoTime();
+        Http.Response unload = http.post("/v2/repository/models/slow/unload", "");
+        long tookMs = (System.nanoTime() - t0) / 1_000_000;
+        assertThat(unload.status()).as(unload.text()).isEqualTo(200);
+        assertThat(tookMs).as("unload waited for the request in flight").isGreaterThan(500);
+        assertThat(inFlight.get(10, TimeUnit.SECONDS).status()).isEqualTo(200);
+        assertThat(http.post("/v2/models/slow/infer", probe(0)).status()).isEqualTo(404);
+        assertThat(index(false)).noneMatch(row -> row.startsWith("slow/"));
+        assertThat(http.post("/v2/repository/models/slow/unload", "").status()).isEqualTo(404);
+
+        // ... and loads again from its directory
+        assertThat(http.post("/v2/repository/models/slow/load", "").status()).isEqualTo(200);
+        assertThat(http.post("/v2/models/slow/infer", probe(0)).status()).isEqualTo(200);
+    }
+
+    @Test
+    void aModelAddedToTheRepositoryLoadsOnRequestAndServesItsReference() throws Exception {
+        assertThat(http.post("/v2/models/late/infer", demoRequest()).status()).isEqualTo(404);
+        REPO.copy(TestPaths.demoModels(), "demo-xnnpack", "late");
+        Http.Response load = http.post("/v2/repository/models/late/load", "");
+        assertThat(load.status()).as(load.text()).isEqualTo(200);
+        Http.Response r = http.post("/v2/models/late/infer", demoRequest());
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        JsonNode data = r.json().path("outputs").get(0).path("data");
+        List<Double> want = ref.cases().get(0).outputs().get(0).data();
+        for (int i = 0; i < want.size(); i++) {
+            assertThat(ref.close(data.get(i).asDouble(), want.get(i))).isTrue();
+        }
+        // reloading a model that serves replaces it without a gap in what the index shows
+        assertThat(http.post("/v2/repository/models/demo-portable/load", "").status()).isEqualTo(200);
+        assertThat(index(true)).contains("demo-portable/1 READY", "late/1 READY");
+    }
+
+    @Test
+    void reloadsUnderLoadLoseNoRequest() throws Exception {
+        // demo-portable's reference input (the same program as demo-xnnpack's inputs: [1, 16] FP32)
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
+        String request = "{\"inputs\":[" + ref.cases().get(0).inputs().get(0).json() + "]}";
+        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+        java.util.Map<Integer, java.util.concurrent.atomic.AtomicInteger> statuses = new java.util.concurrent.ConcurrentHashMap<>();
+        java.util.concurrent.atomic.AtomicInteger retryAfterMissing = new java.util.concurrent.atomic.AtomicInteger();
+        List<CompletableFuture<Void>> clients = new ArrayList<>();
+        for (int c = 0; c < 4; c++) {
+            clients.add(CompletableFuture.runAsync(() -> {
+                Http client = Http.local(port);
+                while (running.get()) {
+                    Http.Response r = client.post("/v2/models/demo-portable/infer", request);
+                    statuses.computeIfAbsent(r.status(), k -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet();
+                    if (r.status() == 503 && r.header("Retry-After") == null) {
+                        retryAfterMissing.incrementAndGet();
+                    }
+                }
+            }));
+        }
+        try {
+            for (int i = 0; i < 5; i++) {
+                Thread.sleep(150);
+                assertThat(http.post("/v2/repository/models/demo-portable/load", "").status()).isEqualTo(200);
+            }
+            Thread.sleep(150);
+        } finally {
+            running.set(false);
+        }
+        CompletableFuture.allOf(clients.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+        // every answer is a result: a request that found the version being replaced runs on what
+        // replaced it; never a 503, a 404, a 500 or a lost connection
+        assertThat(statuses.keySet()).as("statuses %s", statuses).containsOnly(200);
+        assertThat(statuses.get(200).get()).isGreaterThan(20);
+        assertThat(retryAfterMissing.get()).isZero();
+    }
+
+    @Test
+    void grpcUnloadsAndLoadsLikeRest(@org.springframework.beans.factory.annotation.Autowired io.etserve.grpc.GrpcServer server)
+            throws Exception {
+        REPO.copy(TestPaths.demoModels(), "demo-portable", "via-grpc");
+        io.grpc.ManagedChannel channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", server.port(),
+                io.grpc.InsecureChannelCredentials.create()).build();
+        try {
+            var stub = io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.newBlockingStub(channel)
+                    .withDeadlineAfter(30, TimeUnit.SECONDS);
+            stub.repositoryModelLoad(io.etserve.grpc.protocol.RepositoryModelLoadRequest.newBuilder()
+                    .setModelName("via-grpc").build());
+            assertThat(index(true)).contains("via-grpc/1 READY");
+            stub.repositoryModelUnload(io.etserve.grpc.protocol.RepositoryModelUnloadRequest.newBuilder()
+                    .setModelName("via-grpc").build());
+            assertThat(index(false)).noneMatch(row -> row.startsWith("via-grpc/"));
+            io.grpc.StatusRuntimeException missing = (io.grpc.StatusRuntimeException)
+                    org.assertj.core.api.Assertions.catchThrowable(() -> stub.repositoryModelUnload(
+                            io.etserve.grpc.protocol.RepositoryModelUnloadRequest.newBuilder().setModelName("via-grpc").build()));
+            assertThat(missing.getStatus().getCode()).isEqualTo(io.grpc.Status.Code.NOT_FOUND);
+        } finally {
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void aNewVersionThatFailsIsRefusedWhileTheOneBeforeItServesOn() throws Exception {
+        java.nio.file.Path v2 = java.nio.file.Files.createDirectories(REPO.root().resolve("rollout/2"));
+        java.nio.file.Files.writeString(v2.resolve("model.pte"), "not a program");
+        Http.Response load = http.post("/v2/repository/models/rollout/load", "");
+        assertThat(load.status()).as(load.text()).isEqualTo(400);
+        assertThat(load.json().path("error").asString()).contains("failed to load 'rollout' version 2: ",
+                "(version 1 answers for the model)");
+        assertThat(index(false)).contains("rollout/1 READY", "rollout/2 FAILED");
+        assertThat(http.get("/v2/models/rollout/ready").status()).isEqualTo(200);
+        Http.Response r = http.post("/v2/models/rollout/infer", demoRequest());
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        assertThat(r.json().path("model_version").asString()).isEqualTo("1");
+    }
+
+    @Test
+    void loadRefusalsSayWhy() {
+        Http.Response missing = http.post("/v2/repository/models/no-such-dir/load", "");
+        assertThat(missing.status()).isEqualTo(404);
+        assertThat(missing.json().path("error").asString()).contains("no model directory");
+        Http.Response broken = http.post("/v2/repository/models/broken/load", "");
+        assertThat(broken.status()).isEqualTo(400);
+        assertThat(broken.json().path("error").asString()).contains("failed to load 'broken'");
+        assertThat(http.post("/v2/repository/models/..%2F..%2Fetc/load", "").status()).isIn(400, 404);
+    }
+}
