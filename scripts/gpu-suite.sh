@@ -16,6 +16,9 @@
 #                             ExecuTorch tree, exported on the host with PyTorch references) through
 #                             the packaged service: answers, one stream across real delegates,
 #                             device memory, faults; batch-1 latency and CPU per call
+#   cuda-profile (cuda-profile.sh)
+#                             where the service's CPU per call goes with a real program (a JFR
+#                             recording over a steady load: Java and native samples, the JIT)
 #
 # Commands:
 #   scripts/gpu-suite.sh run            from a checkout where `mvn verify` ran (Java + Maven on
@@ -27,6 +30,8 @@
 #                                       (SERVICE_CPUS)
 #   scripts/gpu-suite.sh cuda-latency [MODEL...]
 #                                       batch-1 latency of the exported CUDA models
+#   scripts/gpu-suite.sh cuda-profile [MODEL...]
+#                                       the service's CPU per call of one exported model, profiled
 #
 # A host without Java, Maven or network (transfer.sh): build here, carry three parts there, one
 # per transfer (each fits beside the work tree in 64 MiB), and run a stage after each:
@@ -68,6 +73,8 @@ source "$GPU_SCRIPTS/junit.sh"
 source "$GPU_SCRIPTS/service.sh"
 # shellcheck source=scripts/gpu/cuda-programs.sh
 source "$GPU_SCRIPTS/cuda-programs.sh"
+# shellcheck source=scripts/gpu/cuda-profile.sh
+source "$GPU_SCRIPTS/cuda-profile.sh"
 
 stage1() {
   unpack_stage1
@@ -117,6 +124,9 @@ case "${1:-run}" in
   cuda-latency)
     # After cuda-stage1, stage2 and stage3: batch-1 latency and CPU of the exported models (or those named).
     unpack_app; have_server; shift; JAVA="${JAVA:-$WORK/jre/bin/java}" cuda_latency "$@" ;;
+  cuda-profile)
+    # After cuda-stage1, stage2 and stage3: a JFR profile of the service under load (default: ResNet-18).
+    unpack_app; have_server; shift; JAVA="${JAVA:-$WORK/jre/bin/java}" cuda_profile "$@" ;;
   service)
     # After stage2 + stage3 (or `run`, which passes JAVA, JAR and CHECK_CP) on this host.
     if [[ -z "${JAR:-}" || -z "${CHECK_CP:-}" ]]; then unpack_app; have_server; fi

@@ -2,8 +2,9 @@
 # the GPU build's paths, and the packaged service started, checked and stopped.
 JUNIT_CONSOLE="org.junit.platform:junit-platform-console-standalone:6.0.3"
 ASSERTJ="org.assertj:assertj-core:3.27.7"
-# What the jlinked JRE needs to run Spring Boot on Jetty (java.desktop: java.beans).
-JRE_MODULES="java.base,java.logging,java.management,java.naming,java.xml,java.sql,java.instrument,java.net.http,jdk.unsupported,jdk.crypto.ec,jdk.management,java.desktop"
+# What the jlinked JRE needs to run Spring Boot on Jetty (java.desktop: java.beans), and jdk.jfr
+# for the profiling step (a recording and the jfr tool that reads it).
+JRE_MODULES="java.base,java.logging,java.management,java.naming,java.xml,java.sql,java.instrument,java.net.http,jdk.unsupported,jdk.crypto.ec,jdk.management,java.desktop,jdk.jfr"
 
 log() { printf '[gpu-suite] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
