@@ -71,7 +71,7 @@ class DynamicBatcherTest {
         return new DynamicBatcher.Member(List.of(x), rows, null, Duration.ZERO, Duration.ofSeconds(10));
     }
 
-    Future<Object> queue(DynamicBatcher.Member m) {
+    Future<DynamicBatcher.Handover> queue(DynamicBatcher.Member m) {
         batcher.submit(m);
         return waiters.submit(m::await);
     }
@@ -91,7 +91,7 @@ class DynamicBatcherTest {
         DynamicBatcher.Member b = member(1, 8);
         DynamicBatcher.Member c = member(2, 16);
         DynamicBatcher.Member d = member(2, 16);  // would overflow the first batch (1 + 2 + 2 > 4)
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (DynamicBatcher.Member m : List.of(a, b, c, d)) {
             given.add(queue(m));
         }
@@ -115,7 +115,7 @@ class DynamicBatcherTest {
     void preferredSizesCutTheBatchWhereARequestEnds() throws Exception {
         batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(8, Duration.ZERO, List.of(2, 4)));
         List<DynamicBatcher.Member> ms = new ArrayList<>();
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
             ms.add(member(1, 16));
             given.add(queue(ms.get(i)));
@@ -170,7 +170,7 @@ class DynamicBatcherTest {
     static DynamicBatcher.Member member(Cancellation cancellation, java.util.function.Consumer<RuntimeException> noInstance) {
         ExecutionInput x = new ExecutionInput(ByteBuffer.allocateDirect(64), 6, new long[] {1, 16});
         return new DynamicBatcher.Member(List.of(x), 1, null, Duration.ZERO, Duration.ofSeconds(10), cancellation,
-                noInstance);
+                InferenceSpans.NONE, noInstance);
     }
 
     @Test
@@ -180,7 +180,7 @@ class DynamicBatcherTest {
         DynamicBatcher.Member a = member(1, 16);
         DynamicBatcher.Member b = member(Cancellation.of(caller, Map.of(), System.nanoTime()), e -> {});
         DynamicBatcher.Member c = member(1, 16);
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (DynamicBatcher.Member m : List.of(a, b, c)) {
             given.add(queue(m));
         }
@@ -250,11 +250,11 @@ class DynamicBatcherTest {
         // Four one-row requests fill the batch (max 4): the scheduler asks the pool once.
         batcher = new DynamicBatcher("m", "1", faulted, new DynamicBatching(4, Duration.ofSeconds(10), List.of()));
         List<RuntimeException> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
             given.add(queue(member(Cancellation.none(), heard::add)));
         }
-        for (Future<Object> f : given) {
+        for (Future<DynamicBatcher.Handover> f : given) {
             assertThatThrownBy(() -> f.get(10, TimeUnit.SECONDS)).cause().isSameAs(sticky);
         }
         assertThat(heard).as("the fault listener hears it once, as from one unbatched call").containsExactly(sticky);
@@ -273,7 +273,7 @@ class DynamicBatcherTest {
         DynamicBatcher.Member b = member(1, 16);
         DynamicBatcher.Member c = member(1, 16);
         DynamicBatcher.Member d = member(1, 16);
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (DynamicBatcher.Member m : List.of(a, b, c, d)) {
             given.add(queue(m));
         }
@@ -295,7 +295,7 @@ class DynamicBatcherTest {
         DynamicBatcher.Member a = member(1, 16);
         DynamicBatcher.Member b = member(1, 16);
         DynamicBatcher.Member c = member(1, 16);
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (DynamicBatcher.Member m : List.of(a, b, c)) {
             given.add(queue(m));
         }
@@ -304,5 +304,9 @@ class DynamicBatcherTest {
         DynamicBatcher.Batch first = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
         assertThat(first.members()).containsExactly(a, b);
         batcher.finished(first);
+        pool.free.release();
+        DynamicBatcher.Batch second = (DynamicBatcher.Batch) given.get(2).get(10, TimeUnit.SECONDS);
+        assertThat(second.members()).containsExactly(c);
+        batcher.finished(second);
     }
 }

@@ -25,6 +25,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -72,11 +73,20 @@ class InferenceServiceTest {
                 heard.add("cancelled:" + stage.label() + "/" + reason.label());
             }
         };
-        ModelAdmission admission = new ModelAdmission() {
+        ModelAdmission admission = recording(heard, () -> admitFails);
+        FaultListener faults = (device, error) -> heard.add("faults:" + error.getClass().getSimpleName());
+        return new InferenceService(registry, Duration.ofSeconds(1), observer, admission, faults,
+                new io.etserve.runtime.DirectBufferPool(1 << 20), InferenceSpans.OFF);
+    }
+
+    /** An admission that records what the breaker hears; it refuses with what {@code refusal} gives, if anything. */
+    static ModelAdmission recording(List<String> heard, Supplier<RuntimeException> refusal) {
+        return new ModelAdmission() {
             public Admission admit(LoadedModel model) {
                 heard.add("admit");
-                if (admitFails != null) {
-                    throw admitFails;
+                RuntimeException refused = refusal.get();
+                if (refused != null) {
+                    throw refused;
                 }
                 return new Admission() {
                     public void succeeded(long nanos) {
@@ -101,9 +111,6 @@ class InferenceServiceTest {
                 return Optional.empty();
             }
         };
-        FaultListener faults = (device, error) -> heard.add("faults:" + error.getClass().getSimpleName());
-        return new InferenceService(registry, Duration.ofSeconds(1), observer, admission, faults,
-                new io.etserve.runtime.DirectBufferPool(1 << 20));
     }
 
     static InferenceRequest request(Reference.TensorValue x, long[] shape) {

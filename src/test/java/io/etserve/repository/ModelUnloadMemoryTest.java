@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.etserve.execution.FaultListener;
 import io.etserve.execution.InferenceObserver;
 import io.etserve.execution.InferenceService;
+import io.etserve.execution.InferenceSpans;
 import io.etserve.execution.ModelAdmission;
 import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceRequest;
@@ -50,7 +51,8 @@ class ModelUnloadMemoryTest {
             registry.loadAll();
             assertThat(registry.resolve("big", null).ready()).as(registry.resolve("big", null).toString()).isTrue();
             InferenceService service = new InferenceService(registry, Duration.ofSeconds(5), InferenceObserver.NONE,
-                    ModelAdmission.UNLIMITED, FaultListener.NONE, new io.etserve.runtime.DirectBufferPool(1 << 20));
+                    ModelAdmission.UNLIMITED, FaultListener.NONE, new io.etserve.runtime.DirectBufferPool(1 << 20),
+                    InferenceSpans.OFF);
             long settled = 0;
             for (int cycle = 1; cycle <= 20; cycle++) {
                 registry.unload("big");
