@@ -263,7 +263,7 @@ public final class InferenceService {
             return new InvalidInputException("model '" + model.name() + "' rejected the input: " + x.getMessage());
         }
         if (e instanceof ProgramInstance.InstanceClosedException) {
-            return new ModelUnavailableException("model '" + model.name() + "' is unloading", java.time.Duration.ofSeconds(1));
+            return new ModelUnavailableException("model '" + model.name() + "' is unloading", Duration.ofSeconds(1));
         }
         return e;
     }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.etserve.cuda.CudaException;
+import io.etserve.cuda.QueuePolicy;
 import io.etserve.inference.Caller;
 import io.etserve.inference.OverloadedException;
 import io.etserve.inference.RequestCancelledException;
@@ -15,11 +16,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -167,7 +170,7 @@ class DynamicBatcherTest {
         }
     }
 
-    static DynamicBatcher.Member member(Cancellation cancellation, java.util.function.Consumer<RuntimeException> noInstance) {
+    static DynamicBatcher.Member member(Cancellation cancellation, Consumer<RuntimeException> noInstance) {
         ExecutionInput x = new ExecutionInput(ByteBuffer.allocateDirect(64), 6, new long[] {1, 16});
         return new DynamicBatcher.Member(List.of(x), 1, null, Duration.ZERO, Duration.ofSeconds(10), cancellation,
                 InferenceSpans.NONE, noInstance);
@@ -249,7 +252,7 @@ class DynamicBatcherTest {
         };
         // Four one-row requests fill the batch (max 4): the scheduler asks the pool once.
         batcher = new DynamicBatcher("m", "1", faulted, new DynamicBatching(4, Duration.ofSeconds(10), List.of()));
-        List<RuntimeException> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<RuntimeException> heard = new CopyOnWriteArrayList<>();
         List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
             given.add(queue(member(Cancellation.none(), heard::add)));
@@ -263,7 +266,7 @@ class DynamicBatcherTest {
     @Test
     void afterACallerGaveUpOnTheQueueBatchesAreCutFromItsNewestEnd() throws Exception {
         batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(2, Duration.ZERO, List.of()),
-                new io.etserve.cuda.QueuePolicy(io.etserve.cuda.QueuePolicy.Order.ADAPTIVE_LIFO, Duration.ofHours(1),
+                new QueuePolicy(QueuePolicy.Order.ADAPTIVE_LIFO, Duration.ofHours(1),
                         Duration.ZERO));
         DynamicBatcher.Member impatient = member(1, 16);
         batcher.submit(impatient);
@@ -291,7 +294,7 @@ class DynamicBatcherTest {
     @Test
     void withNobodyGivingUpAnAdaptiveQueueIsCutInArrivalOrder() throws Exception {
         batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(2, Duration.ZERO, List.of()),
-                io.etserve.cuda.QueuePolicy.DEFAULT);
+                QueuePolicy.DEFAULT);
         DynamicBatcher.Member a = member(1, 16);
         DynamicBatcher.Member b = member(1, 16);
         DynamicBatcher.Member c = member(1, 16);

@@ -26,6 +26,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -212,7 +213,7 @@ class DynamicBatchingTest {
         var sizes = meters.get("etserve.inference.batch.size").tag("model", "small").summary();
         assertThat(sizes.max()).isEqualTo(32);  // the big one, alone
         assertThat(sizes.totalAmount()).isEqualTo(40);
-        long upToFour = java.util.Arrays.stream(sizes.takeSnapshot().histogramCounts())
+        long upToFour = Arrays.stream(sizes.takeSnapshot().histogramCounts())
                 .filter(b -> b.bucket() == 4).mapToLong(b -> (long) b.count()).sum();
         assertThat(upToFour).as("every other batch within max-batch-size").isEqualTo(sizes.count() - 1);
         assertThat(gauge("nv_inference_count", "small")).isEqualTo(40);
