@@ -1,5 +1,7 @@
 package io.etserve.triton;
 
+import io.etserve.grpc.protocol.ModelInput;
+import io.etserve.grpc.protocol.ModelOutput;
 import io.etserve.modelconfig.DynamicBatching;
 import io.etserve.modelconfig.ModelConfig;
 import io.etserve.modelconfig.VersionPolicy;
@@ -12,6 +14,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.UnaryOperator;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.StreamReadFeature;
@@ -234,9 +237,9 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
      * @param reported the model's configuration as {@link TritonModelConfig} builds it for this batching
      */
     public void checkTensors(io.etserve.grpc.protocol.ModelConfig reported) {
-        Map<String, io.etserve.grpc.protocol.ModelInput> in = new LinkedHashMap<>();
+        Map<String, ModelInput> in = new LinkedHashMap<>();
         reported.getInputList().forEach(t -> in.put(t.getName(), t));
-        Map<String, io.etserve.grpc.protocol.ModelOutput> out = new LinkedHashMap<>();
+        Map<String, ModelOutput> out = new LinkedHashMap<>();
         reported.getOutputList().forEach(t -> out.put(t.getName(), t));
         for (TensorEntry e : inputs) {
             var t = in.get(e.name());
@@ -338,7 +341,7 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
                 int device = (int) integer(at + ".gpus[]", g, 0, 1023);
                 if (!gpus.contains(device)) {
                     throw invalid(at + ".gpus", "name device " + device + ", which this node does not serve (it serves "
-                            + new java.util.TreeSet<>(gpus) + ")");
+                            + new TreeSet<>(gpus) + ")");
                 }
                 if (!list.contains(device)) {
                     list.add(device);
