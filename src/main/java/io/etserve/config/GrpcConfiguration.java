@@ -11,7 +11,6 @@ import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.RepositoryControl;
-import io.etserve.rest.InferenceProtocolController;
 import io.etserve.security.RestrictedApis;
 import io.etserve.tracing.GrpcTracingInterceptor;
 import io.etserve.triton.TritonExtensions;
@@ -39,11 +38,9 @@ class GrpcConfiguration {
         EtServeProperties.Inference limits = props.inference();
         long maxMessage = grpc.maxMessageSize() != null ? grpc.maxMessageSize().toBytes()
                 : limits.maxRequestSize().toBytes();
-        String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
-                version == null ? "dev" : version, InferenceProtocolController.EXTENSIONS, metrics, repository,
-                triton);
+                RestConfiguration.serverVersion(), TritonExtensions.EXTENSIONS, metrics, repository, triton);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), drainTimeout, traced(RestrictedApiInterceptor.guard(service, restricted),
                 tracing.getIfAvailable()), probes);

@@ -44,12 +44,17 @@ class RestConfiguration {
     InferenceProtocolController inferenceProtocolController(ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, EtServeProperties props, InflightBytes inflight,
             DirectBufferPool tensorBuffers, PublicMessages messages, ClientConnections clients) {
-        String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         return new InferenceProtocolController(registry, inference, readiness, probes, new InferRequestDecoder(),
                 new InferResponseEncoder(),
                 new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
-                props.inference().maxRequestSize().toBytes(), version == null ? "dev" : version,
-                inflight, tensorBuffers, messages, clients);
+                props.inference().maxRequestSize().toBytes(), serverVersion(), inflight, tensorBuffers, messages,
+                clients);
+    }
+
+    /** Server metadata's version on both protocols: the jar's Implementation-Version, "dev" outside a jar. */
+    static String serverVersion() {
+        String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
+        return version == null ? "dev" : version;
     }
 
     /** One thread that sees HTTP clients close their connections while their requests wait. */
