@@ -2,6 +2,8 @@ package io.etserve.config;
 
 import io.etserve.rest.RestrictedApiFilter;
 import io.etserve.security.RestrictedApis;
+import jakarta.servlet.DispatcherType;
+import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
@@ -12,12 +14,13 @@ import org.springframework.core.Ordered;
 @Configuration(proxyBeanMethods = false)
 class ApiAccessConfiguration {
 
+    private static final Logger log = LoggerFactory.getLogger(ApiAccessConfiguration.class);
+
     @Bean
     RestrictedApis restrictedApis(EtServeProperties props) {
         RestrictedApis restricted = props.api().restrictedApis();
         for (RestrictedApis.Group g : RestrictedApis.Group.values()) {
-            restricted.key(g).ifPresent(k -> LoggerFactory.getLogger(ApiAccessConfiguration.class)
-                    .info("API group {} needs header '{}'", g.tritonName(), k.header()));
+            restricted.key(g).ifPresent(k -> log.info("API group {} needs header '{}'", g.tritonName(), k.header()));
         }
         return restricted;
     }
@@ -28,7 +31,7 @@ class ApiAccessConfiguration {
         var registration = new FilterRegistrationBean<>(new RestrictedApiFilter(restricted));
         registration.setOrder(Ordered.HIGHEST_PRECEDENCE);
         registration.addUrlPatterns("/v2", "/v2/*");
-        registration.setDispatcherTypes(jakarta.servlet.DispatcherType.REQUEST);
+        registration.setDispatcherTypes(DispatcherType.REQUEST);
         registration.setAsyncSupported(true);  // the body filter after it reads asynchronously
         return registration;
     }

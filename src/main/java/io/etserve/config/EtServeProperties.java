@@ -1,11 +1,20 @@
 package io.etserve.config;
 
+import io.etserve.cuda.CudaEarlyStart;
+import io.etserve.cuda.DeviceSchedule;
+import io.etserve.cuda.QueuePolicy;
 import io.etserve.repository.DevicePlacement;
+import io.etserve.repository.PrivateCopies;
+import io.etserve.repository.RepositoryControl;
+import io.etserve.repository.UnreleasedDeviceMemory;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.StreamSelection;
+import io.etserve.security.RestrictedApis;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
+import java.util.Arrays;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -59,6 +68,7 @@ public record EtServeProperties(
      * @param streamsPerDevice CUDA streams per device, shared by every GPU model placed there: the
      *     device's concurrent GPU calls
      * @param priority stream priority (0 = default; lower numbers run first)
+     * @param drainTimeout how long shutdown waits for streams still leased before it destroys them
      * @param placement where models without {@code devices} in their config.yml go: {@code spread}
      *     (whole models on devices in turn) or {@code all} (every model on every device)
      * @param defaultInstances Modules per device of a GPU model unless its config.yml sets
@@ -73,7 +83,7 @@ public record EtServeProperties(
      *     short enough that the host keeps the core trade CPU for that latency; a bare number is
      *     microseconds
      * @param earlyStart start CUDA (driver, primary contexts) on its own thread while the
-     *     context is built (read by {@link io.etserve.cuda.CudaEarlyStart} before binding)
+     *     context is built (read by {@link CudaEarlyStart} before binding)
      * @param deviceSchedule how a thread waits inside a synchronous CUDA call a delegate makes:
      *     {@code auto} (CUDA's: spin), {@code spin}, {@code yield} or {@code blocking-sync}
      */
@@ -89,7 +99,7 @@ public record EtServeProperties(
             @DefaultValue("adaptive") StreamSelection.CompletionWait completionWait,
             @DefaultValue("0") @DurationUnit(ChronoUnit.MICROS) Duration sleepSlice,
             @DefaultValue("true") boolean earlyStart,
-            @DefaultValue("auto") io.etserve.cuda.DeviceSchedule deviceSchedule) {
+            @DefaultValue("auto") DeviceSchedule deviceSchedule) {
 
         public Cuda {
             atLeastOne("etserve.cuda.streams-per-device", streamsPerDevice);
@@ -149,7 +159,7 @@ public record EtServeProperties(
     }
 
     /**
-     * {@code etserve.inference.queue-policy} (see {@link io.etserve.cuda.QueuePolicy}).
+     * {@code etserve.inference.queue-policy} (see {@link QueuePolicy}).
      *
      * @param order {@code fifo}, or {@code adaptive-lifo}: arrival order, newest first while the
      *     line is congested
@@ -158,7 +168,7 @@ public record EtServeProperties(
      * @param maxFifoWait the oldest waiter's wait past which a line is newest-first too; 0: never
      */
     public record QueuePolicySettings(
-            @DefaultValue("adaptive-lifo") io.etserve.cuda.QueuePolicy.Order order,
+            @DefaultValue("adaptive-lifo") QueuePolicy.Order order,
             @DefaultValue("1s") Duration giveUpWindow,
             @DefaultValue("0s") Duration maxFifoWait) {
 
@@ -169,8 +179,8 @@ public record EtServeProperties(
             }
         }
 
-        public io.etserve.cuda.QueuePolicy policy() {
-            return new io.etserve.cuda.QueuePolicy(order, giveUpWindow, maxFifoWait);
+        public QueuePolicy policy() {
+            return new QueuePolicy(order, giveUpWindow, maxFifoWait);
         }
     }
 
@@ -217,14 +227,14 @@ public record EtServeProperties(
      * @param unreleasedDeviceMemory unloading or reloading a model whose delegate keeps its device
      *     memory until the process exits (ExecuTorch's CudaBackend): refuse, or leak and log it
      * @param privateCopies serve each version from a copy made at load, so nothing written to
-     *     the repository can reach a served program (see {@link io.etserve.repository.PrivateCopies})
+     *     the repository can reach a served program (see {@link PrivateCopies})
      * @param privateCopyDir where those copies live (empty: {@code ${java.io.tmpdir}/etserve-programs})
      */
     public record Repository(
-            @DefaultValue("startup") io.etserve.repository.RepositoryControl.Mode mode,
+            @DefaultValue("startup") RepositoryControl.Mode mode,
             @DefaultValue("15s") Duration pollInterval,
             @DefaultValue("30s") Duration drainTimeout,
-            @DefaultValue("refuse") io.etserve.repository.UnreleasedDeviceMemory.Policy unreleasedDeviceMemory,
+            @DefaultValue("refuse") UnreleasedDeviceMemory.Policy unreleasedDeviceMemory,
             @DefaultValue("true") boolean privateCopies,
             @DefaultValue("") String privateCopyDir) {
 
@@ -235,11 +245,11 @@ public record EtServeProperties(
         }
 
         /** Where versions are served from. */
-        public io.etserve.repository.PrivateCopies copies() {
+        public PrivateCopies copies() {
             if (!privateCopies) {
-                return io.etserve.repository.PrivateCopies.none();
+                return PrivateCopies.none();
             }
-            return io.etserve.repository.PrivateCopies.under(privateCopyDir.isBlank()
+            return PrivateCopies.under(privateCopyDir.isBlank()
                     ? Path.of(System.getProperty("java.io.tmpdir"), "etserve-programs") : Path.of(privateCopyDir));
         }
     }
@@ -254,24 +264,22 @@ public record EtServeProperties(
         /** @param header the header (gRPC: metadata key) a request must carry; @param value its value */
         public record Restricted(@DefaultValue("") String header, @DefaultValue("") String value) {}
 
-        public io.etserve.security.RestrictedApis restrictedApis() {
-            Map<io.etserve.security.RestrictedApis.Group, io.etserve.security.RestrictedApis.Key> keys =
-                    new java.util.EnumMap<>(io.etserve.security.RestrictedApis.Group.class);
+        public RestrictedApis restrictedApis() {
+            Map<RestrictedApis.Group, RestrictedApis.Key> keys = new EnumMap<>(RestrictedApis.Group.class);
             for (var e : restricted.entrySet()) {
-                var group = java.util.Arrays.stream(io.etserve.security.RestrictedApis.Group.values())
+                var group = Arrays.stream(RestrictedApis.Group.values())
                         .filter(g -> g.tritonName().equals(e.getKey())).findFirst()
                         .orElseThrow(() -> new IllegalArgumentException("etserve.api.restricted." + e.getKey()
                                 + ": no such API group (health, metadata, inference, model-repository)"));
                 if (!e.getValue().header().isBlank()) {
                     try {
-                        keys.put(group, new io.etserve.security.RestrictedApis.Key(e.getValue().header(),
-                                e.getValue().value()));
+                        keys.put(group, new RestrictedApis.Key(e.getValue().header(), e.getValue().value()));
                     } catch (IllegalArgumentException bad) {
                         throw new IllegalArgumentException("etserve.api.restricted." + e.getKey() + ": " + bad.getMessage());
                     }
                 }
             }
-            return new io.etserve.security.RestrictedApis(keys);
+            return new RestrictedApis(keys);
         }
     }
 

@@ -3,12 +3,19 @@ package io.etserve.config;
 import io.etserve.execution.InferenceService;
 import io.etserve.grpc.GrpcServer;
 import io.etserve.grpc.InferenceGrpcService;
+import io.etserve.grpc.RestrictedApiInterceptor;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
+import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.ModelRegistry;
-import io.etserve.rest.InferenceProtocolController;
+import io.etserve.repository.RepositoryControl;
+import io.etserve.security.RestrictedApis;
+import io.etserve.tracing.GrpcTracingInterceptor;
+import io.etserve.triton.TritonExtensions;
+import io.grpc.BindableService;
+import io.grpc.ServerInterceptors;
 import java.time.Duration;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
@@ -23,28 +30,24 @@ class GrpcConfiguration {
 
     @Bean
     GrpcServer grpcServer(EtServeProperties props, ModelRegistry registry, InferenceService inference,
-            ServerReadiness readiness, ProbeHealth probes, PublicMessages messages,
-            io.etserve.metrics.ProtocolMetrics metrics, io.etserve.repository.RepositoryControl repository,
-            io.etserve.security.RestrictedApis restricted, io.etserve.triton.TritonExtensions triton,
-            ObjectProvider<io.etserve.tracing.GrpcTracingInterceptor> tracing,
+            ServerReadiness readiness, ProbeHealth probes, PublicMessages messages, ProtocolMetrics metrics,
+            RepositoryControl repository, RestrictedApis restricted, TritonExtensions triton,
+            ObjectProvider<GrpcTracingInterceptor> tracing,
             @Value("${spring.lifecycle.timeout-per-shutdown-phase:30s}") Duration drainTimeout) {
         EtServeProperties.Grpc grpc = props.grpc();
         EtServeProperties.Inference limits = props.inference();
         long maxMessage = grpc.maxMessageSize() != null ? grpc.maxMessageSize().toBytes()
                 : limits.maxRequestSize().toBytes();
-        String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
-                version == null ? "dev" : version, InferenceProtocolController.EXTENSIONS, metrics, repository,
-                triton);
+                RestConfiguration.serverVersion(), TritonExtensions.EXTENSIONS, metrics, repository, triton);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
-                grpc.threads(), drainTimeout, traced(io.etserve.grpc.RestrictedApiInterceptor.guard(service, restricted),
+                grpc.threads(), drainTimeout, traced(RestrictedApiInterceptor.guard(service, restricted),
                 tracing.getIfAvailable()), probes);
     }
 
     /** Outermost, so refused calls are traced too (docs/tracing.md). */
-    private static io.grpc.BindableService traced(io.grpc.BindableService service,
-            io.etserve.tracing.GrpcTracingInterceptor tracing) {
-        return tracing == null ? service : () -> io.grpc.ServerInterceptors.intercept(service, tracing);
+    private static BindableService traced(BindableService service, GrpcTracingInterceptor tracing) {
+        return tracing == null ? service : () -> ServerInterceptors.intercept(service, tracing);
     }
 }

@@ -1,6 +1,7 @@
 package io.etserve.config;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedDeque;
@@ -230,7 +231,7 @@ final class RequestHeadGuard extends AbstractLifeCycle implements Connection.Lis
     /** At most every 10 s, and only when something happened: how much, so an attack shows in the log. */
     private void report(long now) {
         long[] counts = {timedOut.get(), evicted.get(), stoppedAccepting.get()};
-        if (java.util.Arrays.equals(counts, reportedCounts) || now - reported < LOG_EVERY_MILLIS) {
+        if (Arrays.equals(counts, reportedCounts) || now - reported < LOG_EVERY_MILLIS) {
             return;
         }
         log.info("port {} since the last report: closed {} connections whose request head took over {} ms and {} "

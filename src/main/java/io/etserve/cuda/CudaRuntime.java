@@ -3,10 +3,12 @@ package io.etserve.cuda;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import org.bytedeco.cuda.cudart.CUmemPoolHandle_st;
 import org.bytedeco.cuda.cudart.cudaDeviceProp;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Loader;
+import org.bytedeco.javacpp.LongPointer;
 import org.bytedeco.javacpp.SizeTPointer;
 
 /**
@@ -155,10 +157,10 @@ public final class CudaRuntime {
                     problems.append("device schedule ").append(schedule).append(": ").append(errorName(rc));
                 }
             }
-            org.bytedeco.cuda.cudart.CUmemPoolHandle_st pool = new org.bytedeco.cuda.cudart.CUmemPoolHandle_st();
+            CUmemPoolHandle_st pool = new CUmemPoolHandle_st();
             int rc = cudart.cudaDeviceGetDefaultMemPool(pool, device);
             if (rc == 0) {
-                try (org.bytedeco.javacpp.LongPointer keepAll = new org.bytedeco.javacpp.LongPointer(1)) {
+                try (LongPointer keepAll = new LongPointer(1)) {
                     keepAll.put(-1L);  // UINT64_MAX: never trim the pool on synchronize
                     rc = cudart.cudaMemPoolSetAttribute(pool, cudart.cudaMemPoolAttrReleaseThreshold, keepAll);
                 }

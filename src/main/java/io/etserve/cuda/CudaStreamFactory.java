@@ -1,6 +1,7 @@
 package io.etserve.cuda;
 
 import io.etserve.runtime.StreamSelection;
+import java.time.Duration;
 import java.util.List;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
@@ -13,12 +14,12 @@ public final class CudaStreamFactory implements StreamFactory {
     private final int sleepSliceMicros;
 
     public CudaStreamFactory(CudaRuntime runtime, StreamSelection.CompletionWait completionWait) {
-        this(runtime, completionWait, java.time.Duration.ZERO);
+        this(runtime, completionWait, Duration.ZERO);
     }
 
     /** @param sleepSlice the adaptive wait's longest single sleep (zero: one sleep), whole microseconds */
     public CudaStreamFactory(CudaRuntime runtime, StreamSelection.CompletionWait completionWait,
-            java.time.Duration sleepSlice) {
+            Duration sleepSlice) {
         if (!runtime.available()) {
             throw new IllegalArgumentException("CUDA unavailable: " + runtime.unavailableReason().orElse("?"));
         }

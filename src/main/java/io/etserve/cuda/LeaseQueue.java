@@ -2,6 +2,7 @@ package io.etserve.cuda;
 
 import java.util.ArrayDeque;
 import java.util.Arrays;
+import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -300,7 +301,7 @@ public final class LeaseQueue {
             // Newest first, the waiters behind it go before it (until someone newer comes).
             boolean newestFirst = order.newestFirst(now, waiters.isEmpty() ? now : waiters.peekFirst().since);
             int position = 0;
-            for (java.util.Iterator<Waiter> it = newestFirst ? waiters.descendingIterator() : waiters.iterator();
+            for (Iterator<Waiter> it = newestFirst ? waiters.descendingIterator() : waiters.iterator();
                     it.hasNext() && it.next() != me; ) {
                 position++;
             }

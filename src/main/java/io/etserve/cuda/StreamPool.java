@@ -4,6 +4,7 @@ import io.etserve.runtime.StreamSelection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongConsumer;
 
@@ -87,8 +88,8 @@ public final class StreamPool implements AutoCloseable {
     }
 
     /** Why the pool stopped leasing (a stream could not be synchronized), if it did. */
-    public java.util.Optional<String> fault() {
-        return java.util.Optional.ofNullable(fault.get());
+    public Optional<String> fault() {
+        return Optional.ofNullable(fault.get());
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.etserve.health;
 
+import java.util.Map;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 
@@ -17,7 +18,7 @@ public final class CallerStreamHealthIndicator implements HealthIndicator {
         CallerStreamCheck.Result r = check.check();
         Health.Builder b = r.ok() ? Health.up() : Health.down();
         b.withDetail("definers", r.definers().stream()
-                .map(d -> java.util.Map.of("path", d.path(), "soname", d.soname())).toList());
+                .map(d -> Map.of("path", d.path(), "soname", d.soname())).toList());
         if (r.ok()) {
             b.withDetail("path", r.definers().get(0).path()).withDetail("soname", r.definers().get(0).soname());
         } else {

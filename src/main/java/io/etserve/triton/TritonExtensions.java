@@ -11,10 +11,16 @@ import io.etserve.modelconfig.VersionPolicy;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.ModelVersionState;
 import io.etserve.repository.RepositoryControl;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.StreamReadFeature;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Triton's model configuration and statistics extensions, and the repository extension's load
@@ -108,13 +114,13 @@ public final class TritonExtensions {
      *     carries what this service cannot honour (model files, unknown parameters)
      */
     public static String loadConfig(byte[] body) {
-        if (body == null || new String(body, java.nio.charset.StandardCharsets.UTF_8).isBlank()) {
+        if (body == null || new String(body, StandardCharsets.UTF_8).isBlank()) {
             return null;
         }
-        tools.jackson.databind.JsonNode doc;
+        JsonNode doc;
         try {
             doc = BODY.readTree(body);
-        } catch (tools.jackson.core.JacksonException e) {
+        } catch (JacksonException e) {
             throw new RepositoryControl.RefusedException("the load request's body is not valid JSON: "
                     + e.getOriginalMessage());
         }
@@ -127,7 +133,7 @@ public final class TritonExtensions {
                         + ConfigOverride.abbreviate(key) + "'; it may hold parameters only");
             }
         }
-        tools.jackson.databind.JsonNode parameters = doc.get("parameters");
+        JsonNode parameters = doc.get("parameters");
         if (parameters == null || parameters.isNull()) {
             return null;
         }
@@ -135,7 +141,7 @@ public final class TritonExtensions {
             throw new RepositoryControl.RefusedException("the load request's parameters must be a JSON object");
         }
         checkParameterNames(parameters.propertyNames());
-        tools.jackson.databind.JsonNode config = parameters.get("config");
+        JsonNode config = parameters.get("config");
         if (config == null) {
             return null;
         }
@@ -147,7 +153,7 @@ public final class TritonExtensions {
     }
 
     /** A load request's parameters other than {@code config} cannot be honoured: each is refused. */
-    public static void checkParameterNames(java.util.Collection<String> names) {
+    public static void checkParameterNames(Collection<String> names) {
         for (String name : names) {
             if (name.startsWith("file:")) {
                 throw new RepositoryControl.RefusedException("the load request's parameter '"
@@ -161,8 +167,8 @@ public final class TritonExtensions {
         }
     }
 
-    private static final tools.jackson.databind.json.JsonMapper BODY = tools.jackson.databind.json.JsonMapper.builder()
-            .enable(tools.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+    private static final JsonMapper BODY = JsonMapper.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
     /** What the model declares now (the version a request would reach), when it loaded at all. */
     private Optional<ModelDescription> describedNow(String model) {

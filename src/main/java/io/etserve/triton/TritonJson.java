@@ -1,7 +1,10 @@
 package io.etserve.triton;
 
+import com.google.protobuf.ByteString;
+import com.google.protobuf.Descriptors.EnumValueDescriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.Message;
+import java.math.BigInteger;
 import java.util.List;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -49,16 +52,16 @@ public final class TritonJson {
     private static JsonNode value(FieldDescriptor f, Object v) {
         return switch (f.getType()) {
             case MESSAGE, GROUP -> tree((Message) v);
-            case ENUM -> JSON.getNodeFactory().stringNode(((com.google.protobuf.Descriptors.EnumValueDescriptor) v).getName());
+            case ENUM -> JSON.getNodeFactory().stringNode(((EnumValueDescriptor) v).getName());
             case BOOL -> JSON.getNodeFactory().booleanNode((Boolean) v);
             case STRING -> JSON.getNodeFactory().stringNode((String) v);
-            case UINT64, FIXED64 -> JSON.getNodeFactory().numberNode(new java.math.BigInteger(Long.toUnsignedString((Long) v)));
+            case UINT64, FIXED64 -> JSON.getNodeFactory().numberNode(new BigInteger(Long.toUnsignedString((Long) v)));
             case UINT32, FIXED32 -> JSON.getNodeFactory().numberNode(Integer.toUnsignedLong((Integer) v));
             case INT64, SINT64, SFIXED64 -> JSON.getNodeFactory().numberNode((Long) v);
             case INT32, SINT32, SFIXED32 -> JSON.getNodeFactory().numberNode((Integer) v);
             case DOUBLE -> JSON.getNodeFactory().numberNode((Double) v);
             case FLOAT -> JSON.getNodeFactory().numberNode((Float) v);
-            case BYTES -> JSON.getNodeFactory().binaryNode(((com.google.protobuf.ByteString) v).toByteArray());
+            case BYTES -> JSON.getNodeFactory().binaryNode(((ByteString) v).toByteArray());
         };
     }
 }

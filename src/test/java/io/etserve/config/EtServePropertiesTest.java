@@ -3,9 +3,15 @@ package io.etserve.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.etserve.cuda.QueuePolicy;
 import io.etserve.repository.DevicePlacement;
 import io.etserve.runtime.Program;
+import io.etserve.security.RestrictedApis;
+import java.time.Duration;
 import java.util.Map;
+import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.bind.BindException;
 import org.springframework.boot.context.properties.bind.Binder;
@@ -38,11 +44,11 @@ class EtServePropertiesTest {
     void restrictedApisBindByTritonsGroupNamesAndRefuseWhatCannotWork() {
         var restricted = bind(Map.of("etserve.api.restricted.model-repository.header", "admin-key",
                 "etserve.api.restricted.model-repository.value", "k")).api().restrictedApis();
-        assertThat(restricted.restricts(io.etserve.security.RestrictedApis.Group.MODEL_REPOSITORY)).isTrue();
-        assertThat(restricted.restricts(io.etserve.security.RestrictedApis.Group.INFERENCE)).isFalse();
+        assertThat(restricted.restricts(RestrictedApis.Group.MODEL_REPOSITORY)).isTrue();
+        assertThat(restricted.restricts(RestrictedApis.Group.INFERENCE)).isFalse();
         // An empty header leaves the group open (the chart's default when no Secret is given).
         assertThat(bind(Map.of("etserve.api.restricted.model-repository.header", "")).api().restrictedApis()
-                .restricts(io.etserve.security.RestrictedApis.Group.MODEL_REPOSITORY)).isFalse();
+                .restricts(RestrictedApis.Group.MODEL_REPOSITORY)).isFalse();
         assertThatThrownBy(() -> bind(Map.of("etserve.api.restricted.repository.header", "k")).api().restrictedApis())
                 .hasMessageContaining("etserve.api.restricted.repository: no such API group");
         assertThatThrownBy(() -> bind(Map.of("etserve.api.restricted.model-repository.header", "admin-key"))
@@ -65,21 +71,21 @@ class EtServePropertiesTest {
     void theSleepSliceIsADurationOfAtMostTheBridgesSixteenBitsOfMicroseconds() {
         assertThat(bind(Map.of()).cuda().sleepSlice()).isZero();
         assertThat(bind(Map.of("etserve.cuda.sleep-slice", "50us")).cuda().sleepSlice())
-                .isEqualTo(java.time.Duration.ofNanos(50_000));
+                .isEqualTo(Duration.ofNanos(50_000));
         assertThat(bind(Map.of("etserve.cuda.sleep-slice", "50")).cuda().sleepSlice())
-                .as("a bare number is microseconds").isEqualTo(java.time.Duration.ofNanos(50_000));
+                .as("a bare number is microseconds").isEqualTo(Duration.ofNanos(50_000));
         assertThatThrownBy(() -> bind(Map.of("etserve.cuda.sleep-slice", "100ms")))
                 .hasRootCauseMessage("etserve.cuda.sleep-slice: a sleep slice must be 0 to 65535us, got PT0.1S");
     }
 
     @Test
     void theQueuePolicyBindsAsWrittenAndDefaultsToAdaptiveLifo() {
-        assertThat(bind(Map.of()).inference().queuePolicy().policy()).isEqualTo(io.etserve.cuda.QueuePolicy.DEFAULT);
-        io.etserve.cuda.QueuePolicy fifo = bind(Map.of("etserve.inference.queue-policy.order", "fifo",
+        assertThat(bind(Map.of()).inference().queuePolicy().policy()).isEqualTo(QueuePolicy.DEFAULT);
+        QueuePolicy fifo = bind(Map.of("etserve.inference.queue-policy.order", "fifo",
                 "etserve.inference.queue-policy.give-up-window", "250ms",
                 "etserve.inference.queue-policy.max-fifo-wait", "80ms")).inference().queuePolicy().policy();
-        assertThat(fifo).isEqualTo(new io.etserve.cuda.QueuePolicy(io.etserve.cuda.QueuePolicy.Order.FIFO,
-                java.time.Duration.ofMillis(250), java.time.Duration.ofMillis(80)));
+        assertThat(fifo).isEqualTo(new QueuePolicy(QueuePolicy.Order.FIFO,
+                Duration.ofMillis(250), Duration.ofMillis(80)));
         assertThatThrownBy(() -> bind(Map.of("etserve.inference.queue-policy.order", "lifo")))
                 .isInstanceOf(BindException.class).hasMessageContaining("etserve.inference.queue-policy.order");
         assertThatThrownBy(() -> bind(Map.of("etserve.inference.queue-policy.give-up-window", "-1s")))
@@ -89,11 +95,11 @@ class EtServePropertiesTest {
     @Test
     void theInputBufferSizeReachesEveryHttpConnectorAndIsBounded() {
         EtServeProperties.Http http = bind(Map.of("etserve.http.input-buffer-size", "128KB")).http();
-        org.eclipse.jetty.server.Server server = new org.eclipse.jetty.server.Server();
-        org.eclipse.jetty.server.ServerConnector connector = new org.eclipse.jetty.server.ServerConnector(server);
+        Server server = new Server();
+        ServerConnector connector = new ServerConnector(server);
         server.addConnector(connector);
         new JettyServerSettings(http).customize(server);
-        assertThat(connector.getConnectionFactory(org.eclipse.jetty.server.HttpConnectionFactory.class)
+        assertThat(connector.getConnectionFactory(HttpConnectionFactory.class)
                 .getHttpConfiguration().getInputBufferSize()).isEqualTo(128 * 1024);
         assertThat(bind(Map.of()).http().inputBufferSize().toKilobytes()).isEqualTo(64);
         assertThatThrownBy(() -> bind(Map.of("etserve.http.input-buffer-size", "1KB")))

@@ -1,75 +1,49 @@
 package io.etserve.config;
 
+import io.etserve.cuda.CudaEarlyStart;
 import io.etserve.cuda.CudaRuntime;
 import io.etserve.cuda.CudaStreamFactory;
 import io.etserve.cuda.StreamFactory;
 import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
-import io.etserve.health.CallerStreamCheck;
-import io.etserve.repository.NodeCapabilities;
-import io.etserve.runtime.NativeRuntime;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 /**
- * The native side of the service: the ExecuTorch bridge, CUDA, TensorRT and the stream pools.
- * Order matters and Spring's dependency graph keeps it: the bridge loads first; on shutdown,
- * models (which depend on the pools) are freed before the streams.
+ * CUDA, TensorRT and the stream pools ({@code etserve.cuda.*}). Only {@code enabled=false} is
+ * known before startup; whether a usable GPU exists is found by starting CUDA, so these beans
+ * exist on every host and say "unavailable" when there is none (health, metrics and model
+ * placement read them). Spring destroys beans in reverse dependency order: the models, which
+ * lease streams, are freed before the pools.
  */
 @Configuration(proxyBeanMethods = false)
-public class RuntimeConfiguration {
+class CudaConfiguration {
 
-    private static final Logger log = LoggerFactory.getLogger(RuntimeConfiguration.class);
+    private static final Logger log = LoggerFactory.getLogger(CudaConfiguration.class);
 
+    /**
+     * {@code etserve.cuda.enabled} {@code auto} or {@code true} (the condition matches any value
+     * but {@code false}, as {@link CudaEarlyStart} reads it): start CUDA and
+     * prepare each device; {@code true} refuses to start without it.
+     */
     @Bean
-    NativeRuntime.Info nativeRuntime(EtServeProperties props) {
-        EtServeProperties.Native n = props.nativeRuntime();
-        Path extract = n.extractDir() != null ? n.extractDir()
-                : Path.of(System.getProperty("java.io.tmpdir"), "etserve-native");
-        NativeRuntime.Info info = NativeRuntime.load(
-                new NativeRuntime.Options(Optional.ofNullable(n.libraryDir()), extract, n.extraLibraries()));
-        log.info("ExecuTorch bridge loaded from {}; delegates registered: {}", info.directory(),
-                info.registeredBackends());
-        return info;
-    }
-
-    @Bean
-    CallerStreamCheck callerStreamCheck(NativeRuntime.Info nativeRuntime, EtServeProperties props) {
-        CallerStreamCheck check = new CallerStreamCheck();
-        CallerStreamCheck.Result r = check.check();
-        if (r.ok()) {
-            log.info(r.summary());
-        } else if (props.health().failFastCallerStream()) {
-            throw new IllegalStateException("Refusing to start: " + r.summary()
-                    + " (set etserve.health.fail-fast-caller-stream=false to start anyway, reporting DOWN)");
-        } else {
-            log.error(r.summary());
-        }
-        return check;
-    }
-
-    @Bean
+    @ConditionalOnProperty(name = "etserve.cuda.enabled", matchIfMissing = true)
     CudaRuntime cudaRuntime(EtServeProperties props) {
-        EtServeProperties.CudaMode mode = props.cuda().enabled();
-        if (mode == EtServeProperties.CudaMode.FALSE) {
-            return CudaRuntime.unavailable("CUDA disabled by configuration (etserve.cuda.enabled=false)");
-        }
         CudaRuntime cuda = CudaRuntime.started();
         if (!cuda.available()) {
-            if (mode == EtServeProperties.CudaMode.TRUE) {
+            if (props.cuda().enabled() == EtServeProperties.CudaMode.TRUE) {
                 throw new IllegalStateException("etserve.cuda.enabled=true but " + cuda.unavailableReason().orElse("?"));
             }
             log.info("running CPU-only: {}", cuda.unavailableReason().orElse("?"));
@@ -82,6 +56,13 @@ public class RuntimeConfiguration {
             }
         }
         return cuda;
+    }
+
+    /** {@code etserve.cuda.enabled=false}: CPU only, and CUDA's libraries are never loaded. */
+    @Bean
+    @ConditionalOnProperty(name = "etserve.cuda.enabled", havingValue = "false")
+    CudaRuntime cudaDisabled() {
+        return CudaRuntime.unavailable("CUDA disabled by configuration (etserve.cuda.enabled=false)");
     }
 
     @Bean
@@ -119,10 +100,5 @@ public class RuntimeConfiguration {
         }
         log.info("stream pools: {} streams on each of devices {}", c.streamsPerDevice(), devices);
         return new StreamPools(pools, null, c.drainTimeout());
-    }
-
-    @Bean
-    NodeCapabilities nodeCapabilities(NativeRuntime.Info nativeRuntime, CudaRuntime cuda, TensorRtProbe tensorRt) {
-        return new NodeCapabilities(new HashSet<>(nativeRuntime.registeredBackends()), cuda, tensorRt);
     }
 }

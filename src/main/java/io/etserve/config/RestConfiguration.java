@@ -1,0 +1,126 @@
+package io.etserve.config;
+
+import io.etserve.execution.InferenceService;
+import io.etserve.health.ProbeHealth;
+import io.etserve.health.ServerReadiness;
+import io.etserve.metrics.ProtocolMetrics;
+import io.etserve.metrics.TritonMetrics;
+import io.etserve.protocol.DecodeLimits;
+import io.etserve.protocol.InferRequestDecoder;
+import io.etserve.protocol.InferResponseEncoder;
+import io.etserve.protocol.PublicMessages;
+import io.etserve.repository.ModelRegistry;
+import io.etserve.rest.ClientConnections;
+import io.etserve.rest.DirectErrorPathFilter;
+import io.etserve.rest.InferBodyFilter;
+import io.etserve.rest.InferenceProtocolController;
+import io.etserve.rest.InflightBytes;
+import io.etserve.rest.ProtocolErrorPageFilter;
+import io.etserve.rest.RestRequestMetricsFilter;
+import io.etserve.runtime.DirectBufferPool;
+import io.micrometer.observation.ObservationPredicate;
+import jakarta.servlet.DispatcherType;
+import jakarta.servlet.Filter;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.Ordered;
+import org.springframework.http.server.observation.ServerRequestObservationContext;
+
+/**
+ * The Open Inference Protocol over REST on the public port: its controllers, how request bodies
+ * are read, and error pages in the protocol's shape. Filters on inference calls, outermost first:
+ * {@link ApiAccessConfiguration}'s, {@link TracingConfiguration}'s, the metrics filter, the body filter.
+ */
+@Configuration(proxyBeanMethods = false)
+class RestConfiguration {
+
+    /**
+     * Replaces the scanned bean of the same name (the other controllers are scanned): its limits
+     * come from {@code etserve.inference.*}.
+     */
+    @Bean
+    InferenceProtocolController inferenceProtocolController(ModelRegistry registry, InferenceService inference,
+            ServerReadiness readiness, ProbeHealth probes, EtServeProperties props, InflightBytes inflight,
+            DirectBufferPool tensorBuffers, PublicMessages messages, ClientConnections clients) {
+        return new InferenceProtocolController(registry, inference, readiness, probes, new InferRequestDecoder(),
+                new InferResponseEncoder(),
+                new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
+                props.inference().maxRequestSize().toBytes(), serverVersion(), inflight, tensorBuffers, messages,
+                clients);
+    }
+
+    /** Server metadata's version on both protocols: the jar's Implementation-Version, "dev" outside a jar. */
+    static String serverVersion() {
+        String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
+        return version == null ? "dev" : version;
+    }
+
+    /** One thread that sees HTTP clients close their connections while their requests wait. */
+    @Bean
+    ClientConnections clientConnections() {
+        return new ClientConnections();
+    }
+
+    @Bean
+    InflightBytes inflightBytes(EtServeProperties props) {
+        return new InflightBytes(props.inference().maxInflightRequestBytes().toBytes());
+    }
+
+    @Bean
+    FilterRegistrationBean<InferBodyFilter> inferBodyFilter(InflightBytes inflight, DirectBufferPool tensorBuffers,
+            EtServeProperties props) {
+        var registration = new FilterRegistrationBean<>(new InferBodyFilter(inflight, tensorBuffers,
+                props.inference().maxRequestSize().toBytes(), props.inference().bodyTimeout()));
+        registration.addUrlPatterns("/v2/models/*");
+        registration.setDispatcherTypes(DispatcherType.REQUEST, DispatcherType.ASYNC);
+        registration.setAsyncSupported(true);
+        return registration;
+    }
+
+    /** REST inference calls by model and status ({@link ProtocolMetrics}), outside the body filter. */
+    @Bean
+    FilterRegistrationBean<RestRequestMetricsFilter> restRequestMetricsFilter(ProtocolMetrics metrics) {
+        var registration = new FilterRegistrationBean<>(new RestRequestMetricsFilter(metrics));
+        registration.addUrlPatterns("/v2/models/*");
+        registration.setDispatcherTypes(DispatcherType.REQUEST);
+        registration.setAsyncSupported(true);
+        registration.setOrder(Ordered.HIGHEST_PRECEDENCE + 10);
+        return registration;
+    }
+
+    /**
+     * No {@code http.server.requests} observation for inference calls: Triton's per-model series
+     * ({@link TritonMetrics}) already count and time them, and the observation
+     * was a large share of a small request's server CPU
+     * (bench/results/2026-12-03-2core-small-requests-jetty.md). Other endpoints keep it.
+     */
+    @Bean
+    ObservationPredicate noHttpObservationForInference() {
+        return (name, context) -> !(context instanceof ServerRequestObservationContext server
+                && InferBodyFilter.isInfer(server.getCarrier()));
+    }
+
+    /** Error pages of {@code /v2} requests in the protocol's shape. */
+    @Bean
+    FilterRegistrationBean<ProtocolErrorPageFilter> protocolErrorPageFilter(
+            @Value("${server.error.path:/error}") String errorPath) {
+        return onErrorPath(new ProtocolErrorPageFilter(), errorPath, DispatcherType.ERROR);
+    }
+
+    /** The error path asked for directly is not an endpoint. */
+    @Bean
+    FilterRegistrationBean<DirectErrorPathFilter> directErrorPathFilter(
+            @Value("${server.error.path:/error}") String errorPath) {
+        return onErrorPath(new DirectErrorPathFilter(), errorPath, DispatcherType.REQUEST);
+    }
+
+    private static <F extends Filter> FilterRegistrationBean<F> onErrorPath(F filter, String errorPath,
+            DispatcherType dispatch) {
+        var registration = new FilterRegistrationBean<>(filter);
+        registration.addUrlPatterns(errorPath);
+        registration.setDispatcherTypes(dispatch);
+        return registration;
+    }
+}
