@@ -1,10 +1,9 @@
 package io.etserve.config;
 
 import io.etserve.protocol.PublicMessages;
-import io.etserve.rest.DirectErrorPathFilter;
+import io.etserve.rest.ErrorPathFilter;
 import io.etserve.rest.InferBodyFilter;
 import io.etserve.rest.InflightBytes;
-import io.etserve.rest.ProtocolErrorPageFilter;
 import io.etserve.runtime.DirectBufferPool;
 import io.micrometer.observation.ObservationPredicate;
 import jakarta.servlet.DispatcherType;
@@ -59,13 +58,6 @@ public class HttpConfiguration {
         return registration;
     }
 
-    /** Error pages of {@code /v2} requests in the protocol's shape. */
-    @Bean
-    FilterRegistrationBean<ProtocolErrorPageFilter> protocolErrorPageFilter(
-            @Value("${server.error.path:/error}") String errorPath) {
-        return onErrorPath(new ProtocolErrorPageFilter(), errorPath, DispatcherType.ERROR);
-    }
-
     /**
      * No {@code http.server.requests} observation for inference calls: Triton's per-model series
      * (io.etserve.metrics.TritonMetrics) already count and time them, and the observation was a
@@ -84,18 +76,15 @@ public class HttpConfiguration {
         return factory -> factory.addServerCustomizers(new JettyServerSettings(props.http()));
     }
 
-    /** The error path asked for directly is not an endpoint. */
+    /**
+     * The error path: error pages of {@code /v2} requests in the protocol's shape; asked for
+     * directly, not an endpoint.
+     */
     @Bean
-    FilterRegistrationBean<DirectErrorPathFilter> directErrorPathFilter(
-            @Value("${server.error.path:/error}") String errorPath) {
-        return onErrorPath(new DirectErrorPathFilter(), errorPath, DispatcherType.REQUEST);
-    }
-
-    private static <F extends jakarta.servlet.Filter> FilterRegistrationBean<F> onErrorPath(F filter, String errorPath,
-            DispatcherType dispatch) {
-        var registration = new FilterRegistrationBean<>(filter);
+    FilterRegistrationBean<ErrorPathFilter> errorPathFilter(@Value("${server.error.path:/error}") String errorPath) {
+        var registration = new FilterRegistrationBean<>(new ErrorPathFilter());
         registration.addUrlPatterns(errorPath);
-        registration.setDispatcherTypes(dispatch);
+        registration.setDispatcherTypes(DispatcherType.ERROR, DispatcherType.REQUEST);
         return registration;
     }
 }

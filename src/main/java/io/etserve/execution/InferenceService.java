@@ -1,20 +1,18 @@
 package io.etserve.execution;
 
 import io.etserve.inference.Caller;
+import io.etserve.inference.InferenceException;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
-import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
 import io.etserve.inference.RequestCancelledException;
 import io.etserve.runtime.CompletionWaits;
 import io.etserve.runtime.DirectBufferPool;
-import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
 import io.etserve.runtime.OutputBuffers;
-import io.etserve.runtime.ProgramInstance;
 import io.etserve.runtime.StreamSelection;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -99,75 +97,92 @@ public final class InferenceService {
 
     /**
      * Runs {@code request}; its outputs are copied once, out of the Module, into buffers from
-     * {@code outputs} (the caller's to give back once the response is written).
+     * {@code outputs} (the caller's to give back once the response is written). Every call ends
+     * in one outcome, recorded once in its {@code finally}: a success with its times, or one
+     * {@link InferenceException}, which is what the caller sees.
      *
      * @param caller who waits for the answer: a request whose caller goes before it runs is
      *     dropped ({@link RequestCancelledException})
+     * @throws InferenceException whatever failed, as its kind
      */
     public InferenceResponse infer(String modelName, String version, InferenceRequest request, OutputBuffers outputs,
             Caller caller) {
         long start = System.nanoTime();
-        LoadedModel model;
-        try {
-            model = models.serving(modelName, version);
-        } catch (ModelNotFoundException e) {
-            observer.failure("unknown", "", InferenceObserver.FailureReason.OTHER, System.nanoTime() - start);
-            throw e;
-        } catch (ModelUnavailableException e) {
-            observer.failure(modelName, e.version(), InferenceObserver.FailureReason.OTHER, System.nanoTime() - start);
-            throw e;
-        }
-        while (!model.tryUse()) {
-            // Retired after what replaces it was installed: that one, if any, takes the request.
-            LoadedModel successor = successor(modelName, version, model);
-            if (successor == null) {
-                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
-                        System.nanoTime() - start);
-                throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
-                        + " is being unloaded", Duration.ofSeconds(1));
-            }
-            model = successor;
-        }
-        spans.resolved(model.name(), model.version());
-        observer.pending(model.name(), model.version(), 1);
-        try {
-            return run(model, request, outputs, caller, start);
-        } finally {
-            observer.pending(model.name(), model.version(), -1);
-            model.release();
-        }
-    }
-
-    private InferenceResponse run(LoadedModel model, InferenceRequest request, OutputBuffers outputs, Caller caller,
-            long start) {
+        LoadedModel model = null;
         Cancellation cancellation = null;
+        long bound = 0;
+        long named = 0;
+        Executed done = null;
+        InferenceException failure = null;
         try {
+            model = use(modelName, version);
+            spans.resolved(model.name(), model.version());
+            observer.pending(model.name(), model.version(), 1);
             cancellation = Cancellation.of(caller, request.parameters(), start);
             List<ExecutionInput> inputs = TensorContract.bindInputs(model, request);
             TensorContract.OutputSelection selected = TensorContract.selectOutputs(model, request);
             Optional<DynamicBatcher> batcher = model.batcher();
-            long bound = System.nanoTime();
-            Executed done = batcher.isPresent()
+            bound = System.nanoTime();
+            done = batcher.isPresent()
                     ? joinBatch(model, batcher.get(), inputs, outputs, cancellation)
                     : runAlone(model, inputs, outputs, cancellation);
             if (cancellation.hasLeft()) {
                 // It ran, but nobody waits for it any more.
                 throw cancellation.dropped(RequestCancelledException.Stage.EXECUTION, model.name());
             }
-            long named = System.nanoTime();
-            InferenceResponse response = new InferenceResponse(model.name(), model.version(), request.id(),
+            named = System.nanoTime();
+            return new InferenceResponse(model.name(), model.version(), request.id(),
                     TensorContract.nameOutputs(model, done.outputs(), selected.names()), selected.binary());
-            observer.success(model.name(), model.version(), done.rows(), done.queueNanos(),
-                    (bound - start) + done.inputNanos(), done.inferNanos(),
-                    done.outputNanos() + (System.nanoTime() - named));
-            return response;
         } catch (RuntimeException e) {
-            throw settleRequest(model, start, e);
+            failure = InferenceException.of(e, model == null ? null : model.name());
+            throw failure;
         } finally {
             if (cancellation != null) {
                 cancellation.close();
             }
+            if (model != null) {
+                observer.pending(model.name(), model.version(), -1);
+                model.release();
+            }
+            if (failure != null) {
+                recordFailure(modelName, model, failure, System.nanoTime() - start);
+            } else if (named != 0) {
+                observer.success(model.name(), model.version(), done.rows(), done.queueNanos(),
+                        (bound - start) + done.inputNanos(), done.inferNanos(),
+                        done.outputNanos() + (System.nanoTime() - named));
+            }
         }
+    }
+
+    /**
+     * The model that serves the request, in use until released. One retired after what replaces
+     * it was installed hands the request to that one, if any.
+     */
+    private LoadedModel use(String modelName, String version) {
+        LoadedModel model = models.serving(modelName, version);
+        while (!model.tryUse()) {
+            LoadedModel successor = successor(modelName, version, model);
+            if (successor == null) {
+                throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
+                        + " is being unloaded", Duration.ofSeconds(1), model.version());
+            }
+            model = successor;
+        }
+        return model;
+    }
+
+    /**
+     * A failed request in the metrics: under the version it ran on; one that never reached a
+     * model under the version it asked for (unknown models all under "unknown").
+     */
+    private void recordFailure(String modelName, LoadedModel model, InferenceException failure, long nanos) {
+        String name = model != null ? model.name() : failure instanceof ModelNotFoundException ? "unknown" : modelName;
+        String version = model != null ? model.version()
+                : failure instanceof ModelUnavailableException u ? u.version() : "";
+        if (failure instanceof RequestCancelledException c) {
+            observer.cancelled(name, version, c.stage(), c.reason());
+        }
+        observer.failure(name, version, InferenceObserver.FailureReason.of(failure.kind()), nanos);
     }
 
     /** A call's outputs and where its time went (Triton's queue / input / infer / output). */
@@ -178,39 +193,35 @@ public final class InferenceService {
      * The request as its own forward call: a free instance, admission, execute. The wait is in
      * the instance line, which a request whose caller goes leaves at once; admission after it
      * finds the bulkhead's permit free (it counts the instances) or the breaker's refusal.
+     * {@link #forward} reports the call's outcome to the breaker and the fault listener; a
+     * failure before it, {@link #notRun}.
      */
     private Executed runAlone(LoadedModel model, List<ExecutionInput> inputs, OutputBuffers outputs,
             Cancellation cancellation) {
         long queued = System.nanoTime();
         ExecutionSlot slot = null;
-        ModelAdmission.Admission admitted = null;
-        boolean reported = false;
+        ModelAdmission.Admission admitted;
         try {
             try (InferenceSpans.Phase queue = spans.queue(model.name(), model.version())) {
                 slot = acquireTraced(model, cancellation, queue);
             }
             admitted = admission.admit(model);
-            long executing = System.nanoTime();
-            reported = true;  // forward() reports the outcome, whatever it is
-            ExecutionSlot held = slot;
-            slot = null;  // forward() gives it back
-            List<ExecutionOutput> outs = forward(model, admitted, held, inputs, outputs, 0, null);
-            long inferNanos = System.nanoTime() - executing;
-            observer.executionTimes(model.name(), model.version(), 1, 0, inferNanos, 0);
-            return new Executed(outs, 1, executing - queued, 0, inferNanos, 0);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new ModelUnavailableException("interrupted while waiting for an instance");
         } catch (RuntimeException e) {
-            if (!reported) {
-                notRun(e);
-            }
-            throw e;
-        } finally {
             if (slot != null) {
                 slot.close();
             }
-            release(admitted, reported);
+            notRun(e);
+            throw e;
+        }
+        try (admitted) {
+            long executing = System.nanoTime();
+            List<ExecutionOutput> outs = forward(model, admitted, slot, inputs, outputs, 0, null);
+            long inferNanos = System.nanoTime() - executing;
+            observer.executed(model.name(), model.version(), 0, 0, inferNanos, 0);
+            return new Executed(outs, 1, executing - queued, 0, inferNanos, 0);
         }
     }
 
@@ -219,7 +230,7 @@ public final class InferenceService {
      * on a faulted device) reaches the fault listener as a runtime failure would, once.
      */
     private void notRun(RuntimeException e) {
-        if (Outcome.of(e) == Outcome.BACKEND_FAILURE) {
+        if (InferenceException.of(e).kind() == InferenceException.Kind.FAILED) {
             faults.onRuntimeFailure(OptionalInt.empty(), e);
         }
     }
@@ -300,7 +311,7 @@ public final class InferenceService {
                 row += m.rows;
             }
             long cut = System.nanoTime();
-            observer.executionTimes(model.name(), model.version(), rows, executing - joining, executed - executing,
+            observer.executed(model.name(), model.version(), rows, executing - joining, executed - executing,
                     cut - executed);
             DynamicBatcher.Share mine = null;
             for (int i = 0; i < members.size(); i++) {
@@ -395,14 +406,13 @@ public final class InferenceService {
         try (slot) {
             List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection(), outputs);
             admitted.succeeded(System.nanoTime() - executing);
-            observer.executed(model.name(), model.version(), batchRows);
             CompletionWaits.Ended waited = slot.instance().lastAdaptiveWait();
             if (waited != CompletionWaits.Ended.NONE) {
                 observer.completionWait(model.name(), model.version(), waited);
             }
             return outs;
         } catch (RuntimeException e) {
-            if (Outcome.of(e) == Outcome.BACKEND_FAILURE) {
+            if (InferenceException.of(e).kind() == InferenceException.Kind.FAILED) {
                 admitted.failed(System.nanoTime() - executing, e);
                 faults.onRuntimeFailure(device, e);
             } else {
@@ -410,65 +420,6 @@ public final class InferenceService {
             }
             throw e;
         }
-    }
-
-    /**
-     * What a failed call was, decided once: it drives the metrics, the breaker, the fault
-     * listener and the exception the caller (and so the HTTP status) sees.
-     */
-    enum Outcome {
-        /** The request does not fit the method: 400, says nothing about the model's health. */
-        BAD_INPUT(InferenceObserver.FailureReason.OTHER),
-        /** No capacity within the wait (bulkhead or instances): 503, retry. */
-        REJECTED(InferenceObserver.FailureReason.REJECTED),
-        /** The model cannot take calls (breaker open, unloading): 503. */
-        UNAVAILABLE(InferenceObserver.FailureReason.OTHER),
-        /** The runtime or the device failed: 500, counts against the breaker, may be a CUDA fault. */
-        BACKEND_FAILURE(InferenceObserver.FailureReason.BACKEND),
-        /** Nobody waits for it (its caller went, its deadline passed): says nothing about the model. */
-        CANCELLED(InferenceObserver.FailureReason.CANCELED);
-
-        final InferenceObserver.FailureReason reason;
-
-        Outcome(InferenceObserver.FailureReason reason) {
-            this.reason = reason;
-        }
-
-        static Outcome of(Throwable t) {
-            if (t instanceof InvalidInputException || (t instanceof ExecuTorchException e && e.isInvalidInput())) {
-                return BAD_INPUT;
-            }
-            if (t instanceof RequestCancelledException c) {
-                // Triton counts a request whose timeout expired in the queue as rejected.
-                return c.reason() == RequestCancelledException.Reason.TIMEOUT ? REJECTED : CANCELLED;
-            }
-            if (t instanceof OverloadedException || t instanceof InterruptedException) {
-                return REJECTED;
-            }
-            if (t instanceof ModelUnavailableException || t instanceof ProgramInstance.InstanceClosedException) {
-                return UNAVAILABLE;
-            }
-            return BACKEND_FAILURE;
-        }
-    }
-
-    /**
-     * Records a failed request's one outcome (the forward call's, if it ran, was reported by
-     * {@link #forward}) and returns what to throw.
-     */
-    private RuntimeException settleRequest(LoadedModel model, long start, RuntimeException e) {
-        Outcome outcome = Outcome.of(e);
-        if (e instanceof RequestCancelledException c) {
-            observer.cancelled(model.name(), model.version(), c.stage(), c.reason());
-        }
-        observer.failure(model.name(), model.version(), outcome.reason, System.nanoTime() - start);
-        if (outcome == Outcome.BAD_INPUT && e instanceof ExecuTorchException x) {
-            return new InvalidInputException("model '" + model.name() + "' rejected the input: " + x.getMessage());
-        }
-        if (e instanceof ProgramInstance.InstanceClosedException) {
-            return new ModelUnavailableException("model '" + model.name() + "' is unloading", java.time.Duration.ofSeconds(1));
-        }
-        return e;
     }
 
     /** {@link #acquire}, with a failure recorded on the queue span. */

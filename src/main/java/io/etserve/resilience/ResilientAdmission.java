@@ -60,7 +60,7 @@ public final class ResilientAdmission implements ModelAdmission {
             long waitMillis = g.breaker().getCircuitBreakerConfig().getWaitIntervalFunctionInOpenState().apply(1);
             throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
                     + " is failing; its circuit breaker is " + g.breaker().getState() + " (retrying after "
-                    + waitMillis + " ms)", java.time.Duration.ofMillis(waitMillis));
+                    + waitMillis + " ms)", Duration.ofMillis(waitMillis));
         }
         if (!g.bulkhead().tryAcquirePermission()) {
             g.breaker().releasePermission();
