@@ -24,8 +24,9 @@ import java.util.OptionalInt;
  * Runs one request on one model version: checks it against the model's signature, then either
  * takes a free instance (bounded wait) and executes it alone, or, for a model with dynamic
  * batching, joins a batch that one forward call runs for all its requests. Either way the
- * forward call goes through {@link #forward} and the request's outcome through
- * {@link #settleRequest}: one path for every protocol.
+ * forward call goes through {@link #forward}, which tells the breaker and the fault listener its
+ * outcome, and the request ends in {@link #infer}'s one recorded outcome: a success, or one
+ * {@link InferenceException} whose kind the protocols, the metrics and the breaker all read.
  *
  * <p>A request nobody waits for any more is dropped before it runs ({@link Cancellation}): its
  * {@link Caller} went (an HTTP client that closed its connection, a cancelled gRPC call) while it
@@ -113,6 +114,7 @@ public final class InferenceService {
         long bound = 0;
         long named = 0;
         Executed done = null;
+        InferenceResponse response = null;
         InferenceException failure = null;
         try {
             model = use(modelName, version);
@@ -131,8 +133,9 @@ public final class InferenceService {
                 throw cancellation.dropped(RequestCancelledException.Stage.EXECUTION, model.name());
             }
             named = System.nanoTime();
-            return new InferenceResponse(model.name(), model.version(), request.id(),
+            response = new InferenceResponse(model.name(), model.version(), request.id(),
                     TensorContract.nameOutputs(model, done.outputs(), selected.names()), selected.binary());
+            return response;
         } catch (RuntimeException e) {
             failure = InferenceException.of(e, model == null ? null : model.name());
             throw failure;
@@ -146,7 +149,7 @@ public final class InferenceService {
             }
             if (failure != null) {
                 recordFailure(modelName, model, failure, System.nanoTime() - start);
-            } else if (named != 0) {
+            } else if (response != null) {
                 observer.success(model.name(), model.version(), done.rows(), done.queueNanos(),
                         (bound - start) + done.inputNanos(), done.inferNanos(),
                         done.outputNanos() + (System.nanoTime() - named));
