@@ -2,6 +2,7 @@ package io.etserve.execution;
 
 import io.etserve.inference.Caller;
 import io.etserve.inference.InferenceException;
+import io.etserve.inference.InferenceFailedException;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.ModelNotFoundException;
@@ -233,7 +234,7 @@ public final class InferenceService {
      * on a faulted device) reaches the fault listener as a runtime failure would, once.
      */
     private void notRun(RuntimeException e) {
-        if (InferenceException.of(e).kind() == InferenceException.Kind.FAILED) {
+        if (InferenceException.of(e) instanceof InferenceFailedException) {
             faults.onRuntimeFailure(OptionalInt.empty(), e);
         }
     }
@@ -415,8 +416,8 @@ public final class InferenceService {
             }
             return outs;
         } catch (RuntimeException e) {
-            if (InferenceException.of(e).kind() == InferenceException.Kind.FAILED) {
-                admitted.failed(System.nanoTime() - executing, e);
+            if (InferenceException.of(e, model.name()) instanceof InferenceFailedException failed) {
+                admitted.failed(System.nanoTime() - executing, failed);
                 faults.onRuntimeFailure(device, e);
             } else {
                 admitted.ignored();

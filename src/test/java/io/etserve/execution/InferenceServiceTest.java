@@ -84,7 +84,7 @@ class InferenceServiceTest {
                         heard.add("breaker:succeeded");
                     }
 
-                    public void failed(long nanos, Throwable error) {
+                    public void failed(long nanos, InferenceFailedException error) {
                         heard.add("breaker:failed");
                     }
 
