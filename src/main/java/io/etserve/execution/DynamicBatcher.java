@@ -31,12 +31,14 @@ import org.slf4j.LoggerFactory;
  * size is reached, or the first request has waited {@code max-queue-delay}. It then waits for a
  * free instance (the queue keeps growing meanwhile, so batches grow under load) and hands the
  * batch, with that instance, to the batch's oldest request: its own request thread runs the
- * forward call for everyone (see {@link InferenceService}), so no thread sits between the HTTP
- * threads and the runtime and a lone request costs one hand-off.
+ * batch ({@link Batch#run}: join the inputs, one forward call, cut the outputs back) for
+ * everyone, so no thread sits between the HTTP threads and the runtime and a lone request costs
+ * one hand-off.
  *
- * <p>Every queued request ends in exactly one of: leading a batch, its share of a batch's outputs,
- * or an error. A request that finds no instance by its deadline gets 503; closing stops new
- * requests and runs everything already queued (without waiting for company) before it returns.
+ * <p>Every queued request ends in exactly one of: leading a batch, its share of a batch's outputs
+ * ({@link Handover}), or an error. A request that finds no instance by its deadline gets 503;
+ * closing stops new requests and runs everything already queued (without waiting for company)
+ * before it returns.
  * A request whose caller goes, or whose own deadline passes, while it is queued is withdrawn
  * ({@link #withdraw}): it never joins a batch, and a batch that has not been cut yet simply
  * forms without it. A failure to find an instance for the queue is reported once, through the
@@ -89,6 +91,27 @@ public final class DynamicBatcher implements AutoCloseable {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Queues {@code me} and returns its share of the batch it ran in: when it leads, its own
+     * thread runs the batch for everyone ({@link Batch#run}). Its queue span ends when its batch
+     * is cut, and names the batch's forward span.
+     *
+     * @param model the model version this batcher serves, whose calls {@code forward} admits
+     * @throws RuntimeException what failed it: the batch's error, or why it never joined one
+     */
+    Share run(Member me, LoadedModel model, Forward forward) {
+        Handover given;
+        try {
+            submit(me);
+            given = me.await();
+        } catch (RuntimeException e) {
+            me.queue.failed(e);
+            me.queue.close();
+            throw e;
+        }
+        return given.claim(me, model, forward);
     }
 
     /**
@@ -243,7 +266,7 @@ public final class DynamicBatcher implements AutoCloseable {
                 rows += m.rows;
             }
             running++;
-            return new Batch(members, rows, slot, System.nanoTime(), this);
+            return new Batch(members, rows, slot, System.nanoTime());
         } finally {
             lock.unlock();
         }
@@ -334,8 +357,7 @@ public final class DynamicBatcher implements AutoCloseable {
 
     /**
      * One request waiting in the queue: its checked inputs, its rows, and where its outputs go.
-     * Its future completes with the {@link Batch} it leads, with its {@link Share} of another's,
-     * or with an error.
+     * Its future completes with its {@link Handover} or with an error.
      */
     static final class Member {
         final List<ExecutionInput> inputs;
@@ -348,27 +370,26 @@ public final class DynamicBatcher implements AutoCloseable {
         final Cancellation cancellation;
         /** Told once when no instance could be found for the queue it heads (a broken or faulted pool). */
         final Consumer<RuntimeException> noInstance;
-        final CompletableFuture<Object> future = new CompletableFuture<>();
+        /** Its queue span: its batch's forward span links to it; ended on its own thread. */
+        final InferenceSpans.Phase queue;
+        final CompletableFuture<Handover> future = new CompletableFuture<>();
         /** Set when it is queued. */
         volatile DynamicBatcher batcher;
-        /** Its queue span's trace context, which its batch's forward span links to; null untraced. */
-        Object traceContext;
-        /** Set (traced only) by the leader before this member is given its share: the batch it ran in. */
-        InferenceSpans.BatchJoined joined;
         /** Its thread was interrupted while it waited (it keeps waiting; the flag is restored after). */
         private boolean interrupted;
 
         /** A member whose caller stays, with no deadline of its own and nobody to tell of a pool failure. */
         Member(List<ExecutionInput> inputs, int rows, OutputBuffers outputs, Duration delay, Duration patience) {
-            this(inputs, rows, outputs, delay, patience, Cancellation.none(), e -> {});
+            this(inputs, rows, outputs, delay, patience, Cancellation.none(), InferenceSpans.NONE, e -> {});
         }
 
         /**
          * @param inputs checked against the method, all with the same first dimension ({@code rows})
          * @param patience how long it may wait for an instance once its batching delay is over
+         * @param queue its queue span ({@link InferenceSpans#NONE} untraced)
          */
         Member(List<ExecutionInput> inputs, int rows, OutputBuffers outputs, Duration delay, Duration patience,
-                Cancellation cancellation, Consumer<RuntimeException> noInstance) {
+                Cancellation cancellation, InferenceSpans.Phase queue, Consumer<RuntimeException> noInstance) {
             this.inputs = inputs;
             this.rows = rows;
             this.key = ShapeKey.of(inputs);
@@ -376,6 +397,7 @@ public final class DynamicBatcher implements AutoCloseable {
             this.enqueuedNanos = System.nanoTime();
             this.deadlineNanos = enqueuedNanos + delay.toNanos() + patience.toNanos();
             this.cancellation = cancellation;
+            this.queue = queue;
             this.noInstance = noInstance;
         }
 
@@ -385,10 +407,10 @@ public final class DynamicBatcher implements AutoCloseable {
          * that goes withdraws it from the queue, and so does its own deadline; once in a batch it
          * waits for the batch, whatever happens.
          */
-        Object await() {
+        Handover await() {
             try {
                 long now = System.nanoTime();
-                Object given = awaitUntil(now + cancellation.waitNanos(now, Cancellation.WATCH_AFTER_NANOS));
+                Handover given = awaitUntil(now + cancellation.waitNanos(now, Cancellation.WATCH_AFTER_NANOS));
                 if (given != null) {
                     return given;
                 }
@@ -416,7 +438,7 @@ public final class DynamicBatcher implements AutoCloseable {
         }
 
         /** Its outcome, or null if it has none at {@code deadline}; an interrupt is kept for later. */
-        private Object awaitUntil(long deadline) {
+        private Handover awaitUntil(long deadline) {
             while (true) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
@@ -443,10 +465,139 @@ public final class DynamicBatcher implements AutoCloseable {
         }
     }
 
-    /** A member's outputs cut from its batch's, with the batch's timings (Triton's meanings). */
+    /** What a queued request is handed: the batch it leads, or its share of another's. */
+    sealed interface Handover permits Batch, Share {
+
+        /** The share {@code me} ends with, on its own thread; its queue span ends where it stopped waiting. */
+        Share claim(Member me, LoadedModel model, Forward forward);
+    }
+
+    /**
+     * A member's outputs cut from its batch's, with the batch's timings (Triton's meanings).
+     *
+     * @param joined the batch's forward span, which its queue span names; null untraced
+     */
     record Share(List<ExecutionOutput> outputs, int batchRows, long queueNanos, long inputNanos, long inferNanos,
-            long outputNanos) {}
+            long outputNanos, InferenceSpans.BatchJoined joined) implements Handover {
+
+        /** Given by its batch's leader. */
+        @Override
+        public Share claim(Member me, LoadedModel model, Forward forward) {
+            me.queue.joined(joined);
+            me.queue.endAt(me.enqueuedNanos + queueNanos);
+            return this;
+        }
+    }
 
     /** Requests that run as one forward call on {@code slot}; the first of them leads. */
-    record Batch(List<Member> members, int rows, ExecutionSlot slot, long startedNanos, DynamicBatcher batcher) {}
+    final class Batch implements Handover {
+        private final List<Member> members;
+        private final int rows;
+        private final ExecutionSlot slot;
+        private final long startedNanos;
+
+        Batch(List<Member> members, int rows, ExecutionSlot slot, long startedNanos) {
+            this.members = members;
+            this.rows = rows;
+            this.slot = slot;
+            this.startedNanos = startedNanos;
+        }
+
+        List<Member> members() {
+            return members;
+        }
+
+        int rows() {
+            return rows;
+        }
+
+        /** When it was cut from the queue (a {@link System#nanoTime} reading). */
+        long startedNanos() {
+            return startedNanos;
+        }
+
+        /** Led by {@code me}: it runs the batch, and its wait ended when the batch was cut. */
+        @Override
+        public Share claim(Member me, LoadedModel model, Forward forward) {
+            me.queue.endAt(startedNanos);  // the forward span follows it
+            return run(model, forward);
+        }
+
+        /**
+         * Runs it on the leader's thread, on the instance found for it: joins the inputs
+         * ({@link BatchTensors}), makes one forward call, cuts the outputs back, gives every
+         * other member its share (or the batch's error) and returns the leader's own. A batch
+         * of one runs on its request's own buffers, exactly as alone. Members whose callers went
+         * since it was cut are dropped before it runs; the leader runs it for the others even
+         * when its own caller went.
+         */
+        Share run(LoadedModel model, Forward forward) {
+            Member leader = members.get(0);
+            List<Member> running = new ArrayList<>(members.size());
+            int joinedRows = 0;
+            for (Member m : members) {
+                if (!m.cancellation.hasLeft()) {
+                    running.add(m);
+                    joinedRows += m.rows;
+                } else if (m != leader) {
+                    m.fail(m.cancellation.dropped(RequestCancelledException.Stage.BATCH, model.name()));
+                }
+            }
+            Forward.Call call = null;
+            try (BatchTensors tensors = new BatchTensors(forward.buffers())) {
+                if (running.isEmpty()) {
+                    throw leader.cancellation.dropped(RequestCancelledException.Stage.BATCH, model.name());
+                }
+                call = forward.admit(model, slot);
+                long joining = System.nanoTime();
+                boolean alone = running.size() == 1;
+                List<ExecutionInput> inputs = alone ? running.get(0).inputs : tensors.concatenate(running, joinedRows);
+                long executing = System.nanoTime();
+                List<ExecutionOutput> outs = call.run(inputs, alone ? running.get(0).outputs : tensors, joinedRows,
+                        running);
+                long executed = System.nanoTime();
+                List<List<ExecutionOutput>> shares = new ArrayList<>(running.size());
+                int row = 0;
+                for (Member m : running) {
+                    shares.add(alone ? outs : BatchTensors.share(outs, joinedRows, row, m.rows, m.outputs));
+                    row += m.rows;
+                }
+                long cut = System.nanoTime();
+                call.times(executing - joining, executed - executing, cut - executed);
+                Share mine = null;
+                for (int i = 0; i < running.size(); i++) {
+                    Member m = running.get(i);
+                    Share share = new Share(shares.get(i), joinedRows, startedNanos - m.enqueuedNanos,
+                            executing - joining, executed - executing, cut - executed, call.joined());
+                    if (m == leader) {
+                        mine = share;
+                    } else {
+                        m.complete(share);
+                    }
+                }
+                if (mine == null) {
+                    // The leader's caller went before the batch ran: its rows were left out.
+                    throw leader.cancellation.dropped(RequestCancelledException.Stage.BATCH, model.name());
+                }
+                return mine;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                ModelUnavailableException failure = new ModelUnavailableException("interrupted while running a batch");
+                running.forEach(m -> m.fail(failure));
+                throw failure;
+            } catch (RuntimeException e) {
+                if (call == null || !call.ran()) {
+                    forward.notRun(e);
+                }
+                running.forEach(m -> m.fail(e));  // those already given their share keep it
+                throw e;
+            } finally {
+                slot.close();  // idempotent: the call gave it back unless it never ran
+                if (call != null) {
+                    call.close();
+                }
+                finished(this);
+            }
+        }
+    }
 }

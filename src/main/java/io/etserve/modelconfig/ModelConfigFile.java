@@ -28,13 +28,14 @@ import org.springframework.boot.convert.ApplicationConversionService;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.util.unit.DataSize;
 import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
 
 /**
  * Reads a model's {@code config.yml} (documented on {@link ModelConfig}) in three steps:
  * <ol>
  *   <li>SnakeYAML's safe loader, with the file size, aliases and duplicate keys bounded;
- *   <li>Spring's {@link Binder} over the flattened document into {@link Yaml}: the same
+ *   <li>Spring's {@link Binder} over the flattened document into {@link Document}: the same
  *       conversions as {@code application.yml} (sizes such as {@code 512MB}, {@code cpu|gpu}),
  *       and every key the file holds must bind (a typo is refused, not ignored);
  *   <li>the rules Spring cannot express (ranges, plain file names, digests), into {@link ModelConfig}.
@@ -51,7 +52,7 @@ public final class ModelConfigFile {
     private static final Pattern KEY = Pattern.compile("[A-Za-z0-9][A-Za-z0-9-]{0,63}");
 
     /** config.yml's shape, as the Binder fills it (kebab-case keys in the file). */
-    record Yaml(String method, List<TensorEntry> inputs, List<TensorEntry> outputs, Integer instances,
+    record Document(String method, List<TensorEntry> inputs, List<TensorEntry> outputs, Integer instances,
             Integer maxElementsPerTensor, List<String> devices, Placement placement, WarmupEntry warmup,
             List<String> dataFiles, String sha256, DataSize maxPlannedMemory, BatchingEntry dynamicBatching,
             PolicyEntry versionPolicy) {
@@ -116,7 +117,7 @@ public final class ModelConfigFile {
             LoaderOptions options = new LoaderOptions();
             options.setAllowDuplicateKeys(false);
             options.setMaxAliasesForCollections(10);
-            return new org.yaml.snakeyaml.Yaml(new SafeConstructor(options)).load(new String(bytes, StandardCharsets.UTF_8));
+            return new Yaml(new SafeConstructor(options)).load(new String(bytes, StandardCharsets.UTF_8));
         } catch (IOException e) {
             throw new InvalidModelConfigException("cannot read " + file + ": " + e.getMessage());
         } catch (InvalidModelConfigException e) {
@@ -181,13 +182,14 @@ public final class ModelConfigFile {
 
     // --- step 2: Spring's Binder ----------------------------------------------------------------
 
-    private Yaml bind(Map<String, Object> doc) {
+    private Document bind(Map<String, Object> doc) {
         Map<String, Object> flat = new LinkedHashMap<>();
         flatten(ROOT, doc, flat);
         Binder binder = new Binder(List.of(new MapConfigurationPropertySource(flat)), null,
                 ApplicationConversionService.getSharedInstance());
         try {
-            return binder.bindOrCreate(ROOT, Bindable.of(Yaml.class), new NoUnboundElementsBindHandler(BindHandler.DEFAULT));
+            return binder.bindOrCreate(ROOT, Bindable.of(Document.class),
+                    new NoUnboundElementsBindHandler(BindHandler.DEFAULT));
         } catch (BindException e) {
             for (Throwable t = e; t != null; t = t.getCause()) {
                 if (t instanceof UnboundConfigurationPropertiesException unbound) {
@@ -234,7 +236,7 @@ public final class ModelConfigFile {
 
     // --- step 3: the rules ------------------------------------------------------------------
 
-    private ModelConfig toConfig(Yaml y, Map<?, ?> raw) {
+    private ModelConfig toConfig(Document y, Map<?, ?> raw) {
         return new ModelConfig(y.method() == null ? "forward" : string("method", y.method()),
                 names("inputs", y.inputs()), names("outputs", y.outputs()),
                 Optional.ofNullable(y.instances()).map(v -> positive("instances", v)),
@@ -374,16 +376,12 @@ public final class ModelConfigFile {
         if (b == null) {
             return Optional.empty();
         }
-        if (b.maxBatchSize() == null) {
-            throw invalid("'dynamic-batching' needs max-batch-size");
-        }
-        int max = positive("dynamic-batching.max-batch-size", b.maxBatchSize());
-        List<Integer> preferred = b.preferredBatchSizes() == null ? List.of() : b.preferredBatchSizes();
-        preferred.forEach(size -> positive("dynamic-batching.preferred-batch-sizes[]", size));
+        Duration delay = queueDelay(((Map<?, ?>) raw).get("max-queue-delay"));
         try {
-            return Optional.of(new DynamicBatching(max, queueDelay(((Map<?, ?>) raw).get("max-queue-delay")), preferred));
+            return Optional.of(DynamicBatching.of(b.maxBatchSize(), delay, b.preferredBatchSizes(),
+                    DynamicBatching.Names.CONFIG_YML));
         } catch (IllegalArgumentException e) {
-            throw invalid("dynamic-batching: " + e.getMessage());
+            throw invalid(e.getMessage());
         }
     }
 

@@ -12,7 +12,6 @@ import io.etserve.execution.MultiDeviceInstancePool;
 import io.etserve.inference.DataType;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
-import io.etserve.modelconfig.DynamicBatching;
 import io.etserve.modelconfig.ModelConfig;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.MethodSignature;
@@ -20,11 +19,17 @@ import io.etserve.runtime.Program;
 import io.etserve.runtime.ProgramInstance;
 import io.etserve.runtime.StreamSelection;
 import io.etserve.runtime.TensorSpec;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 
 /**
  * Turns one {@code <model>/<version>/model.pte} into a {@link ModelVersionState}: loads and
@@ -48,7 +53,7 @@ public final class ModelLoader {
     private final PlannedMemoryLimits plannedLimits;
     private final PrivateCopies copies;
     private final QueuePolicy queuePolicy;
-    private final java.util.concurrent.atomic.AtomicInteger loadedModels = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger loadedModels = new AtomicInteger();
 
     /** Modules per model unless its config.yml sets {@code instances}. */
     public record Instances(int cpu, int perGpu) {
@@ -119,7 +124,7 @@ public final class ModelLoader {
             closeQuietly(served);
             return new ModelVersionState.Failed(name, version, "cannot load " + file.getFileName() + ": "
                     + inRepository(e.getMessage(), served, file));
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             closeQuietly(served);
             return new ModelVersionState.Failed(name, version, "cannot open the data files of " + file.getFileName()
                     + ": " + inRepository(e.getMessage(), served, file));
@@ -158,16 +163,14 @@ public final class ModelLoader {
                         + "' (it has " + methods + ")");
             }
             MethodSignature signature = program.signature(config.method());
-            List<TensorMetadata> inputs = describe("input", signature.inputs(), config.inputNames());
-            List<TensorMetadata> outputs = describe("output", signature.outputs(), config.outputNames());
             long maxElements = config.maxElementsPerTensor().orElse(defaultMaxElements);
 
             Optional<String> notRunnable = node.whyNotRunnable(signature);
             if (notRunnable.isPresent()) {
                 // Only the description is kept (metadata is still served); the program is freed.
+                ModelDescription description = describe(name, version, signature, config, false);
                 program.close();
-                return new ModelVersionState.Unavailable(new ModelDescription(name, version, signature, inputs, outputs),
-                        notRunnable.get());
+                return new ModelVersionState.Unavailable(description, notRunnable.get());
             }
             Optional<String> gpuDelegate = gpuDelegate(program, methods);
             long perInstanceCap = config.maxPlannedMemory().orElse(plannedLimits.perInstance());
@@ -222,57 +225,23 @@ public final class ModelLoader {
                 }
                 pool = new CpuInstancePool(created, queuePolicy);
             }
-            if (!created.isEmpty()) {
-                // Only a loaded method knows which tensors may change shape.
-                signature = created.get(0).signature();
-                inputs = withConfiguredDims(describe("input", signature.inputs(), config.inputNames()),
-                        signature.inputs(), config.inputDims());
-                outputs = describe("output", signature.outputs(), config.outputNames());
-            }
-            WarmupCalls.run(config.warmup(), pool, inputs, signature.inputs().stream().map(TensorSpec::sizes).toArray(long[][]::new),
-                    file.toAbsolutePath().getParent());
+            // Described once the instances exist: only a loaded method knows which tensors may change shape.
+            ModelDescription description = describe(name, version, created.get(0).signature(), config, true);
+            WarmupCalls.run(config.warmup(), pool, description.inputs(), description.signature().inputs().stream()
+                    .map(TensorSpec::sizes).toArray(long[][]::new), file.toAbsolutePath().getParent());
             DynamicBatcher batcher = null;
             if (config.dynamicBatching().isPresent()) {
-                checkBatchable(config.dynamicBatching().get(), signature, inputs, outputs);
+                config.dynamicBatching().get().checkFits(description);
                 batcher = new DynamicBatcher(name, version, pool, config.dynamicBatching().get(), queuePolicy);
             }
-            return new ModelVersionState.Ready(new LoadedModel(new ModelDescription(name, version, signature, inputs,
-                    outputs), program, pool, maxElements, batcher, config));
+            return new ModelVersionState.Ready(new LoadedModel(description, program, pool, maxElements, batcher,
+                    config));
         } catch (RuntimeException e) {
             // ExecuTorch errors, a config that does not fit the program, an impossible placement:
             // this model fails, the others still load.
             created.forEach(ProgramInstance::close);
             program.close();
             return new ModelVersionState.Failed(name, version, e.getMessage());
-        }
-    }
-
-    /**
-     * Dynamic batching joins requests along dimension 0: every input's first dimension must be
-     * dynamic with a bound of at least {@code max-batch-size}, and every output must have one.
-     */
-    private static void checkBatchable(DynamicBatching batching, MethodSignature signature, List<TensorMetadata> inputs,
-            List<TensorMetadata> outputs) {
-        for (int i = 0; i < inputs.size(); i++) {
-            TensorMetadata in = inputs.get(i);
-            long[] shape = in.shape();
-            if (shape.length == 0 || shape[0] != -1) {
-                throw new InvalidModelException("dynamic-batching needs every input's dimension 0 to be dynamic; input '"
-                        + in.name() + "' has shape " + java.util.Arrays.toString(shape)
-                        + " (export it with a dynamic batch dimension, e.g. torch.export.Dim(\"batch\", max=N))");
-            }
-            long bound = signature.inputs().get(i).sizes()[0];
-            if (batching.maxBatchSize() > bound) {
-                throw new InvalidModelException("dynamic-batching max-batch-size " + batching.maxBatchSize()
-                        + " is over the bound of input '" + in.name() + "': the program was exported for at most "
-                        + bound + " rows");
-            }
-        }
-        for (TensorMetadata out : outputs) {
-            if (out.shape().length == 0) {
-                throw new InvalidModelException("dynamic-batching needs every output batched along dimension 0; output '"
-                        + out.name() + "' is a scalar");
-            }
         }
     }
 
@@ -288,16 +257,15 @@ public final class ModelLoader {
         return Optional.empty();
     }
 
-    /** The named-data files of a version: every {@code *.ptd} beside its program, in name order. */
     /** The files config.yml lists under {@code data-files}, else every {@code *.ptd} beside the program. */
-    static List<Path> dataFiles(Path program, ModelConfig config) throws java.io.IOException {
+    static List<Path> dataFiles(Path program, ModelConfig config) throws IOException {
         if (config.dataFiles().isPresent()) {
             Path dir = program.toAbsolutePath().getParent();
             List<Path> listed = new ArrayList<>();
             for (String name : config.dataFiles().get()) {
                 Path f = dir.resolve(name);
-                if (!java.nio.file.Files.isRegularFile(f)) {
-                    throw new java.io.IOException("data file '" + name + "' listed in config.yml is not in "
+                if (!Files.isRegularFile(f)) {
+                    throw new IOException("data file '" + name + "' listed in config.yml is not in "
                             + dir.getFileName());
                 }
                 listed.add(f);
@@ -307,9 +275,10 @@ public final class ModelLoader {
         return dataFiles(program);
     }
 
-    static List<Path> dataFiles(Path program) throws java.io.IOException {
+    /** The named-data files of a version: every {@code *.ptd} beside its program, in name order. */
+    static List<Path> dataFiles(Path program) throws IOException {
         Path dir = program.toAbsolutePath().getParent();
-        try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(dir)) {
+        try (Stream<Path> files = Files.list(dir)) {
             return files.filter(f -> f.getFileName().toString().endsWith(".ptd")).sorted().toList();
         }
     }
@@ -320,7 +289,7 @@ public final class ModelLoader {
      * tensor cannot be made to vary, and no size may pass the planned upper bound.
      */
     static List<TensorMetadata> withConfiguredDims(List<TensorMetadata> inputs, List<TensorSpec> specs,
-            java.util.Map<String, List<Long>> dims) {
+            Map<String, List<Long>> dims) {
         for (String name : dims.keySet()) {
             if (inputs.stream().noneMatch(t -> t.name().equals(name))) {
                 throw new InvalidModelException("config.yml gives dims for '" + name + "', which is not an input");
@@ -344,7 +313,7 @@ public final class ModelLoader {
                 long size = configured.get(d);
                 if (!specs.get(i).dynamic() && size != bounds[d]) {
                     throw new InvalidModelException("input '" + t.name() + "' is static in the program, shape "
-                            + java.util.Arrays.toString(bounds) + "; config.yml dims " + configured + " cannot change it");
+                            + Arrays.toString(bounds) + "; config.yml dims " + configured + " cannot change it");
                 }
                 if (size > bounds[d]) {
                     throw new InvalidModelException("config.yml dims " + configured + " of input '" + t.name()
@@ -355,6 +324,22 @@ public final class ModelLoader {
             out.add(new TensorMetadata(t.name(), t.dataType(), shape));
         }
         return out;
+    }
+
+    /**
+     * {@code signature} under the protocol's names and types.
+     *
+     * @param loaded whether it is a loaded instance's (which knows which tensors are dynamic, so
+     *     config.yml's {@code dims} can be checked against it) or only the program's
+     */
+    private static ModelDescription describe(String name, String version, MethodSignature signature,
+            ModelConfig config, boolean loaded) {
+        List<TensorMetadata> inputs = describe("input", signature.inputs(), config.inputNames());
+        if (loaded) {
+            inputs = withConfiguredDims(inputs, signature.inputs(), config.inputDims());
+        }
+        return new ModelDescription(name, version, signature, inputs,
+                describe("output", signature.outputs(), config.outputNames()));
     }
 
     private static List<TensorMetadata> describe(String kind, List<TensorSpec> specs, List<String> names) {
@@ -378,7 +363,7 @@ public final class ModelLoader {
             long[] shape = spec.sizes();
             if (spec.dynamic()) {
                 // ExecuTorch marks a whole tensor dynamic: every dimension may vary up to its bound.
-                java.util.Arrays.fill(shape, -1);
+                Arrays.fill(shape, -1);
             }
             out.add(new TensorMetadata(name, type, shape));
         }

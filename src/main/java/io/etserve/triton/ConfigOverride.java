@@ -1,5 +1,7 @@
 package io.etserve.triton;
 
+import io.etserve.grpc.protocol.ModelInput;
+import io.etserve.grpc.protocol.ModelOutput;
 import io.etserve.modelconfig.DynamicBatching;
 import io.etserve.modelconfig.ModelConfig;
 import io.etserve.modelconfig.VersionPolicy;
@@ -12,6 +14,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.UnaryOperator;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.StreamReadFeature;
@@ -61,7 +64,7 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
 
     private final String model;
     private final Optional<Integer> maxBatchSize;
-    private final Optional<DynamicBatchingEntry> dynamicBatching;
+    private final Optional<DynamicBatching> dynamicBatching;
     private final Optional<InstanceGroup> instanceGroup;
     private final Optional<VersionPolicy> versionPolicy;
     private final List<TensorEntry> inputs;
@@ -76,7 +79,7 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
     /** An {@code input} or {@code output} entry: what it says, to be checked against the model. */
     record TensorEntry(String field, String name, Optional<String> dataType, Optional<List<Long>> dims) {}
 
-    private ConfigOverride(String model, Optional<Integer> maxBatchSize, Optional<DynamicBatchingEntry> dynamicBatching,
+    private ConfigOverride(String model, Optional<Integer> maxBatchSize, Optional<DynamicBatching> dynamicBatching,
             Optional<InstanceGroup> instanceGroup, Optional<VersionPolicy> versionPolicy, List<TensorEntry> inputs,
             List<TensorEntry> outputs) {
         this.model = model;
@@ -182,23 +185,21 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
             }
         }
         int rows = maxBatchSize.orElse(0);
-        if (batching.isPresent() && rows < 1) {
-            throw invalid("dynamic_batching", "needs max_batch_size of at least 1 (rows joined per forward call)");
-        }
         if (batching.isEmpty() && rows > 0) {
             throw invalid("max_batch_size", "is " + rows + " without dynamic_batching; etserve batches requests only"
                     + " through dynamic batching: add \"dynamic_batching\": {} or set max_batch_size to 0");
         }
+        Optional<DynamicBatching> batcher = Optional.empty();
         if (batching.isPresent()) {
             try {
-                new DynamicBatching(rows, batching.get().maxQueueDelay(), batching.get().preferredBatchSizes());
+                // max_batch_size 0 is Triton's "does not batch"
+                batcher = Optional.of(DynamicBatching.of(rows > 0 ? rows : null, batching.get().maxQueueDelay(),
+                        batching.get().preferredBatchSizes(), DynamicBatching.Names.TRITON));
             } catch (IllegalArgumentException e) {
-                throw invalid("dynamic_batching", e.getMessage().replace("max-batch-size", "max_batch_size")
-                        .replace("max-queue-delay", "max_queue_delay_microseconds")
-                        .replace("preferred-batch-sizes", "preferred_batch_size"));
+                throw new InvalidOverrideException("config parameter: " + e.getMessage());
             }
         }
-        return new ConfigOverride(model, maxBatchSize, batching, group, policy, inputs, outputs);
+        return new ConfigOverride(model, maxBatchSize, batcher, group, policy, inputs, outputs);
     }
 
     /** config.yml's configuration with this document's instances, placement, batching and versions. */
@@ -209,10 +210,8 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
                 ? instanceGroup.get().placement() : c.placement();
         Optional<List<Integer>> devices = instanceGroup.isPresent() && instanceGroup.get().devices().isPresent()
                 ? instanceGroup.get().devices() : c.devices();
-        Optional<DynamicBatching> batching = dynamicBatching.map(b -> new DynamicBatching(maxBatchSize.orElseThrow(),
-                b.maxQueueDelay(), b.preferredBatchSizes()));
         return new ModelConfig(c.method(), c.inputNames(), c.outputNames(), instances, c.maxElementsPerTensor(), devices,
-                placement, c.warmup(), c.dataFiles(), c.sha256(), c.maxPlannedMemory(), c.inputDims(), batching,
+                placement, c.warmup(), c.dataFiles(), c.sha256(), c.maxPlannedMemory(), c.inputDims(), dynamicBatching,
                 versionPolicy.orElse(c.versionPolicy()));
     }
 
@@ -234,9 +233,9 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
      * @param reported the model's configuration as {@link TritonModelConfig} builds it for this batching
      */
     public void checkTensors(io.etserve.grpc.protocol.ModelConfig reported) {
-        Map<String, io.etserve.grpc.protocol.ModelInput> in = new LinkedHashMap<>();
+        Map<String, ModelInput> in = new LinkedHashMap<>();
         reported.getInputList().forEach(t -> in.put(t.getName(), t));
-        Map<String, io.etserve.grpc.protocol.ModelOutput> out = new LinkedHashMap<>();
+        Map<String, ModelOutput> out = new LinkedHashMap<>();
         reported.getOutputList().forEach(t -> out.put(t.getName(), t));
         for (TensorEntry e : inputs) {
             var t = in.get(e.name());
@@ -338,7 +337,7 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
                 int device = (int) integer(at + ".gpus[]", g, 0, 1023);
                 if (!gpus.contains(device)) {
                     throw invalid(at + ".gpus", "name device " + device + ", which this node does not serve (it serves "
-                            + new java.util.TreeSet<>(gpus) + ")");
+                            + new TreeSet<>(gpus) + ")");
                 }
                 if (!list.contains(device)) {
                     list.add(device);

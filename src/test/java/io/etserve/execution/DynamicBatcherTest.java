@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.etserve.cuda.CudaException;
+import io.etserve.cuda.QueuePolicy;
 import io.etserve.inference.Caller;
 import io.etserve.inference.OverloadedException;
 import io.etserve.inference.RequestCancelledException;
@@ -15,11 +16,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -71,7 +74,7 @@ class DynamicBatcherTest {
         return new DynamicBatcher.Member(List.of(x), rows, null, Duration.ZERO, Duration.ofSeconds(10));
     }
 
-    Future<Object> queue(DynamicBatcher.Member m) {
+    Future<DynamicBatcher.Handover> queue(DynamicBatcher.Member m) {
         batcher.submit(m);
         return waiters.submit(m::await);
     }
@@ -91,7 +94,7 @@ class DynamicBatcherTest {
         DynamicBatcher.Member b = member(1, 8);
         DynamicBatcher.Member c = member(2, 16);
         DynamicBatcher.Member d = member(2, 16);  // would overflow the first batch (1 + 2 + 2 > 4)
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (DynamicBatcher.Member m : List.of(a, b, c, d)) {
             given.add(queue(m));
         }
@@ -115,7 +118,7 @@ class DynamicBatcherTest {
     void preferredSizesCutTheBatchWhereARequestEnds() throws Exception {
         batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(8, Duration.ZERO, List.of(2, 4)));
         List<DynamicBatcher.Member> ms = new ArrayList<>();
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
             ms.add(member(1, 16));
             given.add(queue(ms.get(i)));
@@ -167,10 +170,10 @@ class DynamicBatcherTest {
         }
     }
 
-    static DynamicBatcher.Member member(Cancellation cancellation, java.util.function.Consumer<RuntimeException> noInstance) {
+    static DynamicBatcher.Member member(Cancellation cancellation, Consumer<RuntimeException> noInstance) {
         ExecutionInput x = new ExecutionInput(ByteBuffer.allocateDirect(64), 6, new long[] {1, 16});
         return new DynamicBatcher.Member(List.of(x), 1, null, Duration.ZERO, Duration.ofSeconds(10), cancellation,
-                noInstance);
+                InferenceSpans.NONE, noInstance);
     }
 
     @Test
@@ -180,7 +183,7 @@ class DynamicBatcherTest {
         DynamicBatcher.Member a = member(1, 16);
         DynamicBatcher.Member b = member(Cancellation.of(caller, Map.of(), System.nanoTime()), e -> {});
         DynamicBatcher.Member c = member(1, 16);
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (DynamicBatcher.Member m : List.of(a, b, c)) {
             given.add(queue(m));
         }
@@ -249,12 +252,12 @@ class DynamicBatcherTest {
         };
         // Four one-row requests fill the batch (max 4): the scheduler asks the pool once.
         batcher = new DynamicBatcher("m", "1", faulted, new DynamicBatching(4, Duration.ofSeconds(10), List.of()));
-        List<RuntimeException> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
-        List<Future<Object>> given = new ArrayList<>();
+        List<RuntimeException> heard = new CopyOnWriteArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
             given.add(queue(member(Cancellation.none(), heard::add)));
         }
-        for (Future<Object> f : given) {
+        for (Future<DynamicBatcher.Handover> f : given) {
             assertThatThrownBy(() -> f.get(10, TimeUnit.SECONDS)).cause().isSameAs(sticky);
         }
         assertThat(heard).as("the fault listener hears it once, as from one unbatched call").containsExactly(sticky);
@@ -263,7 +266,7 @@ class DynamicBatcherTest {
     @Test
     void afterACallerGaveUpOnTheQueueBatchesAreCutFromItsNewestEnd() throws Exception {
         batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(2, Duration.ZERO, List.of()),
-                new io.etserve.cuda.QueuePolicy(io.etserve.cuda.QueuePolicy.Order.ADAPTIVE_LIFO, Duration.ofHours(1),
+                new QueuePolicy(QueuePolicy.Order.ADAPTIVE_LIFO, Duration.ofHours(1),
                         Duration.ZERO));
         DynamicBatcher.Member impatient = member(1, 16);
         batcher.submit(impatient);
@@ -273,7 +276,7 @@ class DynamicBatcherTest {
         DynamicBatcher.Member b = member(1, 16);
         DynamicBatcher.Member c = member(1, 16);
         DynamicBatcher.Member d = member(1, 16);
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (DynamicBatcher.Member m : List.of(a, b, c, d)) {
             given.add(queue(m));
         }
@@ -291,11 +294,11 @@ class DynamicBatcherTest {
     @Test
     void withNobodyGivingUpAnAdaptiveQueueIsCutInArrivalOrder() throws Exception {
         batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(2, Duration.ZERO, List.of()),
-                io.etserve.cuda.QueuePolicy.DEFAULT);
+                QueuePolicy.DEFAULT);
         DynamicBatcher.Member a = member(1, 16);
         DynamicBatcher.Member b = member(1, 16);
         DynamicBatcher.Member c = member(1, 16);
-        List<Future<Object>> given = new ArrayList<>();
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
         for (DynamicBatcher.Member m : List.of(a, b, c)) {
             given.add(queue(m));
         }
@@ -304,5 +307,9 @@ class DynamicBatcherTest {
         DynamicBatcher.Batch first = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
         assertThat(first.members()).containsExactly(a, b);
         batcher.finished(first);
+        pool.free.release();
+        DynamicBatcher.Batch second = (DynamicBatcher.Batch) given.get(2).get(10, TimeUnit.SECONDS);
+        assertThat(second.members()).containsExactly(c);
+        batcher.finished(second);
     }
 }

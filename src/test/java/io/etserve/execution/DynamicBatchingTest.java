@@ -9,6 +9,7 @@ import io.etserve.execution.InferenceService;
 import io.etserve.execution.LoadedModel;
 import io.etserve.execution.ModelAdmission;
 import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceFailedException;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.InvalidInputException;
@@ -26,9 +27,11 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -52,6 +55,10 @@ class DynamicBatchingTest {
             .copy(TestPaths.testModels(), "dynamic-batch", "twelve")
             .withFile("twelve/config.yml", config("max-batch-size: 32\n  max-queue-delay: 5s\n  preferred-batch-sizes: [12]"))
             // A lone request waits out 200 ms.
+            // As twelve, for services of the tests' own (their admission and fault listener).
+            .copy(TestPaths.testModels(), "dynamic-batch", "own")
+            .withFile("own/config.yml",
+                    config("max-batch-size: 32\n  max-queue-delay: 5s\n  preferred-batch-sizes: [12]"))
             .copy(TestPaths.testModels(), "dynamic-batch", "burst")
             .withFile("burst/config.yml", config("max-batch-size: 32\n  max-queue-delay: 5s\n  preferred-batch-sizes: [12]"))
             .copy(TestPaths.testModels(), "dynamic-batch", "patient")
@@ -83,7 +90,7 @@ class DynamicBatchingTest {
         registry = new ModelRegistry(REPO.root(), CpuModelLoaders.create(), metrics);
         registry.loadAll();
         service = new InferenceService(registry, Duration.ofSeconds(5), metrics, ModelAdmission.UNLIMITED,
-                (device, error) -> {}, new DirectBufferPool(1 << 20));
+                (device, error) -> {}, new DirectBufferPool(1 << 20), InferenceSpans.OFF);
     }
 
     @AfterAll
@@ -143,6 +150,45 @@ class DynamicBatchingTest {
         assertThat(sizes.totalAmount()).isEqualTo(12);
     }
 
+    /** A service whose admission and fault listener tell {@code heard}; it refuses with {@code refusal} if given. */
+    static InferenceService recordingService(List<String> heard, RuntimeException refusal) {
+        return new InferenceService(registry, Duration.ofSeconds(5), InferenceObserver.NONE,
+                InferenceServiceTest.recording(heard, () -> refusal),
+                (device, error) -> heard.add("faults:" + error.getMessage()), new DirectBufferPool(1 << 20),
+                InferenceSpans.OFF);
+    }
+
+    /** Six requests of twelve rows in all, at once, on {@code svc}: one batch on model 'own'. */
+    List<Future<InferenceResponse>> sixTogether(InferenceService svc) {
+        List<Future<InferenceResponse>> answers = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            Reference.Case c = REF.cases().get(i % 2);
+            answers.add(callers.submit(() -> svc.infer("own", null, request(c.inputs().get(0)))));
+        }
+        return answers;
+    }
+
+    @Test
+    void aBatchIsOneAdmittedCallHoweverManyRequestsItServes() throws Exception {
+        List<String> heard = new CopyOnWriteArrayList<>();
+        List<Future<InferenceResponse>> answers = sixTogether(recordingService(heard, null));
+        for (int i = 0; i < 6; i++) {
+            assertMatches(answers.get(i).get(30, TimeUnit.SECONDS), REF.cases().get(i % 2));
+        }
+        assertThat(heard).containsExactly("admit", "breaker:succeeded", "release");
+    }
+
+    @Test
+    void aBatchThatFailsGivesEveryRequestItsErrorAndTheFaultListenerHearsItOnce() throws Exception {
+        List<String> heard = new CopyOnWriteArrayList<>();
+        IllegalStateException broken = new IllegalStateException("stream could not be synchronized");
+        for (Future<InferenceResponse> a : sixTogether(recordingService(heard, broken))) {
+            assertThatThrownBy(() -> a.get(30, TimeUnit.SECONDS)).cause().isInstanceOf(InferenceFailedException.class)
+                    .cause().isSameAs(broken);
+        }
+        assertThat(heard).containsExactly("admit", "faults:stream could not be synchronized");
+    }
+
     @Test
     void aLoneRequestWaitsOutTheDelayForCompanyThenRunsAlone() throws Exception {
         long t0 = System.nanoTime();
@@ -169,7 +215,7 @@ class DynamicBatchingTest {
         var sizes = meters.get("etserve.inference.batch.size").tag("model", "small").summary();
         assertThat(sizes.max()).isEqualTo(32);  // the big one, alone
         assertThat(sizes.totalAmount()).isEqualTo(40);
-        long upToFour = java.util.Arrays.stream(sizes.takeSnapshot().histogramCounts())
+        long upToFour = Arrays.stream(sizes.takeSnapshot().histogramCounts())
                 .filter(b -> b.bucket() == 4).mapToLong(b -> (long) b.count()).sum();
         assertThat(upToFour).as("every other batch within max-batch-size").isEqualTo(sizes.count() - 1);
         assertThat(gauge("nv_inference_count", "small")).isEqualTo(40);
@@ -211,7 +257,7 @@ class DynamicBatchingTest {
         ModelRegistry own = new ModelRegistry(repo.root(), CpuModelLoaders.create(), InferenceObserver.NONE);
         own.loadAll();
         InferenceService svc = new InferenceService(own, Duration.ofSeconds(5), InferenceObserver.NONE,
-                ModelAdmission.UNLIMITED, (device, error) -> {}, new DirectBufferPool(1 << 20));
+                ModelAdmission.UNLIMITED, (device, error) -> {}, new DirectBufferPool(1 << 20), InferenceSpans.OFF);
         LoadedModel model = ((ModelVersionState.Ready) own.resolve("waiting", null)).model();
         List<Future<InferenceResponse>> answers = new ArrayList<>();
         for (int i = 0; i < 3; i++) {

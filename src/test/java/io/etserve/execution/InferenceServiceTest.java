@@ -18,14 +18,22 @@ import io.etserve.repository.CpuModelLoaders;
 import io.etserve.repository.ModelLoader;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.ModelVersionState;
+import io.etserve.runtime.DirectBufferPool;
+import io.etserve.runtime.OutputBuffers;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -73,11 +81,20 @@ class InferenceServiceTest {
                 heard.add("cancelled:" + stage.label() + "/" + reason.label());
             }
         };
-        ModelAdmission admission = new ModelAdmission() {
+        ModelAdmission admission = recording(heard, () -> admitFails);
+        FaultListener faults = (device, error) -> heard.add("faults:" + error.getClass().getSimpleName());
+        return new InferenceService(registry, Duration.ofSeconds(1), observer, admission, faults,
+                new DirectBufferPool(1 << 20), InferenceSpans.OFF);
+    }
+
+    /** An admission that records what the breaker hears; it refuses with what {@code refusal} gives, if anything. */
+    static ModelAdmission recording(List<String> heard, Supplier<RuntimeException> refusal) {
+        return new ModelAdmission() {
             public Admission admit(LoadedModel model) {
                 heard.add("admit");
-                if (admitFails != null) {
-                    throw admitFails;
+                RuntimeException refused = refusal.get();
+                if (refused != null) {
+                    throw refused;
                 }
                 return new Admission() {
                     public void succeeded(long nanos) {
@@ -102,9 +119,6 @@ class InferenceServiceTest {
                 return Optional.empty();
             }
         };
-        FaultListener faults = (device, error) -> heard.add("faults:" + error.getClass().getSimpleName());
-        return new InferenceService(registry, Duration.ofSeconds(1), observer, admission, faults,
-                new io.etserve.runtime.DirectBufferPool(1 << 20));
     }
 
     static InferenceRequest request(Reference.TensorValue x, long[] shape) {
@@ -136,7 +150,7 @@ class InferenceServiceTest {
         Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
         Reference.TensorValue x = ref.cases().get(0).inputs().get(0);
         InferenceResponse r = service().infer("demo-portable", null, request(x, x.shape()));
-        java.nio.ByteBuffer y = r.outputs().get(0).data();
+        ByteBuffer y = r.outputs().get(0).data();
         List<Double> want = ref.cases().get(0).outputs().get(0).data();
         for (int i = 0; i < want.size(); i++) {
             assertThat(ref.close(y.getFloat(4 * i), want.get(i))).as("y[%d]", i).isTrue();
@@ -205,18 +219,18 @@ class InferenceServiceTest {
     void aRequestWhoseCallerGoesWhileItWaitsForAnInstanceNeverRunsAndBlamesNobody() throws Exception {
         DynamicBatcherTest.TestCaller caller = new DynamicBatcherTest.TestCaller();
         InferenceService service = service();
-        java.util.concurrent.ExecutorService exec = java.util.concurrent.Executors.newSingleThreadExecutor();
+        ExecutorService exec = Executors.newSingleThreadExecutor();
         try (AutoCloseable held = holdTheInstances()) {
             Reference.TensorValue x = input();
-            java.util.concurrent.Future<InferenceResponse> waiting = exec.submit(() -> service.infer("demo-portable",
-                    null, request(x, x.shape()), io.etserve.runtime.OutputBuffers.ALLOCATE, caller));
-            long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            Future<InferenceResponse> waiting = exec.submit(() -> service.infer("demo-portable",
+                    null, request(x, x.shape()), OutputBuffers.ALLOCATE, caller));
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (caller.gone == null && System.nanoTime() < until) {
                 Thread.sleep(1);
             }
             assertThat(caller.gone).as("watched once it waits").isNotNull();
             caller.leave();
-            assertThatThrownBy(() -> waiting.get(5, java.util.concurrent.TimeUnit.SECONDS)).cause()
+            assertThatThrownBy(() -> waiting.get(5, TimeUnit.SECONDS)).cause()
                     .isInstanceOf(RequestCancelledException.class)
                     .hasMessageContaining("the client went away while it waited for an instance of model 'demo-portable'");
         } finally {
@@ -240,7 +254,7 @@ class InferenceServiceTest {
                     .satisfies(e -> assertThat(((RequestCancelledException) e).reason())
                             .isEqualTo(RequestCancelledException.Reason.TIMEOUT));
             assertThat(System.nanoTime() - t0).as("at its 50 ms, not at the queue's 1 s")
-                    .isLessThan(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(900));
+                    .isLessThan(TimeUnit.MILLISECONDS.toNanos(900));
         }
         assertThat(heard).containsExactly("cancelled:queue/timeout", "metrics:REJECTED");
     }
@@ -253,7 +267,7 @@ class InferenceServiceTest {
         Reference.TensorValue x = input();
         // A timeout that has passed by the time an instance is free does not stop it: it did not wait.
         service().infer("demo-portable", null, request(x, x.shape(), Map.of("timeout", 1L)),
-                io.etserve.runtime.OutputBuffers.ALLOCATE, caller);
+                OutputBuffers.ALLOCATE, caller);
         assertThat(heard).containsExactly("admit", "breaker:succeeded", "release", "metrics:success");
     }
 

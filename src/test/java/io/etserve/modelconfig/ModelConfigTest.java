@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -63,7 +66,7 @@ class ModelConfigTest {
                   preferred-batch-sizes: [16, 8, 32]
                 """).dynamicBatching().orElseThrow();
         assertThat(b.maxBatchSize()).isEqualTo(32);
-        assertThat(b.maxQueueDelay()).isEqualTo(java.time.Duration.ofNanos(500_000));
+        assertThat(b.maxQueueDelay()).isEqualTo(Duration.ofNanos(500_000));
         assertThat(b.preferredBatchSizes()).containsExactly(8, 16, 32);
         assertThat(read("dynamic-batching: { max-batch-size: 4 }\n").dynamicBatching().orElseThrow().maxQueueDelay())
                 .isZero();
@@ -89,6 +92,27 @@ class ModelConfigTest {
     }
 
     @Test
+    void dynamicBatchingsRulesSpeakTheNamesOfTheDocumentTheyCameFrom() {
+        Duration none = Duration.ZERO;
+        assertThatThrownBy(() -> DynamicBatching.of(8, none, List.of(16), DynamicBatching.Names.TRITON))
+                .hasMessage("'dynamic_batching' preferred_batch_size must lie in 1..max_batch_size (8), got 16");
+        assertThatThrownBy(() -> DynamicBatching.of(8, none, List.of(16), DynamicBatching.Names.CONFIG_YML))
+                .hasMessage("'dynamic-batching' preferred-batch-sizes must lie in 1..max-batch-size (8), got 16");
+        assertThatThrownBy(() -> DynamicBatching.of(null, none, null, DynamicBatching.Names.TRITON))
+                .hasMessageStartingWith("'dynamic_batching' needs max_batch_size of at least 1");
+        assertThatThrownBy(() -> DynamicBatching.of(4097, none, null, DynamicBatching.Names.CONFIG_YML))
+                .hasMessageContaining("max-batch-size must be a positive integer up to 4096, got 4097");
+        assertThatThrownBy(() -> DynamicBatching.of(8, Duration.ofSeconds(11), null, DynamicBatching.Names.CONFIG_YML))
+                .hasMessageContaining("max-queue-delay must be 0..10s, got 11000ms");
+        assertThatThrownBy(() -> DynamicBatching.of(8, none, Arrays.asList(2, null), DynamicBatching.Names.CONFIG_YML))
+                .hasMessageContaining("got null");
+        // The record's own constructor keeps the same rules.
+        assertThatThrownBy(() -> new DynamicBatching(0, none, List.of())).hasMessageContaining("positive integer");
+        assertThat(DynamicBatching.of(8, none, List.of(8, 2, 2), DynamicBatching.Names.TRITON))
+                .isEqualTo(new DynamicBatching(8, none, List.of(2, 8)));
+    }
+
+    @Test
     void refusesWithTheFileAndTheKey() {
         assertThatThrownBy(() -> read("instance: 2\n")).isInstanceOf(ModelConfig.InvalidModelConfigException.class)
                 .hasMessageContaining("unknown key 'instance'");
@@ -107,7 +131,7 @@ class ModelConfigTest {
         assertThat(read("version-policy: { latest: 2 }\n").versionPolicy()).isEqualTo(VersionPolicy.latest(2));
         assertThat(read("version-policy: { specific: [1, 3] }\n").versionPolicy())
                 .isEqualTo(VersionPolicy.specific(List.of(1L, 3L)));
-        java.util.TreeSet<Long> on = new java.util.TreeSet<>(List.of(1L, 2L, 3L, 7L));
+        TreeSet<Long> on = new TreeSet<>(List.of(1L, 2L, 3L, 7L));
         assertThat(VersionPolicy.latest(2).select(on)).containsExactly(3L, 7L);
         assertThat(VersionPolicy.specific(List.of(2L, 9L)).select(on)).containsExactly(2L);
         assertThat(VersionPolicy.ALL.select(on)).containsExactly(1L, 2L, 3L, 7L);

@@ -2,17 +2,21 @@ package io.etserve.repository;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.bench.InstanceMemory;
 import io.etserve.execution.FaultListener;
 import io.etserve.execution.InferenceObserver;
 import io.etserve.execution.InferenceService;
+import io.etserve.execution.InferenceSpans;
 import io.etserve.execution.ModelAdmission;
 import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.Tensor;
+import io.etserve.runtime.DirectBufferPool;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
@@ -50,7 +54,8 @@ class ModelUnloadMemoryTest {
             registry.loadAll();
             assertThat(registry.resolve("big", null).ready()).as(registry.resolve("big", null).toString()).isTrue();
             InferenceService service = new InferenceService(registry, Duration.ofSeconds(5), InferenceObserver.NONE,
-                    ModelAdmission.UNLIMITED, FaultListener.NONE, new io.etserve.runtime.DirectBufferPool(1 << 20));
+                    ModelAdmission.UNLIMITED, FaultListener.NONE, new DirectBufferPool(1 << 20),
+                    InferenceSpans.OFF);
             long settled = 0;
             for (int cycle = 1; cycle <= 20; cycle++) {
                 registry.unload("big");
@@ -72,7 +77,7 @@ class ModelUnloadMemoryTest {
     /** VmRSS minus the Java heap's committed size: what ExecuTorch allocates, not what the GC does. */
     private static long nativeResidentKiB() throws IOException {
         System.gc();
-        long heapKiB = java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getCommitted() / 1024;
-        return io.etserve.bench.InstanceMemory.rssKb() - heapKiB;
+        long heapKiB = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getCommitted() / 1024;
+        return InstanceMemory.rssKb() - heapKiB;
     }
 }
