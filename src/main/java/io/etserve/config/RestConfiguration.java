@@ -11,16 +11,14 @@ import io.etserve.protocol.InferResponseEncoder;
 import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.rest.ClientConnections;
-import io.etserve.rest.DirectErrorPathFilter;
+import io.etserve.rest.ErrorPathFilter;
 import io.etserve.rest.InferBodyFilter;
 import io.etserve.rest.InferenceProtocolController;
 import io.etserve.rest.InflightBytes;
-import io.etserve.rest.ProtocolErrorPageFilter;
 import io.etserve.rest.RestRequestMetricsFilter;
 import io.etserve.runtime.DirectBufferPool;
 import io.micrometer.observation.ObservationPredicate;
 import jakarta.servlet.DispatcherType;
-import jakarta.servlet.Filter;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
@@ -102,25 +100,15 @@ class RestConfiguration {
                 && InferBodyFilter.isInfer(server.getCarrier()));
     }
 
-    /** Error pages of {@code /v2} requests in the protocol's shape. */
+    /**
+     * The error path: error pages of {@code /v2} requests in the protocol's shape, and the path asked for
+     * directly, not an endpoint.
+     */
     @Bean
-    FilterRegistrationBean<ProtocolErrorPageFilter> protocolErrorPageFilter(
-            @Value("${server.error.path:/error}") String errorPath) {
-        return onErrorPath(new ProtocolErrorPageFilter(), errorPath, DispatcherType.ERROR);
-    }
-
-    /** The error path asked for directly is not an endpoint. */
-    @Bean
-    FilterRegistrationBean<DirectErrorPathFilter> directErrorPathFilter(
-            @Value("${server.error.path:/error}") String errorPath) {
-        return onErrorPath(new DirectErrorPathFilter(), errorPath, DispatcherType.REQUEST);
-    }
-
-    private static <F extends Filter> FilterRegistrationBean<F> onErrorPath(F filter, String errorPath,
-            DispatcherType dispatch) {
-        var registration = new FilterRegistrationBean<>(filter);
+    FilterRegistrationBean<ErrorPathFilter> errorPathFilter(@Value("${server.error.path:/error}") String errorPath) {
+        var registration = new FilterRegistrationBean<>(new ErrorPathFilter());
         registration.addUrlPatterns(errorPath);
-        registration.setDispatcherTypes(dispatch);
+        registration.setDispatcherTypes(DispatcherType.ERROR, DispatcherType.REQUEST);
         return registration;
     }
 }

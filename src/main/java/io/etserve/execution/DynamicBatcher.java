@@ -563,7 +563,7 @@ public final class DynamicBatcher implements AutoCloseable {
                     row += m.rows;
                 }
                 long cut = System.nanoTime();
-                call.times(joinedRows, executing - joining, executed - executing, cut - executed);
+                call.times(executing - joining, executed - executing, cut - executed);
                 Share mine = null;
                 for (int i = 0; i < running.size(); i++) {
                     Member m = running.get(i);

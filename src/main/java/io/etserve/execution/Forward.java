@@ -1,5 +1,7 @@
 package io.etserve.execution;
 
+import io.etserve.inference.InferenceException;
+import io.etserve.inference.InferenceFailedException;
 import io.etserve.runtime.CompletionWaits;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.runtime.ExecutionInput;
@@ -60,7 +62,7 @@ final class Forward {
      * failure would, once.
      */
     void notRun(RuntimeException e) {
-        if (InferenceService.Outcome.of(e) == InferenceService.Outcome.BACKEND_FAILURE) {
+        if (InferenceException.of(e) instanceof InferenceFailedException) {
             faults.onRuntimeFailure(OptionalInt.empty(), e);
         }
     }
@@ -71,6 +73,7 @@ final class Forward {
         private final ExecutionSlot slot;
         private final ModelAdmission.Admission admitted;
         private boolean ran;
+        private int rows;
         private InferenceSpans.BatchJoined joined;
 
         private Call(LoadedModel model, ExecutionSlot slot, ModelAdmission.Admission admitted) {
@@ -88,6 +91,7 @@ final class Forward {
         List<ExecutionOutput> run(List<ExecutionInput> inputs, OutputBuffers outputs, int rows,
                 List<DynamicBatcher.Member> members) {
             ran = true;
+            this.rows = rows;
             try (InferenceSpans.Phase span = spans.forward(model.name(), model.version(), slot,
                     Math.max(1, members.size()), rows, links(members))) {
                 if (!members.isEmpty() && span.context() != null) {
@@ -109,15 +113,14 @@ final class Forward {
             try (slot) {
                 List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection(), outputs);
                 admitted.succeeded(System.nanoTime() - executing);
-                observer.executed(model.name(), model.version(), rows);
                 CompletionWaits.Ended waited = slot.instance().lastAdaptiveWait();
                 if (waited != CompletionWaits.Ended.NONE) {
                     observer.completionWait(model.name(), model.version(), waited);
                 }
                 return outs;
             } catch (RuntimeException e) {
-                if (InferenceService.Outcome.of(e) == InferenceService.Outcome.BACKEND_FAILURE) {
-                    admitted.failed(System.nanoTime() - executing, e);
+                if (InferenceException.of(e, model.name()) instanceof InferenceFailedException failed) {
+                    admitted.failed(System.nanoTime() - executing, failed);
                     faults.onRuntimeFailure(device, e);
                 } else {
                     admitted.ignored();
@@ -136,9 +139,9 @@ final class Forward {
             return joined;
         }
 
-        /** Where the call's time went, in Triton's terms (rows: 1 for a request alone). */
-        void times(int rows, long inputNanos, long inferNanos, long outputNanos) {
-            observer.executionTimes(model.name(), model.version(), rows, inputNanos, inferNanos, outputNanos);
+        /** The call ran, and where its time went, in Triton's terms: one observer call per forward call. */
+        void times(long inputNanos, long inferNanos, long outputNanos) {
+            observer.executed(model.name(), model.version(), rows, inputNanos, inferNanos, outputNanos);
         }
 
         /** Gives the instance back; a call that never ran says nothing about the model ("ignored"). */

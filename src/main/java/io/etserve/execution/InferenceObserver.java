@@ -1,5 +1,6 @@
 package io.etserve.execution;
 
+import io.etserve.inference.InferenceException;
 import io.etserve.inference.RequestCancelledException;
 import io.etserve.runtime.CompletionWaits;
 
@@ -11,7 +12,17 @@ public interface InferenceObserver {
         REJECTED, // queue full / timeout waiting for an instance
         BACKEND, // the runtime or a delegate failed
         CANCELED, // nobody waited for it any more (Triton's spelling): its caller went, or its deadline passed
-        OTHER // bad request, unknown model, not ready
+        OTHER; // bad request, unknown model, not ready
+
+        /** Each kind of failure under Triton's label: a request whose timeout expired in the queue counts as rejected. */
+        public static FailureReason of(InferenceException.Kind kind) {
+            return switch (kind) {
+                case OVERLOADED, TIMED_OUT -> REJECTED;
+                case FAILED -> BACKEND;
+                case CLIENT_GONE, DEADLINE_EXCEEDED -> CANCELED;
+                case INVALID_INPUT, NOT_FOUND, UNAVAILABLE -> OTHER;
+            };
+        }
     }
 
     /** A model version loaded: its series exist (at 0) from now on, as Triton exports them. */
@@ -42,17 +53,12 @@ public interface InferenceObserver {
             long outputNanos);
 
     /**
-     * A forward call ran (once however many requests shared it).
+     * A forward call ran (once however many requests shared it), and where its time went
+     * (Triton's batch statistics, whose batch size is 1 for a model that runs each request alone).
      *
      * @param batchRows the rows a batched model joined into it, 0 when the model does not batch
      */
-    default void executed(String model, String version, int batchRows) {}
-
-    /**
-     * A forward call ran, and where its time went (Triton's batch statistics): {@code batchSize}
-     * is its rows for a batched model, 1 for a model that runs each request alone.
-     */
-    default void executionTimes(String model, String version, int batchSize, long inputNanos, long inferNanos,
+    default void executed(String model, String version, int batchRows, long inputNanos, long inferNanos,
             long outputNanos) {}
 
     /** A GPU forward call's adaptive completion wait ended so (native/src/completion_wait.h). */

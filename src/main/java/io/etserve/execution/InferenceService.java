@@ -1,19 +1,17 @@
 package io.etserve.execution;
 
 import io.etserve.inference.Caller;
+import io.etserve.inference.InferenceException;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
-import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
 import io.etserve.inference.RequestCancelledException;
 import io.etserve.runtime.DirectBufferPool;
-import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
 import io.etserve.runtime.OutputBuffers;
-import io.etserve.runtime.ProgramInstance;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -22,8 +20,10 @@ import java.util.Optional;
  * Runs one request on one model version: checks it against the model's signature, then either
  * takes a free instance (bounded wait) and executes it alone, or, for a model with dynamic
  * batching, hands it to the model's {@link DynamicBatcher}, which runs one forward call for a
- * batch of requests. Either way the forward call goes through {@link Forward} and the request's
- * outcome through {@link #settleRequest}: one path for every protocol.
+ * batch of requests. Either way the forward call goes through {@link Forward}, which tells the
+ * breaker and the fault listener its outcome, and the request ends in {@link #infer}'s one
+ * recorded outcome: a success, or one {@link InferenceException} whose kind the protocols, the
+ * metrics and the breaker all read.
  *
  * <p>A request nobody waits for any more is dropped before it runs ({@link Cancellation}): its
  * {@link Caller} went (an HTTP client that closed its connection, a cancelled gRPC call) while it
@@ -88,75 +88,94 @@ public final class InferenceService {
 
     /**
      * Runs {@code request}; its outputs are copied once, out of the Module, into buffers from
-     * {@code outputs} (the caller's to give back once the response is written).
+     * {@code outputs} (the caller's to give back once the response is written). Every call ends
+     * in one outcome, recorded once in its {@code finally}: a success with its times, or one
+     * {@link InferenceException}, which is what the caller sees.
      *
      * @param caller who waits for the answer: a request whose caller goes before it runs is
      *     dropped ({@link RequestCancelledException})
+     * @throws InferenceException whatever failed, as its kind
      */
     public InferenceResponse infer(String modelName, String version, InferenceRequest request, OutputBuffers outputs,
             Caller caller) {
         long start = System.nanoTime();
-        LoadedModel model;
-        try {
-            model = models.serving(modelName, version);
-        } catch (ModelNotFoundException e) {
-            observer.failure("unknown", "", InferenceObserver.FailureReason.OTHER, System.nanoTime() - start);
-            throw e;
-        } catch (ModelUnavailableException e) {
-            observer.failure(modelName, e.version(), InferenceObserver.FailureReason.OTHER, System.nanoTime() - start);
-            throw e;
-        }
-        while (!model.tryUse()) {
-            // Retired after what replaces it was installed: that one, if any, takes the request.
-            LoadedModel successor = successor(modelName, version, model);
-            if (successor == null) {
-                observer.failure(model.name(), model.version(), InferenceObserver.FailureReason.OTHER,
-                        System.nanoTime() - start);
-                throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
-                        + " is being unloaded", Duration.ofSeconds(1));
-            }
-            model = successor;
-        }
-        spans.resolved(model.name(), model.version());
-        observer.pending(model.name(), model.version(), 1);
-        try {
-            return run(model, request, outputs, caller, start);
-        } finally {
-            observer.pending(model.name(), model.version(), -1);
-            model.release();
-        }
-    }
-
-    private InferenceResponse run(LoadedModel model, InferenceRequest request, OutputBuffers outputs, Caller caller,
-            long start) {
+        LoadedModel model = null;
         Cancellation cancellation = null;
+        long bound = 0;
+        long named = 0;
+        Executed done = null;
+        InferenceResponse response = null;
+        InferenceException failure = null;
         try {
+            model = use(modelName, version);
+            spans.resolved(model.name(), model.version());
+            observer.pending(model.name(), model.version(), 1);
             cancellation = Cancellation.of(caller, request.parameters(), start);
             List<ExecutionInput> inputs = TensorContract.bindInputs(model, request);
             TensorContract.OutputSelection selected = TensorContract.selectOutputs(model, request);
             Optional<DynamicBatcher> batcher = model.batcher();
-            long bound = System.nanoTime();
-            Executed done = batcher.isPresent()
+            bound = System.nanoTime();
+            done = batcher.isPresent()
                     ? joinBatch(model, batcher.get(), inputs, outputs, cancellation)
                     : runAlone(model, inputs, outputs, cancellation);
             if (cancellation.hasLeft()) {
                 // It ran, but nobody waits for it any more.
                 throw cancellation.dropped(RequestCancelledException.Stage.EXECUTION, model.name());
             }
-            long named = System.nanoTime();
-            InferenceResponse response = new InferenceResponse(model.name(), model.version(), request.id(),
+            named = System.nanoTime();
+            response = new InferenceResponse(model.name(), model.version(), request.id(),
                     TensorContract.nameOutputs(model, done.outputs(), selected.names()), selected.binary());
-            observer.success(model.name(), model.version(), done.rows(), done.queueNanos(),
-                    (bound - start) + done.inputNanos(), done.inferNanos(),
-                    done.outputNanos() + (System.nanoTime() - named));
             return response;
         } catch (RuntimeException e) {
-            throw settleRequest(model, start, e);
+            failure = InferenceException.of(e, model == null ? null : model.name());
+            throw failure;
         } finally {
             if (cancellation != null) {
                 cancellation.close();
             }
+            if (model != null) {
+                observer.pending(model.name(), model.version(), -1);
+                model.release();
+            }
+            if (failure != null) {
+                recordFailure(modelName, model, failure, System.nanoTime() - start);
+            } else if (response != null) {
+                observer.success(model.name(), model.version(), done.rows(), done.queueNanos(),
+                        (bound - start) + done.inputNanos(), done.inferNanos(),
+                        done.outputNanos() + (System.nanoTime() - named));
+            }
         }
+    }
+
+    /**
+     * The model that serves the request, in use until released. One retired after what replaces
+     * it was installed hands the request to that one, if any.
+     */
+    private LoadedModel use(String modelName, String version) {
+        LoadedModel model = models.serving(modelName, version);
+        while (!model.tryUse()) {
+            LoadedModel successor = successor(modelName, version, model);
+            if (successor == null) {
+                throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
+                        + " is being unloaded", Duration.ofSeconds(1), model.version());
+            }
+            model = successor;
+        }
+        return model;
+    }
+
+    /**
+     * A failed request in the metrics: under the version it ran on; one that never reached a
+     * model under the version it asked for (unknown models all under "unknown").
+     */
+    private void recordFailure(String modelName, LoadedModel model, InferenceException failure, long nanos) {
+        String name = model != null ? model.name() : failure instanceof ModelNotFoundException ? "unknown" : modelName;
+        String version = model != null ? model.version()
+                : failure instanceof ModelUnavailableException u ? u.version() : "";
+        if (failure instanceof RequestCancelledException c) {
+            observer.cancelled(name, version, c.stage(), c.reason());
+        }
+        observer.failure(name, version, InferenceObserver.FailureReason.of(failure.kind()), nanos);
     }
 
     /** A call's outputs and where its time went (Triton's queue / input / infer / output). */
@@ -181,7 +200,7 @@ public final class InferenceService {
             long executing = System.nanoTime();
             List<ExecutionOutput> outs = call.run(inputs, outputs, 0, List.of());
             long inferNanos = System.nanoTime() - executing;
-            call.times(1, 0, inferNanos, 0);
+            call.times(0, inferNanos, 0);
             return new Executed(outs, 1, executing - queued, 0, inferNanos, 0);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -207,65 +226,6 @@ public final class InferenceService {
         DynamicBatcher.Share share = batcher.run(me, model, forward);
         return new Executed(share.outputs(), rows, share.queueNanos(), share.inputNanos(), share.inferNanos(),
                 share.outputNanos());
-    }
-
-    /**
-     * What a failed call was, decided once: it drives the metrics, the breaker, the fault
-     * listener and the exception the caller (and so the HTTP status) sees.
-     */
-    enum Outcome {
-        /** The request does not fit the method: 400, says nothing about the model's health. */
-        BAD_INPUT(InferenceObserver.FailureReason.OTHER),
-        /** No capacity within the wait (bulkhead or instances): 503, retry. */
-        REJECTED(InferenceObserver.FailureReason.REJECTED),
-        /** The model cannot take calls (breaker open, unloading): 503. */
-        UNAVAILABLE(InferenceObserver.FailureReason.OTHER),
-        /** The runtime or the device failed: 500, counts against the breaker, may be a CUDA fault. */
-        BACKEND_FAILURE(InferenceObserver.FailureReason.BACKEND),
-        /** Nobody waits for it (its caller went, its deadline passed): says nothing about the model. */
-        CANCELLED(InferenceObserver.FailureReason.CANCELED);
-
-        final InferenceObserver.FailureReason reason;
-
-        Outcome(InferenceObserver.FailureReason reason) {
-            this.reason = reason;
-        }
-
-        static Outcome of(Throwable t) {
-            if (t instanceof InvalidInputException || (t instanceof ExecuTorchException e && e.isInvalidInput())) {
-                return BAD_INPUT;
-            }
-            if (t instanceof RequestCancelledException c) {
-                // Triton counts a request whose timeout expired in the queue as rejected.
-                return c.reason() == RequestCancelledException.Reason.TIMEOUT ? REJECTED : CANCELLED;
-            }
-            if (t instanceof OverloadedException || t instanceof InterruptedException) {
-                return REJECTED;
-            }
-            if (t instanceof ModelUnavailableException || t instanceof ProgramInstance.InstanceClosedException) {
-                return UNAVAILABLE;
-            }
-            return BACKEND_FAILURE;
-        }
-    }
-
-    /**
-     * Records a failed request's one outcome (the forward call's, if it ran, was reported by
-     * {@link Forward}) and returns what to throw.
-     */
-    private RuntimeException settleRequest(LoadedModel model, long start, RuntimeException e) {
-        Outcome outcome = Outcome.of(e);
-        if (e instanceof RequestCancelledException c) {
-            observer.cancelled(model.name(), model.version(), c.stage(), c.reason());
-        }
-        observer.failure(model.name(), model.version(), outcome.reason, System.nanoTime() - start);
-        if (outcome == Outcome.BAD_INPUT && e instanceof ExecuTorchException x) {
-            return new InvalidInputException("model '" + model.name() + "' rejected the input: " + x.getMessage());
-        }
-        if (e instanceof ProgramInstance.InstanceClosedException) {
-            return new ModelUnavailableException("model '" + model.name() + "' is unloading", Duration.ofSeconds(1));
-        }
-        return e;
     }
 
     /** {@link #acquire}, with a failure recorded on the queue span. */

@@ -1,5 +1,6 @@
 package io.etserve.execution;
 
+import io.etserve.inference.InferenceFailedException;
 import java.util.Optional;
 
 /**
@@ -24,10 +25,10 @@ public interface ModelAdmission {
     interface Admission extends AutoCloseable {
         void succeeded(long nanos);
 
-        /** A failure of the model or runtime (counts against the breaker). */
-        void failed(long nanos, Throwable error);
+        /** A failure of the model or runtime, the one kind that counts against the breaker. */
+        void failed(long nanos, InferenceFailedException error);
 
-        /** An outcome that says nothing about the model's health (bad input). */
+        /** An outcome of any other kind, which says nothing about the model's health (bad input). */
         void ignored();
 
         @Override
@@ -40,7 +41,7 @@ public interface ModelAdmission {
             return new Admission() {
                 public void succeeded(long nanos) {}
 
-                public void failed(long nanos, Throwable error) {}
+                public void failed(long nanos, InferenceFailedException error) {}
 
                 public void ignored() {}
 

@@ -1,8 +1,13 @@
 package io.etserve.inference;
 
 /** No such model or version: a 404. */
-public class ModelNotFoundException extends RuntimeException {
+public final class ModelNotFoundException extends InferenceException {
     public ModelNotFoundException(String message) {
         super(message);
+    }
+
+    @Override
+    public Kind kind() {
+        return Kind.NOT_FOUND;
     }
 }

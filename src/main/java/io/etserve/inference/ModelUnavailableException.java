@@ -3,7 +3,7 @@ package io.etserve.inference;
 import java.time.Duration;
 
 /** The model exists but cannot serve now (failed load, missing delegate, open breaker): a 503. */
-public class ModelUnavailableException extends RuntimeException {
+public final class ModelUnavailableException extends InferenceException {
 
     private final Duration retryAfter;
     private final String version;
@@ -24,12 +24,18 @@ public class ModelUnavailableException extends RuntimeException {
         this.version = version;
     }
 
+    @Override
+    public Kind kind() {
+        return Kind.UNAVAILABLE;
+    }
+
     /** The version that cannot serve, where known; empty otherwise. */
     public String version() {
         return version;
     }
 
-    /** For Retry-After; null when the condition has no known end (a model that failed to load). */
+    /** Null when the condition has no known end (a model that failed to load). */
+    @Override
     public Duration retryAfter() {
         return retryAfter;
     }

@@ -3,7 +3,7 @@ package io.etserve.inference;
 import java.time.Duration;
 
 /** Every instance of the model stayed busy for the whole wait: answer 503 with Retry-After. */
-public class OverloadedException extends RuntimeException {
+public final class OverloadedException extends InferenceException {
     private final Duration retryAfter;
 
     public OverloadedException(String message, Duration retryAfter) {
@@ -11,6 +11,12 @@ public class OverloadedException extends RuntimeException {
         this.retryAfter = retryAfter;
     }
 
+    @Override
+    public Kind kind() {
+        return Kind.OVERLOADED;
+    }
+
+    @Override
     public Duration retryAfter() {
         return retryAfter;
     }

@@ -7,7 +7,7 @@ import java.util.Locale;
  * deadline or its {@code timeout} parameter passed before it ran. A request dropped before its
  * forward call never runs it; one whose caller went during the call has its outputs discarded.
  */
-public final class RequestCancelledException extends RuntimeException {
+public final class RequestCancelledException extends InferenceException {
 
     /** Why it was dropped. */
     public enum Reason {
@@ -42,9 +42,19 @@ public final class RequestCancelledException extends RuntimeException {
 
     public RequestCancelledException(Reason reason, Stage stage, String message) {
         // Dropping is routine under overload: no stack trace to fill.
-        super(message, null, false, false);
+        super(message, false);
         this.reason = reason;
         this.stage = stage;
+    }
+
+    /** By why it was dropped: each reason answers differently (503, 504, 499) and counts differently. */
+    @Override
+    public Kind kind() {
+        return switch (reason) {
+            case CLIENT -> Kind.CLIENT_GONE;
+            case DEADLINE -> Kind.DEADLINE_EXCEEDED;
+            case TIMEOUT -> Kind.TIMED_OUT;
+        };
     }
 
     public Reason reason() {

@@ -9,8 +9,11 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -60,7 +63,6 @@ public final class TritonMetrics implements InferenceObserver {
     private final MeterRegistry registry;
     /** Each version's Triton series, looked up once per call; the statistics extension reads the same adders. */
     private final Map<VersionKey, VersionSeries> versions = new ConcurrentHashMap<>();
-    private final Map<Key, DistributionSummary> batchSizes = new ConcurrentHashMap<>();
     private final Map<Key, Counter> completionWaits = new ConcurrentHashMap<>();
     private final Map<Key, LoadState> loadStates = new ConcurrentHashMap<>();
     private final Map<Key, Counter> cancelled = new ConcurrentHashMap<>();
@@ -74,7 +76,7 @@ public final class TritonMetrics implements InferenceObserver {
     private record VersionKey(String model, String version) {}
 
     /** A version's load outcome (1 failed, 0 loaded) and the gauge that reads it. */
-    private record LoadState(java.util.concurrent.atomic.AtomicInteger failed, Gauge gauge) {}
+    private record LoadState(AtomicInteger failed, Gauge gauge) {}
 
     /** The per-version series, by index into {@link VersionSeries}; durations are kept in nanoseconds. */
     private static final String[] NAMES = {PENDING, SUCCESS, COUNT, EXEC_COUNT, REQUEST_US, QUEUE_US, INPUT_US,
@@ -109,6 +111,8 @@ public final class TritonMetrics implements InferenceObserver {
         volatile long lastInference;
         /** Per batch size: executions, input, infer and output nanoseconds (Triton's batch_stats). */
         final Map<Integer, LongAdder[]> batches = new ConcurrentHashMap<>();
+        /** Rows per forward call, registered at a batched model's first call. */
+        private volatile DistributionSummary batchSizes;
 
         VersionSeries(String model, String version) {
             this.model = model;
@@ -154,7 +158,26 @@ public final class TritonMetrics implements InferenceObserver {
             }
         }
 
+        DistributionSummary batchSizes() {
+            DistributionSummary sizes = batchSizes;
+            return sizes != null ? sizes : registerBatchSizes();
+        }
+
+        private synchronized DistributionSummary registerBatchSizes() {
+            if (batchSizes == null) {
+                batchSizes = DistributionSummary.builder(BATCH_SIZE)
+                        .description("Rows per forward call of a model with dynamic batching").baseUnit("rows")
+                        .tag("model", model).tag("version", version)
+                        .serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
+                        .register(registry);
+            }
+            return batchSizes;
+        }
+
         synchronized void removeGauges() {
+            if (batchSizes != null) {
+                registry.remove(batchSizes);
+            }
             for (Gauge g : gauges) {
                 if (g != null) {
                     registry.remove(g);
@@ -186,7 +209,7 @@ public final class TritonMetrics implements InferenceObserver {
                 failed += f.sum();
             }
             List<VersionStatistics.Batch> batchStats = new ArrayList<>();
-            new java.util.TreeMap<>(batches).forEach((size, b) -> {
+            new TreeMap<>(batches).forEach((size, b) -> {
                 long n = b[0].sum();
                 batchStats.add(new VersionStatistics.Batch(size, new VersionStatistics.Duration(n, b[1].sum()),
                         new VersionStatistics.Duration(n, b[2].sum()), new VersionStatistics.Duration(n, b[3].sum())));
@@ -219,8 +242,8 @@ public final class TritonMetrics implements InferenceObserver {
     @Override
     public void indexed(String model, String version, boolean loadFailed) {
         loadStates.computeIfAbsent(new Key(LOAD_FAILED, model, version, null), k -> {
-            var failed = new java.util.concurrent.atomic.AtomicInteger();
-            return new LoadState(failed, Gauge.builder(LOAD_FAILED, failed, java.util.concurrent.atomic.AtomicInteger::get)
+            var failed = new AtomicInteger();
+            return new LoadState(failed, Gauge.builder(LOAD_FAILED, failed, AtomicInteger::get)
                     .description("1 while the last load of a model version failed (the repository index says why;"
                             + " a version that serves keeps serving what it loaded before), 0 once it loads")
                     .tag("model", model).tag("version", version).register(registry));
@@ -251,10 +274,6 @@ public final class TritonMetrics implements InferenceObserver {
         VersionSeries v = versions.remove(new VersionKey(model, version));
         if (v != null) {
             v.removeGauges();
-        }
-        DistributionSummary sizes = batchSizes.remove(new Key(BATCH_SIZE, model, version, null));
-        if (sizes != null) {
-            registry.remove(sizes);
         }
         for (CompletionWaits.Ended ended : CompletionWaits.Ended.values()) {
             Counter c = completionWaits.remove(new Key(COMPLETION_WAITS, model, version, ended.name()));
@@ -289,7 +308,7 @@ public final class TritonMetrics implements InferenceObserver {
     public void completionWait(String model, String version, CompletionWaits.Ended ended) {
         completionWaits.computeIfAbsent(new Key(COMPLETION_WAITS, model, version, ended.name()), k -> Counter
                 .builder(COMPLETION_WAITS).description("GPU forward calls by how their adaptive completion wait ended")
-                .tag("model", model).tag("version", version).tag("ended", ended.name().toLowerCase(java.util.Locale.ROOT))
+                .tag("model", model).tag("version", version).tag("ended", ended.name().toLowerCase(Locale.ROOT))
                 .register(registry)).increment();
     }
 
@@ -312,22 +331,16 @@ public final class TritonMetrics implements InferenceObserver {
         v.lastInference = System.currentTimeMillis();
     }
 
+    /** One lookup of the version's series per forward call. */
     @Override
-    public void executed(String model, String version, int batchRows) {
-        version(model, version).value(S_EXEC).increment();
-        if (batchRows > 0) {
-            batchSizes.computeIfAbsent(new Key(BATCH_SIZE, model, version, null), k -> DistributionSummary
-                    .builder(BATCH_SIZE).description("Rows per forward call of a model with dynamic batching")
-                    .baseUnit("rows").tag("model", model).tag("version", version)
-                    .serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
-                    .register(registry)).record(batchRows);
-        }
-    }
-
-    @Override
-    public void executionTimes(String model, String version, int batchSize, long inputNanos, long inferNanos,
+    public void executed(String model, String version, int batchRows, long inputNanos, long inferNanos,
             long outputNanos) {
-        version(model, version).executed(batchSize, inputNanos, inferNanos, outputNanos);
+        VersionSeries v = version(model, version);
+        v.value(S_EXEC).increment();
+        v.executed(Math.max(1, batchRows), inputNanos, inferNanos, outputNanos);
+        if (batchRows > 0) {
+            v.batchSizes().record(batchRows);
+        }
     }
 
     @Override

@@ -1,11 +1,13 @@
 package io.etserve.protocol;
 
+import io.etserve.inference.InvalidInputException;
+
 /**
- * A request body that breaks the Open Inference Protocol or this server's limits; the web
- * layer answers it with 400 and the message in an {@code {"error": ...}} body. The message
- * is one sentence that names the offending input where there is one.
+ * A request body that breaks the Open Inference Protocol or this server's limits: the
+ * invalid-input kind (REST 400, gRPC INVALID_ARGUMENT) with the message in the error body. The
+ * message is one sentence that names the offending input where there is one.
  */
-public class InvalidRequestException extends RuntimeException {
+public class InvalidRequestException extends InvalidInputException {
 
     public InvalidRequestException(String message) {
         super(message);

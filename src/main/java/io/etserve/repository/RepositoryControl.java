@@ -1,5 +1,6 @@
 package io.etserve.repository;
 
+import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.UntrustedText;
 import io.etserve.modelconfig.ModelConfig;
 import java.util.List;
@@ -20,10 +21,10 @@ public final class RepositoryControl {
     }
 
     /**
-     * A load or unload refused: the mode does not allow it, or the model did not load. Both
-     * protocols answer it as a bad request (REST 400, gRPC INVALID_ARGUMENT).
+     * A load or unload refused: the mode does not allow it, or the model did not load. The
+     * invalid-input kind: both protocols answer it as a bad request (REST 400, gRPC INVALID_ARGUMENT).
      */
-    public static final class RefusedException extends RuntimeException {
+    public static final class RefusedException extends InvalidInputException {
         public RefusedException(String message) {
             super(message);
         }

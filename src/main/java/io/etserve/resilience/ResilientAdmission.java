@@ -2,6 +2,7 @@ package io.etserve.resilience;
 
 import io.etserve.execution.LoadedModel;
 import io.etserve.execution.ModelAdmission;
+import io.etserve.inference.InferenceFailedException;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
 import io.github.resilience4j.bulkhead.Bulkhead;
@@ -17,8 +18,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Resilience4j per model version: a bulkhead sized to the model's capacity (its instances
- * on every device it is placed on) with a bounded wait, and a circuit breaker on runtime and CUDA failures.
- * Bad input never counts against the breaker.
+ * on every device it is placed on) with a bounded wait, and a circuit breaker on runtime and CUDA
+ * failures: it is only ever told of the FAILED kind ({@link InferenceFailedException}), so bad
+ * input, overload or a caller that went never count against it.
  *
  * <p>There is deliberately no time limiter: a forward call cannot be cancelled, and giving its
  * stream or Module back while native work still runs would hand the next caller a busy one.
@@ -60,7 +62,7 @@ public final class ResilientAdmission implements ModelAdmission {
             long waitMillis = g.breaker().getCircuitBreakerConfig().getWaitIntervalFunctionInOpenState().apply(1);
             throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
                     + " is failing; its circuit breaker is " + g.breaker().getState() + " (retrying after "
-                    + waitMillis + " ms)", java.time.Duration.ofMillis(waitMillis));
+                    + waitMillis + " ms)", Duration.ofMillis(waitMillis));
         }
         if (!g.bulkhead().tryAcquirePermission()) {
             g.breaker().releasePermission();
@@ -81,7 +83,7 @@ public final class ResilientAdmission implements ModelAdmission {
             }
 
             @Override
-            public void failed(long nanos, Throwable error) {
+            public void failed(long nanos, InferenceFailedException error) {
                 if (!reported) {
                     reported = true;
                     g.breaker().onError(nanos, TimeUnit.NANOSECONDS, error);

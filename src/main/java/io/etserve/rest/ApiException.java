@@ -1,9 +1,19 @@
 package io.etserve.rest;
 
+import io.etserve.protocol.ErrorBody;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
 import java.time.Duration;
+import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
 
-/** An error the protocol answers with {@code {"error": message}} and the given status. */
+/**
+ * A refusal of the REST layer itself (a body over the size limit, one that did not arrive in
+ * time, a full in-flight budget, a server that is not ready): answered with
+ * {@code {"error": message}} and its status, by {@link ApiExceptionHandler} inside Spring MVC
+ * or by {@link #writeTo} from a filter outside it.
+ */
 public class ApiException extends RuntimeException {
 
     private final HttpStatus status;
@@ -29,10 +39,36 @@ public class ApiException extends RuntimeException {
     }
 
     /**
-     * The {@code Retry-After} value: whole seconds, rounded up and at least 1 (a client told "0"
-     * would retry at once), or null when there is none.
+     * A {@code Retry-After} value: whole seconds, rounded up and at least 1 (a client told "0"
+     * would retry at once).
      */
-    public String retryAfterHeader() {
-        return retryAfter == null ? null : Long.toString(Math.max(1, (retryAfter.toMillis() + 999) / 1000));
+    static String retryAfterHeader(Duration retryAfter) {
+        return Long.toString(Math.max(1, (retryAfter.toMillis() + 999) / 1000));
+    }
+
+    /** The status's reason phrase, the message of an error that has none of its own. */
+    static String reasonPhrase(int status) {
+        HttpStatus known = HttpStatus.resolve(status);
+        return known != null ? known.getReasonPhrase() : "HTTP " + status;
+    }
+
+    /**
+     * This answer written straight to a servlet response (outside Spring MVC).
+     *
+     * @param closeConnection add {@code Connection: close}: the rest of the body was not read,
+     *     so the connection cannot carry another request
+     */
+    void writeTo(HttpServletResponse response, boolean closeConnection) throws IOException {
+        byte[] json = ErrorBody.error(getMessage());
+        response.setStatus(status.value());
+        response.setContentType(MediaType.APPLICATION_JSON_VALUE);
+        if (retryAfter != null) {
+            response.setHeader(HttpHeaders.RETRY_AFTER, retryAfterHeader(retryAfter));
+        }
+        if (closeConnection) {
+            response.setHeader(HttpHeaders.CONNECTION, "close");
+        }
+        response.setContentLength(json.length);
+        response.getOutputStream().write(json);
     }
 }

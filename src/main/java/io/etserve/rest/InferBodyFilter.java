@@ -85,7 +85,7 @@ public final class InferBodyFilter implements Filter {
             // away first, so the client reads the 413 instead of a reset; a client that waits for
             // 100-continue has sent nothing and is answered at once.
             if (declared - maxBytes > maxBytes || "100-continue".equalsIgnoreCase(request.getHeader("Expect"))) {
-                ErrorResponses.write(response, e, true);
+                e.writeTo(response, true);
                 return;
             }
             AsyncContext async = request.startAsync();
@@ -107,7 +107,7 @@ public final class InferBodyFilter implements Filter {
                     body.close();
                     // The rest is already buffered, so reading it past the refusal cannot block.
                     boolean drained = drainsFirst(e) && Drain.rest(request.getInputStream(), maxBytes);
-                    ErrorResponses.write(response, e, !drained);
+                    e.writeTo(response, !drained);
                     return;
                 }
                 request.setAttribute(BODY, body);
@@ -277,7 +277,7 @@ public final class InferBodyFilter implements Filter {
             }
             try {
                 if (!response.isCommitted()) {
-                    ErrorResponses.write(response, e, closeConnection);
+                    e.writeTo(response, closeConnection);
                 }
             } catch (IOException | RuntimeException ignored) {
                 // The client is gone; nothing to tell it.

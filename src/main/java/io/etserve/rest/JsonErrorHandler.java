@@ -1,5 +1,6 @@
 package io.etserve.rest;
 
+import io.etserve.protocol.ErrorBody;
 import java.nio.ByteBuffer;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
@@ -9,7 +10,6 @@ import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.server.handler.ErrorHandler;
 import org.eclipse.jetty.util.Callback;
-import org.springframework.http.HttpStatus;
 
 /**
  * Jetty's own error answers (a request it could not parse: bad URL encoding, oversized or too
@@ -42,7 +42,6 @@ public final class JsonErrorHandler extends ErrorHandler {
     }
 
     private static byte[] body(int code) {
-        HttpStatus status = HttpStatus.resolve(code);
-        return ErrorResponses.json(status != null ? status.getReasonPhrase() : "HTTP " + code);
+        return ErrorBody.error(ApiException.reasonPhrase(code));
     }
 }

@@ -9,6 +9,7 @@ import io.etserve.execution.InferenceService;
 import io.etserve.execution.LoadedModel;
 import io.etserve.execution.ModelAdmission;
 import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceFailedException;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.InvalidInputException;
@@ -182,7 +183,8 @@ class DynamicBatchingTest {
         List<String> heard = new CopyOnWriteArrayList<>();
         IllegalStateException broken = new IllegalStateException("stream could not be synchronized");
         for (Future<InferenceResponse> a : sixTogether(recordingService(heard, broken))) {
-            assertThatThrownBy(() -> a.get(30, TimeUnit.SECONDS)).cause().isSameAs(broken);
+            assertThatThrownBy(() -> a.get(30, TimeUnit.SECONDS)).cause().isInstanceOf(InferenceFailedException.class)
+                    .cause().isSameAs(broken);
         }
         assertThat(heard).containsExactly("admit", "faults:stream could not be synchronized");
     }

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.etserve.inference.Caller;
 import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceException;
+import io.etserve.inference.InferenceFailedException;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.InvalidInputException;
@@ -17,7 +19,6 @@ import io.etserve.repository.ModelLoader;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.ModelVersionState;
 import io.etserve.runtime.DirectBufferPool;
-import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.OutputBuffers;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
@@ -100,7 +101,7 @@ class InferenceServiceTest {
                         heard.add("breaker:succeeded");
                     }
 
-                    public void failed(long nanos, Throwable error) {
+                    public void failed(long nanos, InferenceFailedException error) {
                         heard.add("breaker:failed");
                     }
 
@@ -192,24 +193,26 @@ class InferenceServiceTest {
         Reference.TensorValue x = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"))
                 .cases().get(0).inputs().get(0);
         assertThatThrownBy(() -> service().infer("demo-portable", null, request(x, x.shape())))
-                .isSameAs(admitFails);
+                .isInstanceOf(InferenceFailedException.class).hasMessage("internal error: IllegalStateException")
+                .cause().isSameAs(admitFails);
         assertThat(heard).containsExactly("admit", "faults:IllegalStateException", "metrics:BACKEND");
     }
 
     @Test
-    void eachFailureHasOneOutcome() {
-        assertThat(InferenceService.Outcome.of(new InvalidInputException("x"))).isEqualTo(InferenceService.Outcome.BAD_INPUT);
-        assertThat(InferenceService.Outcome.of(new OverloadedException("x", Duration.ZERO)))
-                .isEqualTo(InferenceService.Outcome.REJECTED);
-        assertThat(InferenceService.Outcome.of(new InterruptedException())).isEqualTo(InferenceService.Outcome.REJECTED);
-        assertThat(InferenceService.Outcome.of(new ModelUnavailableException("x")))
-                .isEqualTo(InferenceService.Outcome.UNAVAILABLE);
-        assertThat(InferenceService.Outcome.of(new RuntimeException("x"))).isEqualTo(InferenceService.Outcome.BACKEND_FAILURE);
-        // ExecuTorch's own verdict: a bad argument is the caller's, anything else the runtime's.
-        assertThat(InferenceService.Outcome.of(new ExecuTorchException("InvalidArgument", 0x12, "x", "")))
-                .isEqualTo(InferenceService.Outcome.BAD_INPUT);
-        assertThat(InferenceService.Outcome.of(new ExecuTorchException("MemoryAllocationFailed", 0x21, "x", "")))
-                .isEqualTo(InferenceService.Outcome.BACKEND_FAILURE);
+    void eachKindCountsUnderOneTritonReason() {
+        Map<InferenceException.Kind, InferenceObserver.FailureReason> want = Map.of(
+                InferenceException.Kind.INVALID_INPUT, InferenceObserver.FailureReason.OTHER,
+                InferenceException.Kind.NOT_FOUND, InferenceObserver.FailureReason.OTHER,
+                InferenceException.Kind.UNAVAILABLE, InferenceObserver.FailureReason.OTHER,
+                InferenceException.Kind.OVERLOADED, InferenceObserver.FailureReason.REJECTED,
+                // Triton counts a request whose timeout expired in the queue as rejected.
+                InferenceException.Kind.TIMED_OUT, InferenceObserver.FailureReason.REJECTED,
+                InferenceException.Kind.DEADLINE_EXCEEDED, InferenceObserver.FailureReason.CANCELED,
+                InferenceException.Kind.CLIENT_GONE, InferenceObserver.FailureReason.CANCELED,
+                InferenceException.Kind.FAILED, InferenceObserver.FailureReason.BACKEND);
+        assertThat(want).as("every kind").containsOnlyKeys(InferenceException.Kind.values());
+        want.forEach((kind, reason) -> assertThat(InferenceObserver.FailureReason.of(kind)).as("%s", kind)
+                .isEqualTo(reason));
     }
 
     @Test

@@ -112,14 +112,13 @@ class TritonMetricsTest {
         metrics.success("m", "1", 3, 1_999, 500, 10_700, 801);
         metrics.failure("m", "1", InferenceObserver.FailureReason.BACKEND, 4_000);
         metrics.failure("m", "1", InferenceObserver.FailureReason.OTHER, 1_000);
-        metrics.executed("m", "1", 6);
-        metrics.executionTimes("m", "1", 6, 100, 20_000, 300);
-        metrics.executionTimes("m", "1", 2, 10, 2_000, 30);
-        metrics.executionTimes("m", "1", 6, 100, 20_000, 300);
+        metrics.executed("m", "1", 6, 100, 20_000, 300);
+        metrics.executed("m", "1", 2, 10, 2_000, 30);
+        metrics.executed("m", "1", 6, 100, 20_000, 300);
         VersionStatistics s = metrics.statistics("m", "1");
         assertThat(s.lastInference()).isBetween(before, System.currentTimeMillis());
         assertThat(s.inferenceCount()).isEqualTo(6);
-        assertThat(s.executionCount()).isEqualTo(1);
+        assertThat(s.executionCount()).isEqualTo(3);
         assertThat(s.success()).isEqualTo(new VersionStatistics.Duration(2, 2 * 14_000));
         assertThat(s.fail()).isEqualTo(new VersionStatistics.Duration(2, 5_000));
         assertThat(s.queue()).isEqualTo(new VersionStatistics.Duration(2, 3_998));
@@ -136,6 +135,22 @@ class TritonMetricsTest {
                         new VersionStatistics.Duration(2, 600)));
         metrics.unloaded("m", "1");
         assertThat(metrics.statistics("m", "1").success().count()).isZero();
+    }
+
+    @Test
+    void oneExecutedCallCountsTheCallItsBatchStatisticsAndABatchedModelsRows() {
+        metrics.executed("m", "1", 0, 0, 1_000, 0);
+        assertThat(registry.find("etserve.inference.batch.size").summaries()).as("not a batched model's").isEmpty();
+        metrics.executed("m", "1", 4, 10, 2_000, 30);
+        metrics.executed("m", "1", 4, 10, 2_000, 30);
+        assertThat(value("nv_inference_exec_count", "m", "1")).isEqualTo(3);
+        assertThat(metrics.statistics("m", "1").batches()).extracting(VersionStatistics.Batch::batchSize)
+                .as("a model that runs requests alone runs batches of 1").containsExactly(1, 4);
+        var sizes = registry.get("etserve.inference.batch.size").tag("model", "m").tag("version", "1").summary();
+        assertThat(sizes.count()).isEqualTo(2);
+        assertThat(sizes.totalAmount()).isEqualTo(8);
+        metrics.unloaded("m", "1");
+        assertThat(registry.find("etserve.inference.batch.size").summaries()).isEmpty();
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.etserve.rest;
 
+import jakarta.servlet.DispatcherType;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.RequestDispatcher;
@@ -8,24 +9,37 @@ import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import org.springframework.http.HttpStatus;
 
 /**
- * Error dispatches for requests under {@code /v2} (a method the servlet refuses, such as TRACE;
- * anything that ends in {@code sendError}) answer with the protocol's {@code {"error": ...}}
- * body instead of Spring Boot's {@code {"timestamp", ...}} page. Other paths keep that page.
+ * What the error path answers. Its error dispatches for requests under {@code /v2} (a method
+ * the servlet refuses, such as TRACE; anything that ends in {@code sendError}) get the
+ * protocol's {@code {"error": ...}} body instead of Spring Boot's {@code {"timestamp", ...}}
+ * page; other paths keep that page. Asked for directly it has no error to describe (Spring
+ * answers 500 with status 999), so a direct request gets 404 like any unknown path.
  */
-public final class ProtocolErrorPageFilter implements Filter {
+public final class ErrorPathFilter implements Filter {
+
+    private static final byte[] NOT_FOUND = ("{\"type\":\"about:blank\",\"title\":\"Not Found\",\"status\":404,"
+            + "\"detail\":\"no such endpoint\"}").getBytes(StandardCharsets.UTF_8);
 
     @Override
     public void doFilter(ServletRequest request, ServletResponse response, FilterChain chain)
             throws IOException, ServletException {
+        HttpServletResponse http = (HttpServletResponse) response;
+        if (request.getDispatcherType() != DispatcherType.ERROR) {
+            http.setStatus(HttpServletResponse.SC_NOT_FOUND);
+            http.setContentType("application/problem+json");
+            http.setContentLength(NOT_FOUND.length);
+            http.getOutputStream().write(NOT_FOUND);
+            return;
+        }
         Object uri = request.getAttribute(RequestDispatcher.ERROR_REQUEST_URI);
         if (!(uri instanceof String path) || !path.startsWith("/v2")) {
             chain.doFilter(request, response);
             return;
         }
-        HttpServletResponse http = (HttpServletResponse) response;
         int code = http.getStatus();
         if (request.getAttribute(RequestDispatcher.ERROR_STATUS_CODE) instanceof Integer status) {
             code = status;
@@ -36,6 +50,6 @@ public final class ProtocolErrorPageFilter implements Filter {
         }
         Object message = request.getAttribute(RequestDispatcher.ERROR_MESSAGE);
         String text = message instanceof String s && !s.isBlank() ? s : status.getReasonPhrase();
-        ErrorResponses.write(http, new ApiException(status, text + " (" + path + ")"), false);
+        new ApiException(status, text + " (" + path + ")").writeTo(http, false);
     }
 }
