@@ -6,6 +6,7 @@ import io.etserve.runtime.ExecutionOutput;
 import io.etserve.runtime.OutputBuffers;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -58,7 +59,7 @@ final class BatchTensors implements OutputBuffers, AutoCloseable {
             long[] shape = out.shape().clone();
             long bytes = out.data().remaining();
             if (shape.length == 0 || shape[0] != batchRows || bytes % batchRows != 0) {
-                throw new IllegalStateException("output " + i + " has shape " + java.util.Arrays.toString(shape)
+                throw new IllegalStateException("output " + i + " has shape " + Arrays.toString(shape)
                         + " for a batch of " + batchRows + " rows; dynamic batching needs every output batched along"
                         + " dimension 0");
             }

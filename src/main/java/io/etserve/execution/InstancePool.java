@@ -2,6 +2,7 @@ package io.etserve.execution;
 
 import io.etserve.cuda.LeaseQueue;
 import java.time.Duration;
+import java.util.Optional;
 
 /** The Modules of one model version, handed out one caller at a time. */
 public interface InstancePool extends AutoCloseable {
@@ -31,8 +32,8 @@ public interface InstancePool extends AutoCloseable {
     String placement();
 
     /** Why no call can run now (every device of the model faulted), if so. */
-    default java.util.Optional<String> unavailableReason() {
-        return java.util.Optional.empty();
+    default Optional<String> unavailableReason() {
+        return Optional.empty();
     }
 
     /** Frees every Module, waiting for running calls to finish. */

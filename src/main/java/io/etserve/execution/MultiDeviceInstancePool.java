@@ -6,6 +6,7 @@ import io.etserve.inference.OverloadedException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 
@@ -62,15 +63,15 @@ public final class MultiDeviceInstancePool implements InstancePool {
     }
 
     @Override
-    public java.util.Optional<String> unavailableReason() {
+    public Optional<String> unavailableReason() {
         List<String> reasons = new ArrayList<>();
         for (GpuInstancePool d : devices) {
             if (d.unavailableReason().isEmpty()) {
-                return java.util.Optional.empty();
+                return Optional.empty();
             }
             reasons.add(d.unavailableReason().get());
         }
-        return java.util.Optional.of(String.join("; ", reasons));
+        return Optional.of(String.join("; ", reasons));
     }
 
     @Override

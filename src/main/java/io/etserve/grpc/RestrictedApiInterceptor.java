@@ -1,10 +1,12 @@
 package io.etserve.grpc;
 
 import io.etserve.security.RestrictedApis;
+import io.grpc.BindableService;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import java.util.Locale;
 import java.util.Optional;
@@ -19,8 +21,8 @@ public final class RestrictedApiInterceptor implements ServerInterceptor {
     }
 
     /** {@code service} with the restricted groups checked before each call. */
-    public static io.grpc.BindableService guard(io.grpc.BindableService service, RestrictedApis restricted) {
-        return () -> io.grpc.ServerInterceptors.intercept(service, new RestrictedApiInterceptor(restricted));
+    public static BindableService guard(BindableService service, RestrictedApis restricted) {
+        return () -> ServerInterceptors.intercept(service, new RestrictedApiInterceptor(restricted));
     }
 
     @Override

@@ -5,6 +5,8 @@ import io.etserve.inference.UntrustedText;
 import io.etserve.modelconfig.ModelConfig;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.UnaryOperator;
+import java.util.stream.Collectors;
 
 /**
  * Triton's repository extension behind both protocols: the index in every mode; load and unload
@@ -59,7 +61,7 @@ public final class RepositoryControl {
      *
      * @throws RefusedException also when the override does not fit the model's configuration
      */
-    public void load(String model, java.util.function.UnaryOperator<ModelConfig> override) {
+    public void load(String model, UnaryOperator<ModelConfig> override) {
         requireExplicit("load");
         List<ModelVersionState> failed;
         try {
@@ -72,7 +74,7 @@ public final class RepositoryControl {
             throw new RefusedException("failed to load '" + UntrustedText.abbreviate(model) + "'" + failed.stream()
                     .map(s -> (s.version().isEmpty() ? "" : " version " + s.version()) + ": "
                             + s.notReadyReason().orElse(""))
-                    .collect(java.util.stream.Collectors.joining(";")) + (served.ready()
+                    .collect(Collectors.joining(";")) + (served.ready()
                             ? " (version " + served.version() + " answers for the model)" : ""));
         }
     }

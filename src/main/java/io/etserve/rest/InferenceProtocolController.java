@@ -15,10 +15,15 @@ import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.ModelVersionState;
 import io.etserve.runtime.DirectBufferPool;
+import io.etserve.triton.TritonExtensions;
+import jakarta.servlet.ServletOutputStream;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.ServletResponseWrapper;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.InputStream;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.springframework.http.HttpStatus;
@@ -39,7 +44,7 @@ public class InferenceProtocolController {
     static final String HEADER_LENGTH = "Inference-Header-Content-Length";
     static final String JSON = MediaType.APPLICATION_JSON_VALUE;
     static final String OCTET_STREAM = MediaType.APPLICATION_OCTET_STREAM_VALUE;
-    public static final List<String> EXTENSIONS = io.etserve.triton.TritonExtensions.EXTENSIONS;
+    public static final List<String> EXTENSIONS = TritonExtensions.EXTENSIONS;
 
     private final ModelRegistry registry;
     private final InferenceService inference;
@@ -127,7 +132,7 @@ public class InferenceProtocolController {
         if (refused.isPresent()) {
             // Shutting down or not yet started: another replica (or this one, soon) can take it.
             throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get(),
-                    java.time.Duration.ofSeconds(1));
+                    Duration.ofSeconds(1));
         }
         Object read = http.getAttribute(InferBodyFilter.BODY);
         // The body owns every tensor buffer of this exchange (inputs in place, outputs written
@@ -171,9 +176,9 @@ public class InferenceProtocolController {
      * every async-capable request, and its stream writes a ByteBuffer through a new array of the
      * buffer's size (the Servlet API's default), where Jetty's writes the direct buffer as is.
      */
-    private static jakarta.servlet.ServletOutputStream containerStream(HttpServletResponse reply) throws IOException {
-        jakarta.servlet.ServletResponse r = reply;
-        while (r instanceof jakarta.servlet.ServletResponseWrapper wrapper) {
+    private static ServletOutputStream containerStream(HttpServletResponse reply) throws IOException {
+        ServletResponse r = reply;
+        while (r instanceof ServletResponseWrapper wrapper) {
             r = wrapper.getResponse();
         }
         return r.getOutputStream();

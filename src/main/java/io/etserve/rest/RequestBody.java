@@ -3,6 +3,7 @@ package io.etserve.rest;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.runtime.OutputBuffers;
 import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -171,7 +172,7 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
     }
 
     /** {@code Inference-Header-Content-Length}, or -1 when absent or not a number (the controller refuses that). */
-    static long headerLength(jakarta.servlet.http.HttpServletRequest request) {
+    static long headerLength(HttpServletRequest request) {
         String value = request.getHeader(InferenceProtocolController.HEADER_LENGTH);
         if (value == null) {
             return -1;

@@ -5,22 +5,33 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import com.github.dockerjava.api.DockerClient;
+import com.github.dockerjava.api.exception.NotFoundException;
+import com.github.dockerjava.api.model.PruneType;
+import com.google.protobuf.ByteString;
+import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
+import io.etserve.grpc.protocol.ModelInferRequest;
+import io.etserve.grpc.protocol.ServerReadyRequest;
 import io.etserve.support.Http;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import com.github.dockerjava.api.DockerClient;
-import com.github.dockerjava.api.exception.NotFoundException;
-import com.github.dockerjava.api.model.PruneType;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -172,29 +183,29 @@ class ServiceImageIT {
     void grpcServesTheSameModelWithRawTensors() throws Exception {
         Reference reference = Reference.load(TestPaths.demoModels().resolve(MODEL + "/1/reference.json"));
         Reference.Case first = reference.cases().get(0);
-        io.grpc.ManagedChannel channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", grpcPort,
-                io.grpc.InsecureChannelCredentials.create()).build();
+        ManagedChannel channel = Grpc.newChannelBuilderForAddress("127.0.0.1", grpcPort,
+                InsecureChannelCredentials.create()).build();
         try {
-            var stub = io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.newBlockingStub(channel)
-                    .withDeadlineAfter(60, java.util.concurrent.TimeUnit.SECONDS);
-            assertTrue(stub.serverReady(io.etserve.grpc.protocol.ServerReadyRequest.getDefaultInstance()).getReady());
-            var request = io.etserve.grpc.protocol.ModelInferRequest.newBuilder().setModelName(MODEL);
+            var stub = GRPCInferenceServiceGrpc.newBlockingStub(channel)
+                    .withDeadlineAfter(60, TimeUnit.SECONDS);
+            assertTrue(stub.serverReady(ServerReadyRequest.getDefaultInstance()).getReady());
+            var request = ModelInferRequest.newBuilder().setModelName(MODEL);
             for (Reference.TensorValue input : first.inputs()) {
                 request.addInputsBuilder().setName(input.name()).setDatatype(input.datatype())
-                        .addAllShape(java.util.Arrays.stream(input.shape()).boxed().toList());
-                request.addRawInputContents(com.google.protobuf.ByteString.copyFrom(input.bytes()));
+                        .addAllShape(Arrays.stream(input.shape()).boxed().toList());
+                request.addRawInputContents(ByteString.copyFrom(input.bytes()));
             }
             var response = stub.modelInfer(request.build());
             Reference.TensorValue expected = first.outputs().get(0);
-            java.nio.ByteBuffer got = response.getRawOutputContents(0).asReadOnlyByteBuffer()
-                    .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer got = response.getRawOutputContents(0).asReadOnlyByteBuffer()
+                    .order(ByteOrder.LITTLE_ENDIAN);
             assertEquals(expected.data().size() * 4, got.remaining());
             for (int i = 0; i < expected.data().size(); i++) {
                 assertTrue(reference.close(got.getFloat(i * 4), expected.data().get(i)),
                         "[" + i + "] " + got.getFloat(i * 4) + " != " + expected.data().get(i));
             }
         } finally {
-            channel.shutdownNow().awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
+            channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         }
     }
 

@@ -3,6 +3,7 @@ package io.etserve.cuda;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -13,6 +14,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -216,7 +218,7 @@ class LeaseQueueTest {
 
         void go() {
             gone = true;
-            java.util.concurrent.locks.LockSupport.unpark(waiter);
+            LockSupport.unpark(waiter);
         }
     }
 
@@ -253,7 +255,7 @@ class LeaseQueueTest {
 
     /** Newest first for an hour after a give-up: long past any test's run. */
     private static final QueuePolicy ADAPTIVE = new QueuePolicy(QueuePolicy.Order.ADAPTIVE_LIFO,
-            java.time.Duration.ofHours(1), java.time.Duration.ZERO);
+            Duration.ofHours(1), Duration.ZERO);
 
     /** Waiters that joined {@code q} in the order given, each recording its id once served. */
     private List<Future<?>> line(LeaseQueue q, List<Integer> served, int... ids) throws InterruptedException {

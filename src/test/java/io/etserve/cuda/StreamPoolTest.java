@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -26,7 +27,7 @@ class StreamPoolTest {
         OpaqueStreamFactory factory = new OpaqueStreamFactory(List.of(0));
         StreamPool pool = new StreamPool(0, 3, 0, factory, n -> {});
         ExecutorService exec = Executors.newFixedThreadPool(6);
-        Set<Long> inUse = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        Set<Long> inUse = ConcurrentHashMap.newKeySet();
         AtomicInteger overlaps = new AtomicInteger();
         List<Future<?>> fs = new ArrayList<>();
         for (int t = 0; t < 6; t++) {

@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
@@ -55,13 +58,13 @@ class TritonToolsInteropTest {
     }
 
     /** One folder with both models' references, as the script reads them (demo-portable, dynamic-batch). */
-    static Path references() throws java.io.IOException {
-        Path dir = java.nio.file.Files.createTempDirectory("etserve-triton-refs-");
-        for (var m : java.util.Map.of("demo-portable", TestPaths.demoModels(), "dynamic-batch", TestPaths.testModels())
+    static Path references() throws IOException {
+        Path dir = Files.createTempDirectory("etserve-triton-refs-");
+        for (var m : Map.of("demo-portable", TestPaths.demoModels(), "dynamic-batch", TestPaths.testModels())
                 .entrySet()) {
             Path to = dir.resolve(m.getKey()).resolve("1");
-            java.nio.file.Files.createDirectories(to);
-            java.nio.file.Files.copy(m.getValue().resolve(m.getKey()).resolve("1/reference.json"), to.resolve("reference.json"));
+            Files.createDirectories(to);
+            Files.copy(m.getValue().resolve(m.getKey()).resolve("1/reference.json"), to.resolve("reference.json"));
         }
         return dir;
     }

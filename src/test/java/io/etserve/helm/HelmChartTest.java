@@ -7,10 +7,12 @@ import com.marcnuri.helm.Helm;
 import com.marcnuri.helm.LintResult;
 import com.marcnuri.helm.TemplateCommand;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -135,8 +137,8 @@ class HelmChartTest {
         assertThat(get(key, "valueFrom", "secretKeyRef", "key")).isEqualTo("model-repository");
         Map<String, Object> secret = find(docs, "Secret");
         assertThat(get(secret, "metadata", "name")).isEqualTo(FULLNAME + "-api-keys");
-        String value = new String(java.util.Base64.getDecoder().decode((String) get(secret, "data", "model-repository")),
-                java.nio.charset.StandardCharsets.US_ASCII);
+        String value = new String(Base64.getDecoder().decode((String) get(secret, "data", "model-repository")),
+                StandardCharsets.US_ASCII);
         assertThat(value).hasSize(32).matches("[A-Za-z0-9]+");
 
         // An operator's own Secret: referenced, none made.

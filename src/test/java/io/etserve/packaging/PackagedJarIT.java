@@ -10,8 +10,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -58,7 +60,7 @@ class PackagedJarIT {
     @Test
     void servesOnJava25(@TempDir Path tmp) throws Exception {
         String home = System.getProperty("etserve.test.java25-home", "");
-        org.junit.jupiter.api.Assumptions.assumeTrue(!home.isBlank() && Files.isExecutable(Path.of(home, "bin/java")),
+        Assumptions.assumeTrue(!home.isBlank() && Files.isExecutable(Path.of(home, "bin/java")),
                 "no Java 25 at etserve.test.java25-home='" + home + "'");
         servesOn(Path.of(home), tmp);
         assertThat(Files.readString(tmp.resolve("app.log"))).doesNotContain("WARNING: A restricted method");
@@ -86,7 +88,7 @@ class PackagedJarIT {
                 Thread.sleep(250);
             }
             assertThat(status).as(Files.readString(log)).isEqualTo(200);
-            String zeros = "[" + String.join(",", java.util.Collections.nCopies(16, "0")) + "]";
+            String zeros = "[" + String.join(",", Collections.nCopies(16, "0")) + "]";
             Http.Response r = http.post("/v2/models/demo-xnnpack/infer",
                     "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":" + zeros + "}]}");
             assertThat(r.status()).isEqualTo(200);

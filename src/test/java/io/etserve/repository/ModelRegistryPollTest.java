@@ -8,6 +8,7 @@ import io.etserve.modelconfig.VersionPolicy;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -15,11 +16,13 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.LongPredicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -223,7 +226,7 @@ class ModelRegistryPollTest {
     }
 
     static Set<Long> mayRetire(Set<Long> serving, Map<Long, String> tried, ModelRegistry.Snapshot now,
-            java.util.function.LongPredicate settled, boolean force, VersionPolicy policy) {
+            LongPredicate settled, boolean force, VersionPolicy policy) {
         return ModelRegistry.mayRetire(serving, tried, new TreeSet<>(now.versions().keySet()), now, settled, force,
                 policy);
     }
@@ -270,7 +273,7 @@ class ModelRegistryPollTest {
 
     static void deleteTree(Path dir) throws IOException {
         try (var files = Files.walk(dir)) {
-            files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         }
     }
 
@@ -278,7 +281,7 @@ class ModelRegistryPollTest {
         try {
             return Files.readAllBytes(p);
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
         }
     }
 }

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,7 +32,7 @@ class ProgramIntegrityTest {
     static ModelConfig withSha(String sha) {
         ModelConfig d = ModelConfig.defaults();
         return new ModelConfig(d.method(), List.of(), List.of(), Optional.empty(), Optional.empty(), Optional.empty(),
-                Optional.empty(), d.warmup(), Optional.empty(), Optional.ofNullable(sha), Optional.empty(), java.util.Map.of(), Optional.empty(),
+                Optional.empty(), d.warmup(), Optional.empty(), Optional.ofNullable(sha), Optional.empty(), Map.of(), Optional.empty(),
                 VersionPolicy.ALL);
     }
 

@@ -16,6 +16,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -62,7 +63,7 @@ class GracefulShutdownTest {
             }
             if (response.startsWith("HTTP/1.1 503")) {
                 // Refused while draining: fine, if it tells the client when to retry.
-                return response.toLowerCase(java.util.Locale.ROOT).contains("\r\nretry-after:") ? Result.UNAVAILABLE
+                return response.toLowerCase(Locale.ROOT).contains("\r\nretry-after:") ? Result.UNAVAILABLE
                         : Result.LOST;
             }
             return response.isEmpty() ? Result.REFUSED : Result.LOST;

@@ -9,6 +9,7 @@ import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.RawConnection;
 import io.etserve.support.TestPaths;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -184,8 +185,8 @@ class ResilienceApiTest {
 
         // A client's shape mistake ([1, 8] for a [1, 16] input) is refused before execution and
         // never reaches the breaker: the burst is 400s, the next good calls are 200s.
-        String eight = "[" + String.join(",", java.util.Collections.nCopies(8, "0")) + "]";
-        String sixteen = "[" + String.join(",", java.util.Collections.nCopies(16, "0")) + "]";
+        String eight = "[" + String.join(",", Collections.nCopies(8, "0")) + "]";
+        String sixteen = "[" + String.join(",", Collections.nCopies(16, "0")) + "]";
         for (int i = 0; i < 8; i++) {
             Http.Response r = http.post("/v2/models/demo-portable/infer",
                     "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,8],\"data\":" + eight + "}]}");

@@ -2,6 +2,7 @@ package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.sun.management.ThreadMXBean;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.RawConnection;
 import io.etserve.support.TestPaths;
@@ -38,7 +39,7 @@ class DataPathApiTest {
     @Test
     void fourMibInAndOutWithoutAPerRequestHeapArrayOfThatSize() throws Exception {
         byte[] request = binaryRequest();
-        var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        var threads = (ThreadMXBean) ManagementFactory.getThreadMXBean();
         try (RawConnection c = RawConnection.open(port, 30_000)) {
             for (int i = 0; i < 5; i++) {  // warm-up: pools fill, the JIT settles
                 check(c.send(request).read());
@@ -56,7 +57,7 @@ class DataPathApiTest {
     }
 
     /** Heap bytes allocated by every thread but this one (the client's response arrays are its own). */
-    private static long serverThreadsAllocated(com.sun.management.ThreadMXBean threads) {
+    private static long serverThreadsAllocated(ThreadMXBean threads) {
         long self = Thread.currentThread().getId();
         long total = 0;
         for (long id : threads.getAllThreadIds()) {

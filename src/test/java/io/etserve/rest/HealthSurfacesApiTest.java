@@ -8,6 +8,7 @@ import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.OpaqueStreamFactory;
 import io.etserve.support.TestPaths;
+import java.util.Collections;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
@@ -141,7 +142,7 @@ class HealthSurfacesApiTest {
         Http http = Http.local(port);
         assertThat(http.post("/v2/models/caller-stream-probe/infer", probe(0)).status()).isEqualTo(503);
         // The CPU model never touches the faulted device.
-        String zeros = "[" + String.join(",", java.util.Collections.nCopies(16, "0")) + "]";
+        String zeros = "[" + String.join(",", Collections.nCopies(16, "0")) + "]";
         assertThat(http.post("/v2/models/demo-xnnpack/infer",
                 "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":" + zeros + "}]}")
                 .status()).isEqualTo(200);

@@ -4,12 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.RawConnection;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -79,7 +82,7 @@ class ProtocolApiTest {
         assertThat(output.path("datatype").asString()).isEqualTo(expected.datatype());
         List<Long> shape = new ArrayList<>();
         output.path("shape").forEach(s -> shape.add(s.asLong()));
-        assertThat(shape).containsExactly(java.util.Arrays.stream(expected.shape()).boxed().toArray(Long[]::new));
+        assertThat(shape).containsExactly(Arrays.stream(expected.shape()).boxed().toArray(Long[]::new));
         JsonNode data = output.path("data");
         assertThat(data.size()).isEqualTo(expected.data().size());
         for (int i = 0; i < data.size(); i++) {
@@ -310,7 +313,7 @@ class ProtocolApiTest {
         assertMatches(ref, mean, outs.get(0));
         // Inputs may come in any order: they are bound by name.
         List<Map<String, Object>> reversed = new ArrayList<>(c.inputs().stream().map(ProtocolApiTest::jsonInput).toList());
-        java.util.Collections.reverse(reversed);
+        Collections.reverse(reversed);
         Http.Response r2 = http.postJson("/v2/models/two-inputs/infer", Map.of("inputs", reversed));
         assertThat(r2.status()).isEqualTo(200);
         assertThat(r2.json().path("outputs").size()).isEqualTo(2);
@@ -322,7 +325,7 @@ class ProtocolApiTest {
     }
 
     private static String zeros(int n) {
-        return "[" + String.join(",", java.util.Collections.nCopies(n, "0")) + "]";
+        return "[" + String.join(",", Collections.nCopies(n, "0")) + "]";
     }
 
     @Test
@@ -391,16 +394,16 @@ class ProtocolApiTest {
     void oversizedBodiesAre413() throws Exception {
         // Declared far over the limit (more than twice it): refused from Content-Length alone, at
         // once, before a byte of the body is read; the client sends the headers and waits.
-        try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
-            io.etserve.support.RawConnection.Response r = c.exchange("POST /v2/models/demo-portable/infer HTTP/1.1\r\n"
+        try (RawConnection c = RawConnection.open(port, 10_000)) {
+            RawConnection.Response r = c.exchange("POST /v2/models/demo-portable/infer HTTP/1.1\r\n"
                     + "Host: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + (3 * 1024 * 1024)
                     + "\r\n\r\n");
             assertThat(r.status()).isEqualTo(413);
             assertThat(r.text()).contains("limit");
         }
         // A client that waits for 100-continue is answered before it sends anything.
-        try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
-            io.etserve.support.RawConnection.Response r = c.exchange("POST /v2/models/demo-portable/infer HTTP/1.1\r\n"
+        try (RawConnection c = RawConnection.open(port, 10_000)) {
+            RawConnection.Response r = c.exchange("POST /v2/models/demo-portable/infer HTTP/1.1\r\n"
                     + "Host: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: "
                     + (1536 * 1024) + "\r\n\r\n");
             assertThat(r.status()).isEqualTo(413);
@@ -410,25 +413,25 @@ class ProtocolApiTest {
     @Test
     void aClientThatSendsItsWholeOversizedBodyFirstReadsThe413NotAReset() throws Exception {
         byte[] body = new byte[1536 * 1024];  // half as much again as the 1MB limit
-        java.util.Arrays.fill(body, (byte) ' ');
+        Arrays.fill(body, (byte) ' ');
         // Declared: the body is read and thrown away, then refused on a connection that stays open.
-        try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
+        try (RawConnection c = RawConnection.open(port, 10_000)) {
             c.send("POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                     + "Content-Type: application/json\r\nContent-Length: " + body.length + "\r\n\r\n").send(body);
-            io.etserve.support.RawConnection.Response r = c.read();
+            RawConnection.Response r = c.read();
             assertThat(r.status()).isEqualTo(413);
             assertThat(r.text()).contains("exceeds the limit");
             assertThat(c.exchange("GET /v2/health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status()).isEqualTo(200);
         }
         // Chunked, so the limit is found while reading: the same.
-        try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
+        try (RawConnection c = RawConnection.open(port, 10_000)) {
             c.send("POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                     + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
             for (int off = 0; off < body.length; off += 64 * 1024) {
-                c.send(Integer.toHexString(64 * 1024) + "\r\n").send(java.util.Arrays.copyOfRange(body, off, off + 64 * 1024))
+                c.send(Integer.toHexString(64 * 1024) + "\r\n").send(Arrays.copyOfRange(body, off, off + 64 * 1024))
                         .send("\r\n");
             }
-            io.etserve.support.RawConnection.Response r = c.send("0\r\n\r\n").read();
+            RawConnection.Response r = c.send("0\r\n\r\n").read();
             assertThat(r.status()).isEqualTo(413);
             assertThat(c.exchange("GET /v2/health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status()).isEqualTo(200);
         }
@@ -507,8 +510,8 @@ class ProtocolApiTest {
             "POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: x\r\nInference-Header-Content-Length: abc\r\n"
                     + "Content-Length: 2\r\n\r\n{}"};
         for (String raw : requests) {
-            try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(port, 10_000)) {
-                io.etserve.support.RawConnection.Response r = c.exchange(raw);
+            try (RawConnection c = RawConnection.open(port, 10_000)) {
+                RawConnection.Response r = c.exchange(raw);
                 String what = raw.substring(0, Math.min(60, raw.indexOf('\r')));
                 assertThat(r.status()).as(what).isBetween(400, 499);
                 assertThat(r.header("content-type")).as(what).startsWith("application/json");
@@ -523,8 +526,8 @@ class ProtocolApiTest {
     void traceIsRefusedOnBothPortsInsteadOfEchoed() throws Exception {
         for (int p : new int[] {port, managementPort}) {
             for (String path : new String[] {"/v2/health/live", "/actuator/health", "/"}) {
-                try (io.etserve.support.RawConnection c = io.etserve.support.RawConnection.open(p, 10_000)) {
-                    io.etserve.support.RawConnection.Response r = c.exchange(
+                try (RawConnection c = RawConnection.open(p, 10_000)) {
+                    RawConnection.Response r = c.exchange(
                             "TRACE " + path + " HTTP/1.1\r\nHost: x\r\nX-Secret: s3cret\r\n\r\n");
                     assertThat(r.status()).as(p + path).isEqualTo(405);
                     assertThat(r.text()).as(p + path).doesNotContain("s3cret").startsWith("{\"error\":");

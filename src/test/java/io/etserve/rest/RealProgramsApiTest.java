@@ -9,8 +9,13 @@ import io.etserve.support.TestPaths;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Value;
@@ -111,15 +116,15 @@ class RealProgramsApiTest {
         Reference ref = Reference.load(TestPaths.testModels().resolve("dynamic-batch/1/reference.json"));
         Reference.Case one = ref.cases().get(1);  // one row
         assertThat(one.inputs().get(0).shape()[0]).isEqualTo(1);
-        java.util.concurrent.ExecutorService clients = java.util.concurrent.Executors.newFixedThreadPool(8);
+        ExecutorService clients = Executors.newFixedThreadPool(8);
         try {
-            List<java.util.concurrent.Future<Http.Response>> answers = new java.util.ArrayList<>();
+            List<Future<Http.Response>> answers = new ArrayList<>();
             for (int i = 0; i < 8; i++) {
                 answers.add(clients.submit(() -> http.postJson("/v2/models/batched/infer",
                         Map.of("inputs", one.inputs().stream().map(ProtocolApiTest::jsonInput).toList()))));
             }
-            for (java.util.concurrent.Future<Http.Response> a : answers) {
-                Http.Response r = a.get(20, java.util.concurrent.TimeUnit.SECONDS);
+            for (Future<Http.Response> a : answers) {
+                Http.Response r = a.get(20, TimeUnit.SECONDS);
                 assertThat(r.status()).as(r.text()).isEqualTo(200);
                 assertThat(r.json().path("outputs").get(0).path("shape").toString()).isEqualTo("[1,4]");
                 ProtocolApiTest.assertMatches(ref, one.outputs().get(0), r.json().path("outputs").get(0));

@@ -2,16 +2,33 @@ package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.grpc.GrpcServer;
+import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
+import io.etserve.grpc.protocol.RepositoryModelLoadRequest;
+import io.etserve.grpc.protocol.RepositoryModelUnloadRequest;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -123,16 +140,16 @@ class RepositoryApiTest {
         // demo-portable's reference input (the same program as demo-xnnpack's inputs: [1, 16] FP32)
         Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
         String request = "{\"inputs\":[" + ref.cases().get(0).inputs().get(0).json() + "]}";
-        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
-        java.util.Map<Integer, java.util.concurrent.atomic.AtomicInteger> statuses = new java.util.concurrent.ConcurrentHashMap<>();
-        java.util.concurrent.atomic.AtomicInteger retryAfterMissing = new java.util.concurrent.atomic.AtomicInteger();
+        AtomicBoolean running = new AtomicBoolean(true);
+        Map<Integer, AtomicInteger> statuses = new ConcurrentHashMap<>();
+        AtomicInteger retryAfterMissing = new AtomicInteger();
         List<CompletableFuture<Void>> clients = new ArrayList<>();
         for (int c = 0; c < 4; c++) {
             clients.add(CompletableFuture.runAsync(() -> {
                 Http client = Http.local(port);
                 while (running.get()) {
                     Http.Response r = client.post("/v2/models/demo-portable/infer", request);
-                    statuses.computeIfAbsent(r.status(), k -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet();
+                    statuses.computeIfAbsent(r.status(), k -> new AtomicInteger()).incrementAndGet();
                     if (r.status() == 503 && r.header("Retry-After") == null) {
                         retryAfterMissing.incrementAndGet();
                     }
@@ -157,24 +174,24 @@ class RepositoryApiTest {
     }
 
     @Test
-    void grpcUnloadsAndLoadsLikeRest(@org.springframework.beans.factory.annotation.Autowired io.etserve.grpc.GrpcServer server)
+    void grpcUnloadsAndLoadsLikeRest(@Autowired GrpcServer server)
             throws Exception {
         REPO.copy(TestPaths.demoModels(), "demo-portable", "via-grpc");
-        io.grpc.ManagedChannel channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", server.port(),
-                io.grpc.InsecureChannelCredentials.create()).build();
+        ManagedChannel channel = Grpc.newChannelBuilderForAddress("127.0.0.1", server.port(),
+                InsecureChannelCredentials.create()).build();
         try {
-            var stub = io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.newBlockingStub(channel)
+            var stub = GRPCInferenceServiceGrpc.newBlockingStub(channel)
                     .withDeadlineAfter(30, TimeUnit.SECONDS);
-            stub.repositoryModelLoad(io.etserve.grpc.protocol.RepositoryModelLoadRequest.newBuilder()
+            stub.repositoryModelLoad(RepositoryModelLoadRequest.newBuilder()
                     .setModelName("via-grpc").build());
             assertThat(index(true)).contains("via-grpc/1 READY");
-            stub.repositoryModelUnload(io.etserve.grpc.protocol.RepositoryModelUnloadRequest.newBuilder()
+            stub.repositoryModelUnload(RepositoryModelUnloadRequest.newBuilder()
                     .setModelName("via-grpc").build());
             assertThat(index(false)).noneMatch(row -> row.startsWith("via-grpc/"));
-            io.grpc.StatusRuntimeException missing = (io.grpc.StatusRuntimeException)
-                    org.assertj.core.api.Assertions.catchThrowable(() -> stub.repositoryModelUnload(
-                            io.etserve.grpc.protocol.RepositoryModelUnloadRequest.newBuilder().setModelName("via-grpc").build()));
-            assertThat(missing.getStatus().getCode()).isEqualTo(io.grpc.Status.Code.NOT_FOUND);
+            StatusRuntimeException missing = (StatusRuntimeException)
+                    Assertions.catchThrowable(() -> stub.repositoryModelUnload(
+                            RepositoryModelUnloadRequest.newBuilder().setModelName("via-grpc").build()));
+            assertThat(missing.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
         } finally {
             channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         }
@@ -182,8 +199,8 @@ class RepositoryApiTest {
 
     @Test
     void aNewVersionThatFailsIsRefusedWhileTheOneBeforeItServesOn() throws Exception {
-        java.nio.file.Path v2 = java.nio.file.Files.createDirectories(REPO.root().resolve("rollout/2"));
-        java.nio.file.Files.writeString(v2.resolve("model.pte"), "not a program");
+        Path v2 = Files.createDirectories(REPO.root().resolve("rollout/2"));
+        Files.writeString(v2.resolve("model.pte"), "not a program");
         Http.Response load = http.post("/v2/repository/models/rollout/load", "");
         assertThat(load.status()).as(load.text()).isEqualTo(400);
         assertThat(load.json().path("error").asString()).contains("failed to load 'rollout' version 2: ",

@@ -3,24 +3,31 @@ package io.etserve.rest;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.etserve.runtime.DirectBufferPool;
 import java.io.ByteArrayInputStream;
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpStatus;
 
 class RequestBodyTest {
 
     static final long MB = 1024 * 1024;
-    static final io.etserve.runtime.DirectBufferPool POOL = new io.etserve.runtime.DirectBufferPool(64 * MB);
+    static final DirectBufferPool POOL = new DirectBufferPool(64 * MB);
 
     static ByteArrayInputStream bytes(int n) {
         return new ByteArrayInputStream(new byte[n]);
     }
 
     /** {@code n} bytes that arrive 16 KiB at a time, as a network delivers a large body. */
-    static java.io.InputStream trickle(long n) {
-        return new java.io.InputStream() {
+    static InputStream trickle(long n) {
+        return new InputStream() {
             long left = n;
 
             @Override
@@ -79,30 +86,30 @@ class RequestBodyTest {
     @Test
     void aBodyThatArrivedInPiecesIsOneArrayAndOneBufferOnceComplete() throws Exception {
         InflightBytes budget = new InflightBytes(64 * MB);
-        io.etserve.runtime.DirectBufferPool pool = new io.etserve.runtime.DirectBufferPool(64 * MB);
+        DirectBufferPool pool = new DirectBufferPool(64 * MB);
         byte[] sent = new byte[100 + 3 * (int) MB];
-        new java.util.Random(7).nextBytes(sent);
+        new Random(7).nextBytes(sent);
         try (RequestBody body = new RequestBody(budget, pool, 64 * MB, sent.length, 100)) {
-            java.io.InputStream in = new java.io.FilterInputStream(new ByteArrayInputStream(sent)) {
+            InputStream in = new FilterInputStream(new ByteArrayInputStream(sent)) {
                 @Override
-                public int read(byte[] b, int off, int len) throws java.io.IOException {
+                public int read(byte[] b, int off, int len) throws IOException {
                     return super.read(b, off, Math.min(len, 1000));
                 }
 
                 @Override
-                public int available() throws java.io.IOException {
+                public int available() throws IOException {
                     return Math.min(super.available(), 1000);
                 }
             };
             body.readAll(in);
             assertThat(budget.held()).isEqualTo(sent.length);
-            assertThat(java.util.Arrays.copyOf(body.json(), body.jsonLength()))
-                    .isEqualTo(java.util.Arrays.copyOf(sent, 100));
-            java.nio.ByteBuffer binary = body.binary();
+            assertThat(Arrays.copyOf(body.json(), body.jsonLength()))
+                    .isEqualTo(Arrays.copyOf(sent, 100));
+            ByteBuffer binary = body.binary();
             assertThat(binary.isDirect()).isTrue();
             byte[] got = new byte[binary.remaining()];
             binary.get(got);
-            assertThat(got).isEqualTo(java.util.Arrays.copyOfRange(sent, 100, sent.length));
+            assertThat(got).isEqualTo(Arrays.copyOfRange(sent, 100, sent.length));
         }
         assertThat(budget.held()).isZero();
     }
@@ -110,9 +117,9 @@ class RequestBodyTest {
     @Test
     void aBinaryPartOfADeclaredLengthArrivingInPiecesLandsInOneBufferWithoutAJoin() throws Exception {
         InflightBytes budget = new InflightBytes(64 * MB);
-        io.etserve.runtime.DirectBufferPool pool = new io.etserve.runtime.DirectBufferPool(64 * MB);
+        DirectBufferPool pool = new DirectBufferPool(64 * MB);
         byte[] sent = new byte[100 + 3 * (int) MB];
-        new java.util.Random(11).nextBytes(sent);
+        new Random(11).nextBytes(sent);
         try (RequestBody body = new RequestBody(budget, pool, 64 * MB, sent.length, 100)) {
             ByteArrayInputStream first = new ByteArrayInputStream(sent, 0, 100 + 1000);
             body.readFrom(first);  // the JSON part
@@ -130,11 +137,11 @@ class RequestBodyTest {
             });
             assertThat(budget.held()).isEqualTo(sent.length);
             assertThat(budget.lent()).isZero();
-            java.nio.ByteBuffer binary = body.binary();
+            ByteBuffer binary = body.binary();
             assertThat(body.allocated()).as("no second buffer to join pieces into").isEqualTo(100 + 4 * MB);
             byte[] got = new byte[binary.remaining()];
             binary.get(got);
-            assertThat(got).isEqualTo(java.util.Arrays.copyOfRange(sent, 100, sent.length));
+            assertThat(got).isEqualTo(Arrays.copyOfRange(sent, 100, sent.length));
         }
         assertThat(budget.held()).isZero();
         assertThat(budget.lent()).isZero();
@@ -150,7 +157,7 @@ class RequestBodyTest {
             // 4 MiB more would not fit beside what is held and lent: this body grows in chunks,
             // and is served, since only arrived bytes can make a 503.
             byte[] sent = new byte[100 + 4 * (int) MB];
-            new java.util.Random(3).nextBytes(sent);
+            new Random(3).nextBytes(sent);
             try (RequestBody next = new RequestBody(budget, POOL, 64 * MB, sent.length, 100)) {
                 next.readAll(new ByteArrayInputStream(sent) {
                     @Override
@@ -165,10 +172,10 @@ class RequestBodyTest {
                 });
                 assertThat(budget.held()).isEqualTo(MB + sent.length);
                 assertThat(budget.lent()).isEqualTo(5 * MB);
-                java.nio.ByteBuffer binary = next.binary();
+                ByteBuffer binary = next.binary();
                 byte[] got = new byte[binary.remaining()];
                 binary.get(got);
-                assertThat(got).isEqualTo(java.util.Arrays.copyOfRange(sent, 100, sent.length));
+                assertThat(got).isEqualTo(Arrays.copyOfRange(sent, 100, sent.length));
             }
         }
         assertThat(budget.held()).isZero();
@@ -197,7 +204,7 @@ class RequestBodyTest {
                 sent[i * 1000] = (byte) i;
             }
             body.readAll(new ByteArrayInputStream(sent));
-            byte[] bytes = java.util.Arrays.copyOf(body.json(), body.jsonLength());
+            byte[] bytes = Arrays.copyOf(body.json(), body.jsonLength());
             assertThat(body.json()).hasSize(declared);
             assertThat(bytes[299_000]).isEqualTo((byte) 299);
             assertThat(budget.held()).isEqualTo(declared);
@@ -244,12 +251,12 @@ class RequestBodyTest {
     @Test
     void binarySectionsLandInOneDirectBufferThatGoesBackToThePool() throws Exception {
         InflightBytes budget = new InflightBytes(4 * MB);
-        io.etserve.runtime.DirectBufferPool pool = new io.etserve.runtime.DirectBufferPool(64 * MB);
+        DirectBufferPool pool = new DirectBufferPool(64 * MB);
         byte[] sent = new byte[10 + 300_000];
         sent[0] = '{';
         sent[10] = 7;
         sent[10 + 299_999] = 9;
-        java.nio.ByteBuffer binary;
+        ByteBuffer binary;
         try (RequestBody body = new RequestBody(budget, pool, 64 * MB, sent.length, 10)) {
             body.readAll(new ByteArrayInputStream(sent));
             assertThat(body.jsonLength()).isEqualTo(10);
@@ -275,10 +282,10 @@ class RequestBodyTest {
     @Test
     void outputAndTensorBuffersAreGivenBackWithTheBody() {
         InflightBytes budget = new InflightBytes(4 * MB);
-        io.etserve.runtime.DirectBufferPool pool = new io.etserve.runtime.DirectBufferPool(64 * MB);
+        DirectBufferPool pool = new DirectBufferPool(64 * MB);
         RequestBody body = new RequestBody(budget, pool, 64 * MB, 0, -1);
-        java.nio.ByteBuffer out = body.allocate(0, 4 * MB);
-        java.nio.ByteBuffer in = body.tensorBuffer(100);
+        ByteBuffer out = body.allocate(0, 4 * MB);
+        ByteBuffer in = body.tensorBuffer(100);
         assertThat(out.isDirect() && in.isDirect()).isTrue();
         assertThat(out.remaining()).isEqualTo(4 * MB);
         assertThat(in.remaining()).isEqualTo(100);

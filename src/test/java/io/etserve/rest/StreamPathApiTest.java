@@ -8,6 +8,7 @@ import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.OpaqueStreamFactory;
 import io.etserve.support.TestPaths;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -161,7 +162,7 @@ class StreamPathApiTest {
         String prom = Http.local(managementPort).get("/actuator/prometheus").text();
         String leases = leaseCount(prom);
         factory.synchronizedHandles.clear();
-        String zeros = "[" + String.join(",", java.util.Collections.nCopies(16, "0")) + "]";
+        String zeros = "[" + String.join(",", Collections.nCopies(16, "0")) + "]";
         for (int i = 0; i < 5; i++) {
             Http.Response r = http.post("/v2/models/demo-portable/infer",
                     "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":" + zeros + "}]}");

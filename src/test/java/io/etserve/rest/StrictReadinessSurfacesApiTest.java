@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
+import java.util.Collections;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -43,7 +44,7 @@ class StrictReadinessSurfacesApiTest {
         assertThat(mgmt.get("/actuator/health/readiness").status()).isEqualTo(503);
         assertThat(http.get("/v2/health/live").status()).isEqualTo(200);
         assertThat(mgmt.get("/actuator/health/liveness").status()).isEqualTo(200);
-        String zeros = "[" + String.join(",", java.util.Collections.nCopies(16, "0")) + "]";
+        String zeros = "[" + String.join(",", Collections.nCopies(16, "0")) + "]";
         assertThat(http.post("/v2/models/demo-xnnpack/infer",
                 "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":" + zeros + "}]}")
                 .status()).isEqualTo(200);

@@ -8,6 +8,7 @@ import io.etserve.grpc.protocol.ModelConfigRequest;
 import io.etserve.grpc.protocol.ModelRepositoryParameter;
 import io.etserve.grpc.protocol.ModelStatisticsRequest;
 import io.etserve.grpc.protocol.RepositoryModelLoadRequest;
+import io.etserve.grpc.protocol.ServerMetadataRequest;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
@@ -20,9 +21,11 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -112,7 +115,7 @@ class TritonExtensionsApiTest {
 
     Http.Response load(String model, String config) {
         String body = config == null ? "{}"
-                : Http.JSON.writeValueAsString(java.util.Map.of("parameters", java.util.Map.of("config", config)));
+                : Http.JSON.writeValueAsString(Map.of("parameters", Map.of("config", config)));
         return http.post("/v2/repository/models/" + model + "/load", body);
     }
 
@@ -120,7 +123,7 @@ class TritonExtensionsApiTest {
     void serverMetadataListsTheExtensionsThatExist() {
         assertThat(longsOrStrings(get("/v2").path("extensions"))).containsExactlyInAnyOrder("binary_tensor_data",
                 "model_repository", "model_configuration", "statistics");
-        assertThat(grpc.serverMetadata(io.etserve.grpc.protocol.ServerMetadataRequest.getDefaultInstance())
+        assertThat(grpc.serverMetadata(ServerMetadataRequest.getDefaultInstance())
                 .getExtensionsList()).isEqualTo(longsOrStrings(get("/v2").path("extensions")));
     }
 
@@ -181,7 +184,7 @@ class TritonExtensionsApiTest {
         assertThat(http.get("/v2/models/demo-portable/versions/7/config").status()).isEqualTo(404);
         assertThat(http.get("/v2/models/no-such/stats").status()).isEqualTo(404);
         assertThat(http.get("/v2/models/demo-portable/versions/7/stats").status()).isEqualTo(404);
-        StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
+        StatusRuntimeException e = Assertions.assertThrows(StatusRuntimeException.class,
                 () -> grpc.modelConfig(ModelConfigRequest.newBuilder().setName("no-such").build()));
         assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
     }
@@ -335,7 +338,7 @@ class TritonExtensionsApiTest {
         assertThat(c.getMaxBatchSize()).isEqualTo(2);
         assertThat(c.hasDynamicBatching()).isTrue();
         assertThat(c.getInstanceGroup(0).getCount()).isEqualTo(2);
-        StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
+        StatusRuntimeException e = Assertions.assertThrows(StatusRuntimeException.class,
                 () -> grpc.repositoryModelLoad(RepositoryModelLoadRequest.newBuilder().setModelName("plain")
                         .putParameters("config", ModelRepositoryParameter.newBuilder()
                                 .setStringParam("{\"sequence_batching\": {\"max_sequence_idle_microseconds\": 5}}")

@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.HexFormat;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -112,7 +113,7 @@ class UntrustedProgramsApiTest {
         Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
         for (Reference.Case c : ref.cases()) {
             Http.Response r = http.postJson("/v2/models/trusted/infer",
-                    java.util.Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+                    Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
             assertThat(r.status()).as(r.text()).isEqualTo(200);
             ProtocolApiTest.assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
         }

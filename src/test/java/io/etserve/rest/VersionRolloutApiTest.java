@@ -7,6 +7,7 @@ import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -14,17 +15,23 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.beans.factory.annotation.Value;
@@ -58,7 +65,7 @@ class VersionRolloutApiTest {
                 Files.writeString(repo.root().resolve(scenario + "-latest/config.yml"), "version-policy: { latest: 1 }\n",
                         StandardOpenOption.APPEND);
             } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
+                throw new UncheckedIOException(e);
             }
         }
         // the caller-stream probe holds its one instance as long as asked: a request in flight on
@@ -213,7 +220,7 @@ class VersionRolloutApiTest {
         assertThat(state(m, "2")).isEqualTo("READY");
     }
 
-    @org.junit.jupiter.api.Test
+    @Test
     void theOldVersionDrainsItsRequestInFlightWhileTheNewOneAnswers() throws Exception {
         String m = "drain-latest";
         Http http = Http.local(port);
@@ -311,7 +318,7 @@ class VersionRolloutApiTest {
         try {
             return Files.readAllBytes(p);
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
         }
     }
 
@@ -325,13 +332,13 @@ class VersionRolloutApiTest {
 
     static void deleteTree(Path dir) throws IOException {
         try (var files = Files.walk(dir)) {
-            files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         }
     }
 
     /** A thread-safe set of strings, in the order first seen. */
     static final class Seen {
-        private final java.util.Set<String> values = Collections.synchronizedSet(new java.util.LinkedHashSet<>());
+        private final Set<String> values = Collections.synchronizedSet(new LinkedHashSet<>());
 
         void add(String s) {
             values.add(s);
@@ -356,7 +363,7 @@ class VersionRolloutApiTest {
         final Map<String, AtomicInteger> probes = new ConcurrentHashMap<>();
         private final AtomicBoolean running = new AtomicBoolean(true);
         private final List<CompletableFuture<Void>> threads = new ArrayList<>();
-        private final java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+        private final ExecutorService pool = Executors.newFixedThreadPool(4);
 
         Traffic(String model) {
             for (int c = 0; c < 3; c++) {

@@ -6,7 +6,9 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -27,13 +29,13 @@ public final class Http {
         return new Http("http://127.0.0.1:" + port);
     }
 
-    public record Response(int status, Map<String, java.util.List<String>> headers, byte[] body) {
+    public record Response(int status, Map<String, List<String>> headers, byte[] body) {
         public JsonNode json() {
             return JSON.readTree(body);
         }
 
         public String text() {
-            return new String(body, java.nio.charset.StandardCharsets.UTF_8);
+            return new String(body, StandardCharsets.UTF_8);
         }
 
         public String header(String name) {

@@ -4,6 +4,8 @@ import io.etserve.cuda.ComputeStream;
 import io.etserve.cuda.StreamFactory;
 import io.etserve.runtime.StreamSelection;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -32,7 +34,7 @@ public final class OpaqueStreamFactory implements StreamFactory {
         return devices;
     }
 
-    private final java.util.Map<Long, Integer> deviceByHandle = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<Long, Integer> deviceByHandle = new ConcurrentHashMap<>();
 
     @Override
     public ComputeStream create(int device, int priority) {

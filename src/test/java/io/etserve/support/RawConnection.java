@@ -1,6 +1,7 @@
 package io.etserve.support;
 
 import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.Closeable;
 import java.io.EOFException;
 import java.io.IOException;
@@ -84,7 +85,7 @@ public final class RawConnection implements Closeable {
         }
         byte[] body;
         if ("chunked".equalsIgnoreCase(headers.get("transfer-encoding"))) {
-            java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream();
+            ByteArrayOutputStream all = new ByteArrayOutputStream();
             for (int size; (size = Integer.parseInt(line().split(";")[0].trim(), 16)) > 0; line()) {
                 all.writeBytes(exactly(size));
             }

@@ -8,6 +8,7 @@ import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
 import io.opentelemetry.proto.trace.v1.Span.SpanKind;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -189,7 +190,7 @@ class TracingApiTest {
         var one = OTLP.awaitTrace(first.traceId(), s -> has(s, name, "etserve.queue", "etserve.encode"), WAIT);
         var two = OTLP.awaitTrace(second.traceId(), s -> has(s, name, "etserve.queue", "etserve.encode"), WAIT);
         // The batch's forward call ran once, in the trace of the request that led it.
-        List<OtlpReceiver.Received> forwards = new java.util.ArrayList<>();
+        List<OtlpReceiver.Received> forwards = new ArrayList<>();
         Optional.ofNullable(byName(one).get("etserve.forward")).ifPresent(forwards::addAll);
         Optional.ofNullable(byName(two).get("etserve.forward")).ifPresent(forwards::addAll);
         assertThat(forwards).hasSize(1);

@@ -8,6 +8,7 @@ import io.etserve.grpc.GrpcServer;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
+import io.prometheus.metrics.tracer.common.SpanContext;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -90,6 +91,6 @@ class TracingOffApiTest {
         assertThat(context.getBeansOfType(GrpcTracingInterceptor.class)).isEmpty();
         assertThat(context.getBeanNamesForType(ServerSpans.class)).isEmpty();
         // No Prometheus exemplars: they would ask for the current span on every histogram sample.
-        assertThat(context.getBeanNamesForType(io.prometheus.metrics.tracer.common.SpanContext.class)).isEmpty();
+        assertThat(context.getBeanNamesForType(SpanContext.class)).isEmpty();
     }
 }

@@ -3,6 +3,8 @@ package io.etserve.triton;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.etserve.inference.DataType;
+import io.etserve.inference.TensorMetadata;
 import io.etserve.modelconfig.DynamicBatching;
 import io.etserve.modelconfig.ModelConfig;
 import io.etserve.modelconfig.VersionPolicy;
@@ -156,8 +158,8 @@ class ConfigOverrideTest {
     @Test
     void tensorsMustBeTheModelsWithItsTypeAndDims() {
         var reported = TritonModelConfig.build("m",
-                List.of(new io.etserve.inference.TensorMetadata("x", io.etserve.inference.DataType.FP32, new long[] {-1, 16})),
-                List.of(new io.etserve.inference.TensorMetadata("y", io.etserve.inference.DataType.FP32, new long[] {-1, 4})),
+                List.of(new TensorMetadata("x", DataType.FP32, new long[] {-1, 16})),
+                List.of(new TensorMetadata("y", DataType.FP32, new long[] {-1, 4})),
                 Optional.of(new DynamicBatching(8, Duration.ZERO, List.of())), VersionPolicy.ALL, "cpu", 1);
         ConfigOverride ok = ConfigOverride.parse("m", "{\"max_batch_size\": 8, \"dynamic_batching\": {}, \"input\":"
                 + " [{\"name\": \"x\", \"data_type\": \"TYPE_FP32\", \"dims\": [16]}], \"output\": [{\"name\": \"y\"}]}",
