@@ -23,6 +23,7 @@ import io.etserve.runtime.TensorSpec;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
@@ -48,6 +49,7 @@ public final class ModelLoader {
     private final PlannedMemoryLimits plannedLimits;
     private final PrivateCopies copies;
     private final QueuePolicy queuePolicy;
+    private final WarmupCalls.RequestDecoder warmupFiles;
     private final java.util.concurrent.atomic.AtomicInteger loadedModels = new java.util.concurrent.atomic.AtomicInteger();
 
     /** Modules per model unless its config.yml sets {@code instances}. */
@@ -73,12 +75,13 @@ public final class ModelLoader {
      * @param verification the configured check: {@code MINIMAL} only applies to files whose
      *     declared sha256 matched (see {@link ProgramIntegrity})
      * @param gpuBackends delegates that run on a CUDA device: a program using one of them is a GPU model
+     * @param warmupFiles decodes warm-up files: the protocol's request decoder
      */
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
-            DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits) {
+            DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, WarmupCalls.RequestDecoder warmupFiles) {
         this(verification, streamPools, node, defaultInstances, gpuBackends, defaultMaxElements, placement,
-                plannedLimits, PrivateCopies.none(), QueuePolicy.DEFAULT);
+                plannedLimits, PrivateCopies.none(), QueuePolicy.DEFAULT, warmupFiles);
     }
 
     /**
@@ -88,8 +91,9 @@ public final class ModelLoader {
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
             DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, PrivateCopies copies,
-            QueuePolicy queuePolicy) {
+            QueuePolicy queuePolicy, WarmupCalls.RequestDecoder warmupFiles) {
         this.copies = copies;
+        this.warmupFiles = Objects.requireNonNull(warmupFiles, "warmupFiles");
         this.queuePolicy = queuePolicy;
         this.verification = verification;
         this.streamPools = streamPools;
@@ -229,8 +233,8 @@ public final class ModelLoader {
                         signature.inputs(), config.inputDims());
                 outputs = describe("output", signature.outputs(), config.outputNames());
             }
-            WarmupCalls.run(config.warmup(), pool, inputs, signature.inputs().stream().map(TensorSpec::sizes).toArray(long[][]::new),
-                    file.toAbsolutePath().getParent());
+            WarmupCalls.run(config.warmup(), pool, new ModelDescription(name, version, signature, inputs, outputs),
+                    maxElements, file.toAbsolutePath().getParent(), warmupFiles);
             DynamicBatcher batcher = null;
             if (config.dynamicBatching().isPresent()) {
                 checkBatchable(config.dynamicBatching().get(), signature, inputs, outputs);

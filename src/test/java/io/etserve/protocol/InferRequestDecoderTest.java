@@ -429,7 +429,7 @@ class InferRequestDecoderTest {
             assertRefused(BinaryBody.of(oneInput(fp32x2.formatted("8")), new byte[7]),
                     "Input 'b' declares binary_data_size 8 but only 7 bytes of binary data remain.");
             assertRefused(BinaryBody.of(oneInput(fp32x2.formatted("4")), new byte[4]),
-                    "Input 'b' declares binary_data_size 4 but shape [2] of FP32 needs 8 bytes.");
+                    "Input 'b' declares binary_data_size 4, but 2 FP32 elements (shape [2]) need 8 bytes.");
             assertRefused(BinaryBody.of(oneInput(fp32x2.formatted("-8")), new byte[8]),
                     "Input 'b' binary_data_size must be a non-negative integer.");
             assertRefused(BinaryBody.of(oneInput(fp32x2.formatted("8.0")), new byte[8]),
