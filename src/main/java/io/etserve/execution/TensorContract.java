@@ -131,6 +131,10 @@ public final class TensorContract {
     record OutputSelection(List<String> names, Set<String> binary) {}
 
     static OutputSelection selectOutputs(LoadedModel model, InferenceRequest request) {
+        return selectOutputs(model.description(), request);
+    }
+
+    static OutputSelection selectOutputs(ModelDescription model, InferenceRequest request) {
         List<String> all = model.outputs().stream().map(TensorMetadata::name).toList();
         Set<String> binary = new HashSet<>();
         if (request.outputs().isEmpty()) {

@@ -5,6 +5,7 @@ import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.InferRequestDecoder;
+import io.etserve.runtime.NativeRuntime;
 import io.etserve.runtime.Program;
 import java.util.Set;
 
@@ -24,7 +25,7 @@ public final class CpuModelLoaders {
 
     /** The delegates the native runtime really registered (XNNPACK on every build). */
     private static Set<String> registeredBackends() {
-        io.etserve.runtime.NativeRuntime.ensureLoaded();
-        return Set.copyOf(io.etserve.runtime.NativeRuntime.info().registeredBackends());
+        NativeRuntime.ensureLoaded();
+        return Set.copyOf(NativeRuntime.info().registeredBackends());
     }
 }

@@ -16,8 +16,10 @@ import io.etserve.runtime.MethodSignature;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.ProgramInstance;
 import io.etserve.support.TestPaths;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -46,8 +48,8 @@ class WarmupTest {
                 WarmupCalls.run(new Warmup(3, Warmup.Data.RANDOM), pool, model, 1 << 20, null, DECODER);
                 WarmupCalls.run(new Warmup(1, Warmup.Data.ZEROS), pool, model, 1 << 20, null, DECODER);
                 // Every slot went back: both can be held again.
-                try (ExecutionSlot one = pool.acquire(java.time.Duration.ofSeconds(1));
-                        ExecutionSlot two = pool.acquire(java.time.Duration.ofSeconds(1))) {
+                try (ExecutionSlot one = pool.acquire(Duration.ofSeconds(1));
+                        ExecutionSlot two = pool.acquire(Duration.ofSeconds(1))) {
                     assertThat(one.instance()).isNotSameAs(two.instance());
                 }
             }
@@ -95,7 +97,7 @@ class WarmupTest {
             CpuInstancePool pool = new CpuInstancePool(List.of(instance));
             var values = WarmupCalls.fromFile(dir.resolve("warmup.json"), model, 1 << 20, DECODER);
             assertThat(values.get(0).shape()).containsExactly(3, 16);
-            assertThat(values.get(0).data().order(java.nio.ByteOrder.LITTLE_ENDIAN).getFloat(47 * 4)).isEqualTo(0.5f);
+            assertThat(values.get(0).data().order(ByteOrder.LITTLE_ENDIAN).getFloat(47 * 4)).isEqualTo(0.5f);
             WarmupCalls.run(new Warmup(2, Warmup.Data.FILE, "warmup.json"), pool, model, 1 << 20, dir, DECODER);
             assertThatThrownBy(() -> WarmupCalls.run(new Warmup(1, Warmup.Data.FILE, "too-big.json"), pool, model, 1 << 20, dir, DECODER))
                     .hasMessageContaining("too-big.json").hasMessageContaining("bound 32");
@@ -141,7 +143,7 @@ class WarmupTest {
             // Nested row-major data, as the protocol allows it.
             var values = WarmupCalls.fromFile(dir.resolve("nested.json"), model, 32, DECODER);
             assertThat(values.get(0).shape()).containsExactly(2, 16);
-            assertThat(values.get(0).data().order(java.nio.ByteOrder.LITTLE_ENDIAN).getFloat(31 * 4)).isEqualTo(0.25f);
+            assertThat(values.get(0).data().order(ByteOrder.LITTLE_ENDIAN).getFloat(31 * 4)).isEqualTo(0.25f);
         }
     }
 }
