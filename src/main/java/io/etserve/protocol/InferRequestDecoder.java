@@ -35,7 +35,9 @@ import tools.jackson.core.ObjectReadContext;
  *
  * <p>Every problem with the body, however malformed, surfaces as an
  * {@link InvalidRequestException}; sizes are checked against {@link DecodeLimits} and against the
- * body itself before any tensor memory is allocated. Thread-safe.
+ * body itself before any tensor memory is allocated. The checks gRPC makes too are
+ * {@link TensorChecks}'; whether the inputs fit a model is not this class's question. Warm-up
+ * files are decoded here as well. Thread-safe.
  */
 public final class InferRequestDecoder {
 
