@@ -124,8 +124,7 @@ final class GrpcTensors {
         ByteBuffer data = ByteBuffer.allocateDirect(TensorChecks.byteSize(label, type, elements))
                 .order(ByteOrder.LITTLE_ENDIAN);
         // A 32-bit field carries the narrower integer types too: their values are range-checked.
-        boolean narrower = field.bits() == Integer.SIZE && type.kind() != DataType.Kind.FLOAT
-                && type.byteSize() < Integer.BYTES;
+        boolean narrower = field.bits() > type.byteSize() * Byte.SIZE;
         for (int i = 0; i < field.count(); i++) {
             long v = field.value().applyAsLong(i);
             if (narrower && !type.holds(v)) {
