@@ -7,24 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import tritonclient.grpc as grpcclient
-from tritonclient.utils import InferenceServerException
+from checks import check, refused
 
 url, models_dir = sys.argv[1], Path(sys.argv[2])
 client = grpcclient.InferenceServerClient(url=url)
-
-
-def check(what, ok, detail=""):
-    print(("ok    " if ok else "FAIL  ") + what + (f": {detail}" if detail else ""), flush=True)
-    if not ok:
-        sys.exit(1)
-
-
-def status_of(call):
-    try:
-        call()
-    except InferenceServerException as e:
-        return e.status(), e.message()
-    return None, None
 
 
 check("server live", client.is_server_live())
@@ -57,19 +43,19 @@ for model in ("demo-portable", "demo-xnnpack"):
 
 x = grpcclient.InferInput("x", [1, 16], "FP32")
 x.set_data_from_numpy(np.zeros((1, 16), dtype=np.float32))
-code, message = status_of(lambda: client.infer("no-such-model", [x]))
+code, message = refused(lambda: client.infer("no-such-model", [x]))
 check("unknown model: NOT_FOUND", code == "StatusCode.NOT_FOUND", f"{code} {message}")
 wrong = grpcclient.InferInput("x", [1, 8], "FP32")
 wrong.set_data_from_numpy(np.zeros((1, 8), dtype=np.float32))
-code, message = status_of(lambda: client.infer("demo-portable", [wrong]))
+code, message = refused(lambda: client.infer("demo-portable", [wrong]))
 check("wrong shape: INVALID_ARGUMENT", code == "StatusCode.INVALID_ARGUMENT", f"{code} {message}")
 ints = grpcclient.InferInput("x", [1, 16], "INT32")
 ints.set_data_from_numpy(np.zeros((1, 16), dtype=np.int32))
-code, message = status_of(lambda: client.infer("demo-portable", [ints]))
+code, message = refused(lambda: client.infer("demo-portable", [ints]))
 check("wrong datatype: INVALID_ARGUMENT", code == "StatusCode.INVALID_ARGUMENT", f"{code} {message}")
-code, message = status_of(lambda: client.infer("broken", [x]))
+code, message = refused(lambda: client.infer("broken", [x]))
 check("model that failed to load: UNAVAILABLE", code == "StatusCode.UNAVAILABLE", f"{code} {message}")
-code, message = status_of(lambda: client.get_model_metadata("no-such-model"))
+code, message = refused(lambda: client.get_model_metadata("no-such-model"))
 check("metadata of an unknown model: NOT_FOUND", code == "StatusCode.NOT_FOUND", f"{code} {message}")
 check("still ready after the refusals", client.is_server_ready())
 print("all checks passed")

@@ -13,26 +13,12 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.grpc.model_config_pb2 as mc
 import tritonclient.http as httpclient
+from checks import check, refused
 from google.protobuf import json_format
-from tritonclient.utils import InferenceServerException
 
 http_url, grpc_url, models_dir = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 http = httpclient.InferenceServerClient(url=http_url)
 grpc = grpcclient.InferenceServerClient(url=grpc_url)
-
-
-def check(what, ok, detail=""):
-    print(("ok    " if ok else "FAIL  ") + what + (f": {detail}" if detail else ""), flush=True)
-    if not ok:
-        sys.exit(1)
-
-
-def refused(call):
-    try:
-        call()
-    except InferenceServerException as e:
-        return str(e.status()), e.message()
-    return None, None
 
 
 for client, name in ((http, "http"), (grpc, "grpc")):

@@ -3,10 +3,12 @@ package io.etserve.bench;
 import io.etserve.execution.CpuInstancePool;
 import io.etserve.execution.ExecutionSlot;
 import io.etserve.inference.DataType;
+import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
 import io.etserve.modelconfig.Warmup;
 import io.etserve.repository.WarmupCalls;
 import io.etserve.runtime.ExecutionInput;
+import io.etserve.runtime.MethodSignature;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.TensorSpec;
 import java.nio.ByteBuffer;
@@ -28,11 +30,15 @@ public final class FirstRequestLatency {
         int samples = Integer.parseInt(args[1]);
         try (Program program = Program.load(pte, Program.Verification.MINIMAL);
                 CpuInstancePool pool = new CpuInstancePool(List.of(program.newInstance("forward")))) {
-            TensorSpec spec = program.signature("forward").inputs().get(0);
-            long[][] bounds = {spec.sizes()};
+            MethodSignature signature = program.signature("forward");
+            TensorSpec spec = signature.inputs().get(0);
+            ModelDescription model = new ModelDescription("bench", "1", signature,
+                    List.of(new TensorMetadata("x", DataType.FP32, spec.sizes())), List.of());
             long started = System.nanoTime();
-            WarmupCalls.run(new Warmup(samples, Warmup.Data.RANDOM), pool,
-                    List.of(new TensorMetadata("x", DataType.FP32, spec.sizes())), bounds);
+            // Random data reads no file: no decoder needed.
+            WarmupCalls.run(new Warmup(samples, Warmup.Data.RANDOM), pool, model, Long.MAX_VALUE, null, body -> {
+                throw new UnsupportedOperationException("no warm-up file here");
+            });
             long warmupNanos = System.nanoTime() - started;
             double[] calls = new double[3];
             for (int i = 0; i < calls.length; i++) {

@@ -5,6 +5,8 @@ import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
 import io.etserve.health.CallerStreamCheck;
 import io.etserve.metrics.TritonMetrics;
+import io.etserve.protocol.DecodeLimits;
+import io.etserve.protocol.InferRequestDecoder;
 import io.etserve.repository.DevicePlacement;
 import io.etserve.repository.ModelLoader;
 import io.etserve.repository.ModelRegistry;
@@ -40,12 +42,15 @@ class ModelRepositoryConfiguration {
         // Both bound as enums: a misspelt value stops startup naming the property and its values.
         Program.Verification verification = props.nativeRuntime().verification();
         DevicePlacement.Policy placement = props.cuda().placement();
+        // Warm-up files are request bodies: read by the REST decoder, within the same limits.
+        DecodeLimits limits = new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs());
+        InferRequestDecoder decoder = new InferRequestDecoder();
         ModelLoader loader = new ModelLoader(verification, pools, node,
                 new ModelLoader.Instances(props.inference().defaultInstances(), props.cuda().defaultInstances()),
                 new HashSet<>(props.cuda().gpuBackends()), props.inference().maxElementsPerTensor(), placement,
                 new ModelLoader.PlannedMemoryLimits(props.inference().maxPlannedMemory().toBytes(),
                         props.inference().maxPlannedMemoryPerModel().toBytes()), props.repository().copies(),
-                props.inference().queuePolicy().policy());
+                props.inference().queuePolicy().policy(), body -> decoder.decode(body, null, limits));
         if (verification == Program.Verification.MINIMAL) {
             LoggerFactory.getLogger(ModelLoader.class).info("etserve.native.verification=minimal applies "
                     + "only to programs whose declared sha256 matches; the others are verified fully");

@@ -3,6 +3,7 @@ package io.etserve.execution;
 import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InvalidInputException;
+import io.etserve.inference.ModelDescription;
 import io.etserve.inference.Tensor;
 import io.etserve.inference.TensorMetadata;
 import io.etserve.inference.UntrustedText;
@@ -18,12 +19,15 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The one place a request is checked against a model's method: input names (unknown, missing,
- * repeated), dtypes, shapes against static sizes and dynamic bounds (a zero dimension is
- * refused: no program here runs on an empty batch), element counts against the limit, byte
- * sizes, and the outputs asked for. Every refusal is an {@link InvalidInputException} (400),
- * thrown before anything runs. The decoder only parses; the bridge's own checks stay as a
- * defence, not as where users' errors come from.
+ * The one place a request meets a model's method: input names (unknown, missing), dtypes,
+ * shapes against static sizes and dynamic bounds (a zero dimension is refused: no program here
+ * runs on an empty batch), element counts against the model's limit, and the outputs asked
+ * for. Every refusal is an {@link InvalidInputException} (400), thrown before anything runs.
+ *
+ * <p>What a request must be on its own (names given once, bytes that fit each input's shape,
+ * the server's size limits) the decoders check before they allocate, REST and gRPC alike
+ * ({@code protocol.TensorChecks}); warm-up files go through the same decoder. The bridge's
+ * own checks stay as a defence, not as where users' errors come from.
  */
 public final class TensorContract {
 
@@ -54,11 +58,21 @@ public final class TensorContract {
 
     /** The request's inputs in the method's order, each checked against its signature. */
     static List<ExecutionInput> bindInputs(LoadedModel model, InferenceRequest request) {
+        return bindInputs(model.description(), model.maxElementsPerTensor(), request);
+    }
+
+    /**
+     * {@link #bindInputs(LoadedModel, InferenceRequest)} for a version still loading (its
+     * warm-up): the description it will serve with and its element limit.
+     */
+    public static List<ExecutionInput> bindInputs(ModelDescription model, long maxElementsPerTensor,
+            InferenceRequest request) {
         List<TensorMetadata> expected = model.inputs();
         Map<String, Tensor> byName = new HashMap<>();
         for (Tensor t : request.inputs()) {
             if (byName.put(t.name(), t) != null) {
-                throw new InvalidInputException("input '" + t.name() + "' appears twice");
+                // The decoders refuse a repeated name; only code can build such a request.
+                throw new IllegalArgumentException("input '" + t.name() + "' is in the request twice");
             }
         }
         for (String name : byName.keySet()) {
@@ -68,7 +82,8 @@ public final class TensorContract {
             }
         }
         List<ExecutionInput> bound = new ArrayList<>(expected.size());
-        for (TensorMetadata meta : expected) {
+        for (int i = 0; i < expected.size(); i++) {
+            TensorMetadata meta = expected.get(i);
             Tensor t = byName.get(meta.name());
             if (t == null) {
                 throw new InvalidInputException("missing input '" + meta.name() + "' (" + meta.dataType().protocolName()
@@ -79,18 +94,13 @@ public final class TensorContract {
                         + ", got " + t.dataType().protocolName());
             }
             long[] shape = t.shape();
-            checkShape(meta, shape, model.signature().inputs().get(expected.indexOf(meta)).sizes());
+            checkShape(meta, shape, model.signature().inputs().get(i).sizes());
             long elements = t.elementCount();
-            if (elements > model.maxElementsPerTensor()) {
+            if (elements > maxElementsPerTensor) {
                 throw new InvalidInputException("input '" + meta.name() + "' has " + elements
-                        + " elements; the limit is " + model.maxElementsPerTensor());
+                        + " elements; the limit is " + maxElementsPerTensor);
             }
             ByteBuffer data = t.data();
-            long bytes = elements * meta.dataType().byteSize();
-            if (data.remaining() != bytes) {
-                throw new InvalidInputException("input '" + meta.name() + "' carries " + data.remaining()
-                        + " bytes; its shape needs " + bytes);
-            }
             if (!data.isDirect()) {
                 ByteBuffer direct = ByteBuffer.allocateDirect(data.remaining());
                 direct.put(data).flip();
@@ -121,6 +131,10 @@ public final class TensorContract {
     record OutputSelection(List<String> names, Set<String> binary) {}
 
     static OutputSelection selectOutputs(LoadedModel model, InferenceRequest request) {
+        return selectOutputs(model.description(), request);
+    }
+
+    static OutputSelection selectOutputs(ModelDescription model, InferenceRequest request) {
         List<String> all = model.outputs().stream().map(TensorMetadata::name).toList();
         Set<String> binary = new HashSet<>();
         if (request.outputs().isEmpty()) {

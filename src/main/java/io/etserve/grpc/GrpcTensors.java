@@ -12,6 +12,7 @@ import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.Tensor;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.InvalidRequestException;
+import io.etserve.protocol.TensorChecks;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -20,11 +21,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.IntToLongFunction;
 
 /**
  * ModelInfer messages to and from the inference layer's request and response: the gRPC twin of
- * the REST decoder and encoder. It only translates (names, datatypes, shapes, bytes); whether the
- * tensors fit the model's method is the inference layer's contract, as for REST.
+ * the REST decoder and encoder. It translates (names, datatypes, shapes, bytes) and makes the
+ * decoders' shared checks ({@link TensorChecks}: well-formed, within the size limits, before
+ * allocating); whether the tensors fit the model's method is {@code TensorContract}'s question,
+ * as for REST. Typed contents fields are chosen from the datatype's kind and width.
  *
  * <p>Copies: in, each raw section or typed list into one direct buffer (the bridge reads it in
  * place); out, none here: each output's direct buffer is wrapped as the response's raw section
@@ -40,40 +44,31 @@ final class GrpcTensors {
 
     InferenceRequest decode(ModelInferRequest request) {
         int count = request.getInputsCount();
-        if (count > limits.maxInputs()) {
-            throw new InvalidRequestException("the request has " + count + " inputs, more than the limit of "
-                    + limits.maxInputs());
-        }
         boolean raw = request.getRawInputContentsCount() > 0;
         if (raw && request.getRawInputContentsCount() != count) {
             throw new InvalidRequestException("raw_input_contents has " + request.getRawInputContentsCount()
-                    + " entries for " + count + " inputs; give one per input, in order");
+                    + " entries for " + count + " inputs; give one per input, in order.");
         }
         Set<String> names = new HashSet<>();
         List<Tensor> inputs = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
+            TensorChecks.requireInputSlot(i, limits);
             ModelInferRequest.InferInputTensor in = request.getInputs(i);
-            String name = in.getName();
-            if (name.isEmpty()) {
-                throw new InvalidRequestException("input " + i + " has no name");
+            if (in.getName().isEmpty()) {
+                throw new InvalidRequestException("Input #" + i + " has no 'name'.");
             }
-            if (!names.add(name)) {
-                throw new InvalidRequestException("input '" + name + "' is given twice");
-            }
-            DataType type = DataType.fromProtocol(in.getDatatype()).orElseThrow(() -> new InvalidRequestException(
-                    "input '" + name + "' has unknown datatype '" + in.getDatatype() + "'"));
-            if (type == DataType.BYTES) {
-                throw new InvalidRequestException("input '" + name + "' is BYTES: ExecuTorch methods take no strings");
-            }
+            String label = TensorChecks.label(in.getName());
+            TensorChecks.requireFirstUse(names, in.getName(), label);
+            DataType type = TensorChecks.dataType(label, in.getDatatype());
             long[] shape = in.getShapeList().stream().mapToLong(Long::longValue).toArray();
-            long elements = elements(name, shape);
+            long elements = TensorChecks.elementCount(label, shape, limits);
             if (raw && in.hasContents()) {
-                throw new InvalidRequestException("input '" + name + "' has contents, but the request uses "
-                        + "raw_input_contents; use one or the other");
+                throw new InvalidRequestException(label + " has contents, but the request uses raw_input_contents;"
+                        + " use one or the other.");
             }
-            ByteBuffer data = raw ? fromRaw(name, type, elements, request.getRawInputContents(i))
-                    : fromContents(name, type, elements, in.getContents());
-            inputs.add(new Tensor(name, type, shape, data));
+            ByteBuffer data = raw ? fromRaw(label, type, shape, elements, request.getRawInputContents(i))
+                    : fromContents(label, type, shape, elements, in.getContents());
+            inputs.add(new Tensor(in.getName(), type, shape, data));
         }
         List<InferenceRequest.RequestedOutput> outputs = new ArrayList<>();
         for (ModelInferRequest.InferRequestedOutputTensor out : request.getOutputsList()) {
@@ -104,78 +99,87 @@ final class GrpcTensors {
         return b.build();
     }
 
-    private long elements(String name, long[] shape) {
-        long n = 1;
-        for (long d : shape) {
-            if (d < 0) {
-                throw new InvalidRequestException("input '" + name + "' has a negative dimension in its shape");
-            }
-            n = d == 0 ? 0 : (n > limits.maxElementsPerTensor() / d + 1 ? Long.MAX_VALUE : n * d);
-        }
-        if (n > limits.maxElementsPerTensor()) {
-            throw new InvalidRequestException("input '" + name + "' has more elements than the limit of "
-                    + limits.maxElementsPerTensor());
-        }
-        return n;
-    }
-
-    private static ByteBuffer fromRaw(String name, DataType type, long elements, ByteString bytes) {
-        long expected = elements * type.byteSize();
-        if (bytes.size() != expected) {
-            throw new InvalidRequestException("raw contents of input '" + name + "' hold " + bytes.size()
-                    + " bytes; shape and " + type.protocolName() + " need " + expected);
-        }
+    /** The section is in the message already, so copying it first allocates nothing a client did not send. */
+    private static ByteBuffer fromRaw(String label, DataType type, long[] shape, long elements, ByteString bytes) {
         ByteBuffer data = ByteBuffer.allocateDirect(bytes.size()).order(ByteOrder.LITTLE_ENDIAN);
         bytes.copyTo(data);
-        return data.flip();
+        data.flip();
+        TensorChecks.requireBytes(label, "has " + bytes.size() + " bytes of raw contents", type, shape, elements, data);
+        return data;
     }
 
-    private static ByteBuffer fromContents(String name, DataType type, long elements, InferTensorContents c) {
-        ByteBuffer data = ByteBuffer.allocateDirect(Math.toIntExact(elements * type.byteSize()))
+    /** Typed contents: counted against the shape before the tensor's buffer is allocated. */
+    private static ByteBuffer fromContents(String label, DataType type, long[] shape, long elements,
+            InferTensorContents c) {
+        if (type.kind() == DataType.Kind.BYTES) {
+            TensorChecks.requireValueCount(label, c.getBytesContentsCount(), "values in bytes_contents", shape, elements);
+            return lengthPrefixed(c.getBytesContentsList());
+        }
+        Contents field = Contents.of(type, c);
+        if (field == null) {
+            throw new InvalidRequestException(label + " is " + type.protocolName()
+                    + ", which travels only in raw_input_contents.");
+        }
+        TensorChecks.requireValueCount(label, field.count(), "values in " + field.name(), shape, elements);
+        ByteBuffer data = ByteBuffer.allocateDirect(TensorChecks.byteSize(label, type, elements))
                 .order(ByteOrder.LITTLE_ENDIAN);
-        int given = switch (type) {
-            case BOOL -> count(name, elements, c.getBoolContentsCount(), "bool_contents");
-            case INT8, INT16, INT32 -> count(name, elements, c.getIntContentsCount(), "int_contents");
-            case INT64 -> count(name, elements, c.getInt64ContentsCount(), "int64_contents");
-            case UINT8, UINT16, UINT32 -> count(name, elements, c.getUintContentsCount(), "uint_contents");
-            case UINT64 -> count(name, elements, c.getUint64ContentsCount(), "uint64_contents");
-            case FP32 -> count(name, elements, c.getFp32ContentsCount(), "fp32_contents");
-            case FP64 -> count(name, elements, c.getFp64ContentsCount(), "fp64_contents");
-            default -> throw new InvalidRequestException("input '" + name + "' is " + type.protocolName()
-                    + ", which travels only in raw_input_contents");
-        };
-        for (int i = 0; i < given; i++) {
-            switch (type) {
-                case BOOL -> data.put((byte) (c.getBoolContents(i) ? 1 : 0));
-                case INT8 -> data.put((byte) ranged(name, c.getIntContents(i), Byte.MIN_VALUE, Byte.MAX_VALUE));
-                case INT16 -> data.putShort((short) ranged(name, c.getIntContents(i), Short.MIN_VALUE, Short.MAX_VALUE));
-                case INT32 -> data.putInt(c.getIntContents(i));
-                case INT64 -> data.putLong(c.getInt64Contents(i));
-                case UINT8 -> data.put((byte) ranged(name, Integer.toUnsignedLong(c.getUintContents(i)), 0, 0xFF));
-                case UINT16 -> data.putShort((short) ranged(name, Integer.toUnsignedLong(c.getUintContents(i)), 0, 0xFFFF));
-                case UINT32 -> data.putInt(c.getUintContents(i));
-                case UINT64 -> data.putLong(c.getUint64Contents(i));
-                case FP32 -> data.putFloat(c.getFp32Contents(i));
-                case FP64 -> data.putDouble(c.getFp64Contents(i));
-                default -> throw new IllegalStateException(type.name());
+        // A 32-bit field carries the narrower integer types too: their values are range-checked.
+        boolean narrower = field.bits() > type.byteSize() * Byte.SIZE;
+        for (int i = 0; i < field.count(); i++) {
+            long v = field.value().applyAsLong(i);
+            if (narrower && !type.holds(v)) {
+                throw new InvalidRequestException(label + " element " + i + " (" + v + ") is out of range for "
+                        + type.protocolName() + ".");
             }
+            type.putBits(data, v);
         }
         return data.flip();
     }
 
-    private static int count(String name, long elements, int given, String field) {
-        if (given != elements) {
-            throw new InvalidRequestException("input '" + name + "' has " + given + " values in " + field
-                    + "; its shape needs " + elements);
+    /** BYTES elements as the REST decoder stores them: a 4-byte little-endian length, then the bytes. */
+    private static ByteBuffer lengthPrefixed(List<ByteString> elements) {
+        long size = 0;
+        for (ByteString e : elements) {
+            size += Integer.BYTES + e.size();
         }
-        return given;
+        // Bounded by the message, which gRPC already held to its size limit.
+        ByteBuffer data = ByteBuffer.allocateDirect(Math.toIntExact(size)).order(ByteOrder.LITTLE_ENDIAN);
+        for (ByteString e : elements) {
+            data.putInt(e.size());
+            e.copyTo(data);
+        }
+        return data.flip();
     }
 
-    private static long ranged(String name, long v, long min, long max) {
-        if (v < min || v > max) {
-            throw new InvalidRequestException("input '" + name + "' holds " + v + ", outside its datatype's range");
+    /**
+     * The typed contents field that carries a type, chosen by its kind and width as Triton's
+     * protocol assigns them; null for a type that has none (FP16, BF16).
+     *
+     * @param value element {@code i} as {@link DataType#putBits} takes it
+     */
+    private record Contents(String name, int count, int bits, IntToLongFunction value) {
+        static Contents of(DataType type, InferTensorContents c) {
+            boolean wide = type.byteSize() == Long.BYTES;
+            return switch (type.kind()) {
+                case BOOL -> new Contents("bool_contents", c.getBoolContentsCount(), 1,
+                        i -> c.getBoolContents(i) ? 1 : 0);
+                case SIGNED -> wide
+                        ? new Contents("int64_contents", c.getInt64ContentsCount(), Long.SIZE, c::getInt64Contents)
+                        : new Contents("int_contents", c.getIntContentsCount(), Integer.SIZE, c::getIntContents);
+                case UNSIGNED -> wide
+                        ? new Contents("uint64_contents", c.getUint64ContentsCount(), Long.SIZE, c::getUint64Contents)
+                        : new Contents("uint_contents", c.getUintContentsCount(), Integer.SIZE,
+                                i -> Integer.toUnsignedLong(c.getUintContents(i)));
+                case FLOAT -> switch (type.byteSize()) {
+                    case Float.BYTES -> new Contents("fp32_contents", c.getFp32ContentsCount(), Integer.SIZE,
+                            i -> Float.floatToRawIntBits(c.getFp32Contents(i)));
+                    case Double.BYTES -> new Contents("fp64_contents", c.getFp64ContentsCount(), Long.SIZE,
+                            i -> Double.doubleToRawLongBits(c.getFp64Contents(i)));
+                    default -> null;
+                };
+                case BYTES -> null;
+            };
         }
-        return v;
     }
 
     private static Map<String, Object> parameters(Map<String, InferParameter> in) {

@@ -35,7 +35,9 @@ import tools.jackson.core.ObjectReadContext;
  *
  * <p>Every problem with the body, however malformed, surfaces as an
  * {@link InvalidRequestException}; sizes are checked against {@link DecodeLimits} and against the
- * body itself before any tensor memory is allocated. Thread-safe.
+ * body itself before any tensor memory is allocated. The checks gRPC makes too are
+ * {@link TensorChecks}'; whether the inputs fit a model is not this class's question. Warm-up
+ * files are decoded here as well. Thread-safe.
  */
 public final class InferRequestDecoder {
 
@@ -43,9 +45,6 @@ public final class InferRequestDecoder {
     static final int MAX_RANK = 32;
     /** Deepest nesting of a {@code data} array (row-major nesting has one level per dimension). */
     static final int MAX_DATA_NESTING = MAX_RANK;
-    /** Largest tensor a direct buffer can hold. */
-    static final long MAX_TENSOR_BYTES = Integer.MAX_VALUE;
-    private static final int MAX_QUOTED_LENGTH = 100;
 
     /**
      * A whole body in one array (tests and tools): the binary sections are copied once into a
@@ -180,17 +179,12 @@ public final class InferRequestDecoder {
             Set<String> names = new HashSet<>();
             for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
                 int index = inputs.size();
-                if (index >= limits.maxInputs()) {
-                    throw new InvalidRequestException(
-                            "The request has more than " + limits.maxInputs() + " inputs, the most allowed.");
-                }
+                TensorChecks.requireInputSlot(index, limits);
                 if (t != JsonToken.START_OBJECT) {
                     throw new InvalidRequestException("Input #" + index + " must be a JSON object.");
                 }
                 Tensor input = readInput(p, index);
-                if (!names.add(input.name())) {
-                    throw new InvalidRequestException("Input " + quote(input.name()) + " appears more than once.");
-                }
+                TensorChecks.requireFirstUse(names, input.name(), TensorChecks.label(input.name()));
                 inputs.add(input);
             }
             return inputs;
@@ -211,7 +205,7 @@ public final class InferRequestDecoder {
                 switch (field) {
                     case "name" -> {
                         name = readString(p, label + " 'name'");
-                        label = "Input " + quote(name);
+                        label = TensorChecks.label(name);
                         context = label;
                     }
                     case "datatype" -> type = readDataType(p, label);
@@ -273,9 +267,7 @@ public final class InferRequestDecoder {
         }
 
         private static DataType readDataType(JsonParser p, String label) {
-            String name = readString(p, label + " 'datatype'");
-            return DataType.fromProtocol(name).orElseThrow(() ->
-                    new InvalidRequestException(label + " has unknown datatype " + quote(name) + "."));
+            return TensorChecks.dataType(label, readString(p, label + " 'datatype'"));
         }
 
         private static long[] readShape(JsonParser p, String label) {
@@ -294,10 +286,8 @@ public final class InferRequestDecoder {
                 if (p.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
                     throw new InvalidRequestException(label + " has dimension " + p.getString() + ", which is too large.");
                 }
+                // A negative dimension is refused with the element count (TensorChecks), as over gRPC.
                 long dim = p.getLongValue();
-                if (dim < 0) {
-                    throw new InvalidRequestException(label + " has negative dimension " + dim + " in its shape.");
-                }
                 if (rank == dims.length) {
                     dims = Arrays.copyOf(dims, rank * 2);
                 }
@@ -305,30 +295,6 @@ public final class InferRequestDecoder {
             }
             return Arrays.copyOf(dims, rank);
         }
-
-        /** The shape's element count, refused when it exceeds the limit or the address space. */
-        private long elementCount(String label, long[] shape) {
-            long count = 1;
-            boolean empty = Arrays.stream(shape).anyMatch(d -> d == 0);
-            if (!empty) {
-                try {
-                    for (long d : shape) {
-                        count = Math.multiplyExact(count, d);
-                    }
-                } catch (ArithmeticException e) {
-                    throw new InvalidRequestException(label + " has shape " + Arrays.toString(shape)
-                            + ", whose element count overflows 64 bits.");
-                }
-            } else {
-                count = 0;
-            }
-            if (count > limits.maxElementsPerTensor()) {
-                throw new InvalidRequestException(label + " has " + count + " elements, more than the limit of "
-                        + limits.maxElementsPerTensor() + " per tensor.");
-            }
-            return count;
-        }
-
 
         private ByteBuffer readBinaryData(String label, DataType type, long[] shape, Object declaredSize) {
             if (!(declaredSize instanceof Long size) || size < 0) {
@@ -338,11 +304,11 @@ public final class InferRequestDecoder {
                 throw new InvalidRequestException(label + " has binary_data_size but the request has no"
                         + " Inference-Header-Content-Length header.");
             }
-            return binary.next(label, type, shape, elementCount(label, shape), size);
+            return binary.next(label, type, shape, TensorChecks.elementCount(label, shape, limits), size);
         }
 
         private ByteBuffer readJsonData(JsonParser p, String label, DataType type, long[] shape) {
-            long count = elementCount(label, shape);
+            long count = TensorChecks.elementCount(label, shape, limits);
             // Every JSON element takes at least one byte, so a larger count cannot be honest; refusing
             // it here keeps a small body from allocating a large buffer.
             if (count > headerLength) {
@@ -371,7 +337,7 @@ public final class InferRequestDecoder {
                     switch (field) {
                         case "name" -> {
                             name = readString(p, label + " 'name'");
-                            label = "Requested output " + quote(name);
+                            label = "Requested output " + TensorChecks.quote(name);
                         }
                         case "parameters" -> parameters = readParameters(p, label);
                         default -> p.skipChildren();
@@ -417,7 +383,7 @@ public final class InferRequestDecoder {
                             ? p.getBigIntegerValue()
                             : (Object) p.getLongValue();
                     case VALUE_NUMBER_FLOAT -> p.getDoubleValue();
-                    default -> throw new InvalidRequestException(owner + " parameter " + quote(key)
+                    default -> throw new InvalidRequestException(owner + " parameter " + TensorChecks.quote(key)
                             + " must be a string, number or boolean.");
                 };
                 parameters.put(key, value);
@@ -431,23 +397,5 @@ public final class InferRequestDecoder {
             }
             return p.getString();
         }
-    }
-
-    /** Where a JSON {@code data} array's elements go. */
-    /** Bytes of {@code count} elements of a fixed-size type, refused past what one buffer holds. */
-    static long fixedByteSize(String label, DataType type, long count) {
-        if (count > MAX_TENSOR_BYTES / type.byteSize()) {
-            throw new InvalidRequestException(label + " would need more than " + MAX_TENSOR_BYTES
-                    + " bytes, the most one tensor can hold.");
-        }
-        return count * type.byteSize();
-    }
-
-    static String quote(String s) {
-        return "'" + abbreviate(s) + "'";
-    }
-
-    static String abbreviate(String s) {
-        return s.length() <= MAX_QUOTED_LENGTH ? s : s.substring(0, MAX_QUOTED_LENGTH) + "...";
     }
 }

@@ -50,12 +50,13 @@ public final class InferResponseEncoder {
         long estimate = 256;
         for (int i = 0; i < n; i++) {
             Tensor t = outputs.get(i);
-            List<String> elements = t.dataType() == DataType.BYTES ? decodeBytesElements(t) : null;
+            boolean bytes = t.dataType().kind() == DataType.Kind.BYTES;
+            List<String> elements = bytes ? decodeBytesElements(t) : null;
             strings.add(elements);
             binary[i] = response.binaryOutputs().contains(t.name())
                     || !t.dataType().jsonRepresentable()
-                    || (t.dataType() == DataType.BYTES && elements == null);
-            if (t.dataType() != DataType.BYTES) {
+                    || (bytes && elements == null);
+            if (!bytes) {
                 requireConsistent(t);
             }
             if (!binary[i]) {
@@ -92,7 +93,7 @@ public final class InferResponseEncoder {
                 } else {
                     g.writeName("data");
                     g.writeStartArray();
-                    if (t.dataType() == DataType.BYTES) {
+                    if (strings.get(i) != null) {
                         for (String s : strings.get(i)) {
                             g.writeString(s);
                         }
@@ -125,40 +126,29 @@ public final class InferResponseEncoder {
 
     private static void writeFixed(JsonGenerator g, DataType type, ByteBuffer d, long count) {
         for (long i = 0; i < count; i++) {
-            switch (type) {
-                case BOOL -> g.writeBoolean(d.get() != 0);
-                case UINT8 -> g.writeNumber(Byte.toUnsignedInt(d.get()));
-                case INT8 -> g.writeNumber(d.get());
-                case UINT16 -> g.writeNumber(Short.toUnsignedInt(d.getShort()));
-                case INT16 -> g.writeNumber(d.getShort());
-                case UINT32 -> g.writeNumber(Integer.toUnsignedLong(d.getInt()));
-                case INT32 -> g.writeNumber(d.getInt());
-                case INT64 -> g.writeNumber(d.getLong());
-                case UINT64 -> {
-                    long v = d.getLong();
-                    if (v >= 0) {
-                        g.writeNumber(v);
+            long bits = type.getBits(d);
+            switch (type.kind()) {
+                case BOOL -> g.writeBoolean(bits != 0);
+                case SIGNED -> g.writeNumber(bits);
+                case UNSIGNED -> {
+                    // getBits zero-extends, so only a UINT64 past Long.MAX_VALUE reads negative.
+                    if (bits >= 0) {
+                        g.writeNumber(bits);
                     } else {
-                        g.writeNumber(Long.toUnsignedString(v));
+                        g.writeNumber(Long.toUnsignedString(bits));
                     }
                 }
-                case FP32 -> {
-                    float v = d.getFloat();
-                    if (Float.isFinite(v)) {
-                        g.writeNumber(v);
-                    } else {
+                case FLOAT -> {
+                    double v = type.byteSize() == Float.BYTES ? Float.intBitsToFloat((int) bits) : Double.longBitsToDouble(bits);
+                    if (!Double.isFinite(v)) {
                         g.writeString(nonFiniteName(v));
-                    }
-                }
-                case FP64 -> {
-                    double v = d.getDouble();
-                    if (Double.isFinite(v)) {
-                        g.writeNumber(v);
+                    } else if (type.byteSize() == Float.BYTES) {
+                        g.writeNumber((float) v);
                     } else {
-                        g.writeString(nonFiniteName(v));
+                        g.writeNumber(v);
                     }
                 }
-                default -> throw new IllegalStateException("no JSON form for " + type);
+                case BYTES -> throw new IllegalStateException("no fixed-size JSON form for " + type);
             }
         }
     }

@@ -19,7 +19,7 @@ import tools.jackson.core.JsonToken;
 final class JsonTensorData {
 
     private static final BigInteger UINT64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
-    private static final long MAX_TENSOR_BYTES = InferRequestDecoder.MAX_TENSOR_BYTES;
+    private static final long MAX_TENSOR_BYTES = TensorChecks.MAX_TENSOR_BYTES;
 
     private JsonTensorData() {}
 
@@ -36,9 +36,9 @@ final class JsonTensorData {
         if (p.currentToken() != JsonToken.START_ARRAY) {
             throw new InvalidRequestException(label + " 'data' must be an array.");
         }
-        DataSink sink = type == DataType.BYTES
+        DataSink sink = type.kind() == DataType.Kind.BYTES
                 ? new BytesSink()
-                : new FixedSink(buffers.apply((int) InferRequestDecoder.fixedByteSize(label, type, count))
+                : new FixedSink(buffers.apply(TensorChecks.byteSize(label, type, count))
                         .order(ByteOrder.LITTLE_ENDIAN), type);
         long read = 0;
         int depth = 1;
@@ -63,10 +63,7 @@ final class JsonTensorData {
                 read++;
             }
         }
-        if (read != count) {
-            throw new InvalidRequestException(label + " has " + read + " data elements but its shape "
-                    + Arrays.toString(shape) + " needs " + count + ".");
-        }
+        TensorChecks.requireValueCount(label, read, "data elements", shape, count);
         return sink.finish();
     }
 
@@ -88,20 +85,15 @@ final class JsonTensorData {
 
         @Override
         public void accept(JsonParser p, JsonToken t, String label, long index) {
-            switch (type) {
-                case BOOL -> buffer.put(bool(p, t, label, index));
-                case UINT8 -> buffer.put((byte) integer(p, t, label, index, 0, 0xFF));
-                case INT8 -> buffer.put((byte) integer(p, t, label, index, Byte.MIN_VALUE, Byte.MAX_VALUE));
-                case UINT16 -> buffer.putShort((short) integer(p, t, label, index, 0, 0xFFFF));
-                case INT16 -> buffer.putShort((short) integer(p, t, label, index, Short.MIN_VALUE, Short.MAX_VALUE));
-                case UINT32 -> buffer.putInt((int) integer(p, t, label, index, 0, 0xFFFF_FFFFL));
-                case INT32 -> buffer.putInt((int) integer(p, t, label, index, Integer.MIN_VALUE, Integer.MAX_VALUE));
-                case INT64 -> buffer.putLong(integer(p, t, label, index, Long.MIN_VALUE, Long.MAX_VALUE));
-                case UINT64 -> buffer.putLong(unsigned64(p, t, label, index));
-                case FP32 -> buffer.putFloat(fp32(p, t, label, index));
-                case FP64 -> buffer.putDouble(fp64(p, t, label, index));
-                default -> throw new IllegalStateException("no JSON form for " + type);
-            }
+            long bits = switch (type.kind()) {
+                case BOOL -> bool(p, t, label, index);
+                case SIGNED, UNSIGNED -> integer(p, t, label, index);
+                case FLOAT -> type.byteSize() == Float.BYTES
+                        ? Float.floatToRawIntBits(fp32(p, t, label, index))
+                        : Double.doubleToRawLongBits(fp64(p, t, label, index));
+                case BYTES -> throw new IllegalStateException("BYTES has no fixed-size elements");
+            };
+            type.putBits(buffer, bits);
         }
 
         @Override
@@ -119,29 +111,17 @@ final class JsonTensorData {
             throw wrongKind(p, t, label, index, "true or false");
         }
 
-        private long integer(JsonParser p, JsonToken t, String label, long index, long min, long max) {
+        /** The value, range-checked; a UINT64 past {@link Long#MAX_VALUE} comes back as its raw bits. */
+        private long integer(JsonParser p, JsonToken t, String label, long index) {
             if (t != JsonToken.VALUE_NUMBER_INT) {
                 throw wrongKind(p, t, label, index, "integers");
             }
             if (p.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
                 long value = p.getLongValue();
-                if (value >= min && value <= max) {
+                if (type.holds(value)) {
                     return value;
                 }
-            }
-            throw outOfRange(p, label, index);
-        }
-
-        private long unsigned64(JsonParser p, JsonToken t, String label, long index) {
-            if (t != JsonToken.VALUE_NUMBER_INT) {
-                throw wrongKind(p, t, label, index, "integers");
-            }
-            if (p.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
-                long value = p.getLongValue();
-                if (value >= 0) {
-                    return value;
-                }
-            } else {
+            } else if (type.kind() == DataType.Kind.UNSIGNED && type.byteSize() == Long.BYTES) {
                 BigInteger value = p.getBigIntegerValue();
                 if (value.signum() >= 0 && value.compareTo(UINT64_MAX) <= 0) {
                     return value.longValue();
@@ -190,14 +170,14 @@ final class JsonTensorData {
         }
 
         private InvalidRequestException outOfRange(JsonParser p, String label, long index) {
-            return new InvalidRequestException(label + " element " + index + " (" + InferRequestDecoder.abbreviate(p.getString())
+            return new InvalidRequestException(label + " element " + index + " (" + TensorChecks.abbreviate(p.getString())
                     + ") is out of range for " + type.protocolName() + ".");
         }
 
         private InvalidRequestException wrongKind(JsonParser p, JsonToken t, String label, long index, String expected) {
             String found = switch (t) {
-                case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> "the number " + InferRequestDecoder.abbreviate(p.getString());
-                case VALUE_STRING -> "the string " + InferRequestDecoder.quote(p.getString());
+                case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> "the number " + TensorChecks.abbreviate(p.getString());
+                case VALUE_STRING -> "the string " + TensorChecks.quote(p.getString());
                 case VALUE_TRUE, VALUE_FALSE -> "a boolean";
                 case VALUE_NULL -> "null";
                 case START_OBJECT -> "an object";

@@ -26,6 +26,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -53,6 +54,7 @@ public final class ModelLoader {
     private final PlannedMemoryLimits plannedLimits;
     private final PrivateCopies copies;
     private final QueuePolicy queuePolicy;
+    private final WarmupCalls.RequestDecoder warmupFiles;
     private final AtomicInteger loadedModels = new AtomicInteger();
 
     /** Modules per model unless its config.yml sets {@code instances}. */
@@ -78,12 +80,13 @@ public final class ModelLoader {
      * @param verification the configured check: {@code MINIMAL} only applies to files whose
      *     declared sha256 matched (see {@link ProgramIntegrity})
      * @param gpuBackends delegates that run on a CUDA device: a program using one of them is a GPU model
+     * @param warmupFiles decodes warm-up files: the protocol's request decoder
      */
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
-            DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits) {
+            DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, WarmupCalls.RequestDecoder warmupFiles) {
         this(verification, streamPools, node, defaultInstances, gpuBackends, defaultMaxElements, placement,
-                plannedLimits, PrivateCopies.none(), QueuePolicy.DEFAULT);
+                plannedLimits, PrivateCopies.none(), QueuePolicy.DEFAULT, warmupFiles);
     }
 
     /**
@@ -93,8 +96,9 @@ public final class ModelLoader {
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
             DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, PrivateCopies copies,
-            QueuePolicy queuePolicy) {
+            QueuePolicy queuePolicy, WarmupCalls.RequestDecoder warmupFiles) {
         this.copies = copies;
+        this.warmupFiles = Objects.requireNonNull(warmupFiles, "warmupFiles");
         this.queuePolicy = queuePolicy;
         this.verification = verification;
         this.streamPools = streamPools;
@@ -227,8 +231,8 @@ public final class ModelLoader {
             }
             // Described once the instances exist: only a loaded method knows which tensors may change shape.
             ModelDescription description = describe(name, version, created.get(0).signature(), config, true);
-            WarmupCalls.run(config.warmup(), pool, description.inputs(), description.signature().inputs().stream()
-                    .map(TensorSpec::sizes).toArray(long[][]::new), file.toAbsolutePath().getParent());
+            WarmupCalls.run(config.warmup(), pool, description, maxElements, file.toAbsolutePath().getParent(),
+                    warmupFiles);
             DynamicBatcher batcher = null;
             if (config.dynamicBatching().isPresent()) {
                 config.dynamicBatching().get().checkFits(description);

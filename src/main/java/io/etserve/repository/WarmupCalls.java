@@ -4,7 +4,8 @@ import io.etserve.execution.ExecutionSlot;
 import io.etserve.execution.InstancePool;
 import io.etserve.execution.TensorContract;
 import io.etserve.inference.DataType;
-import io.etserve.inference.InvalidInputException;
+import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
 import io.etserve.modelconfig.Warmup;
 import io.etserve.runtime.ExecutionInput;
@@ -15,41 +16,44 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
-import tools.jackson.core.JacksonException;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /** Runs a model's {@link Warmup} on every instance of a freshly loaded version, before it reports ready. */
 public final class WarmupCalls {
 
     private static final Duration ACQUIRE = Duration.ofMinutes(1);
-    private static final int MAX_FILE_BYTES = 64 * 1024 * 1024;
+    private static final long MAX_FILE_BYTES = 64 * 1024 * 1024;
+
+    /**
+     * Decodes a warm-up file, which is the protocol's JSON {@code /infer} request body: the
+     * protocol layer's own decoder does it (wired in by the configuration), so a file is read
+     * exactly as a client's request would be, with the same checks and messages.
+     */
+    @FunctionalInterface
+    public interface RequestDecoder {
+        InferenceRequest decode(byte[] body);
+    }
 
     private WarmupCalls() {}
-
-    /** {@link #run(Warmup, InstancePool, List, long[][], Path)} for zeros and random inputs. */
-    public static void run(Warmup warmup, InstancePool pool, List<TensorMetadata> inputs, long[][] bounds) {
-        run(warmup, pool, inputs, bounds, null);
-    }
 
     /**
      * Runs the samples; throws with the reason when a call fails or the file does not fit the
      * method (the load then fails).
      *
-     * @param versionDir where a {@link Data#FILE} warm-up file lives
+     * @param model the version's description: its inputs, and the signature's bounds for the dynamic ones
+     * @param maxElementsPerTensor the version's element limit, which a file's inputs must keep too
+     * @param versionDir where a {@link Warmup.Data#FILE} warm-up file lives
      */
-    public static void run(Warmup warmup, InstancePool pool, List<TensorMetadata> inputs, long[][] bounds,
-            Path versionDir) {
+    public static void run(Warmup warmup, InstancePool pool, ModelDescription model, long maxElementsPerTensor,
+            Path versionDir, RequestDecoder decoder) {
         int samples = warmup.samples();
         if (samples == 0) {
             return;
         }
         List<ExecutionInput> values = warmup.data() == Warmup.Data.FILE
-                ? fromFile(versionDir.resolve(warmup.file()), inputs, bounds)
-                : inputs(warmup.data(), inputs, bounds);
+                ? fromFile(versionDir.resolve(warmup.file()), model, maxElementsPerTensor, decoder)
+                : generated(warmup.data(), model);
         for (int sample = 0; sample < samples; sample++) {
             // One call at a time, as many as the pool has instances: the pools hand out their
             // idle instances in FIFO order (and MultiDeviceInstancePool rotates devices), so
@@ -72,16 +76,19 @@ public final class WarmupCalls {
         }
     }
 
-    private static List<ExecutionInput> inputs(Warmup.Data data, List<TensorMetadata> inputs, long[][] bounds) {
+    /** Zeros or random values, every dynamic dimension at its bound. */
+    private static List<ExecutionInput> generated(Warmup.Data data, ModelDescription model) {
         SplittableRandom random = new SplittableRandom(42);
+        List<TensorMetadata> inputs = model.inputs();
         List<ExecutionInput> values = new ArrayList<>(inputs.size());
         for (int i = 0; i < inputs.size(); i++) {
             TensorMetadata meta = inputs.get(i);
+            long[] bounds = model.signature().inputs().get(i).sizes();
             long[] shape = meta.shape();
             long elements = 1;
             for (int d = 0; d < shape.length; d++) {
                 if (shape[d] < 0) {
-                    shape[d] = bounds[i][d];
+                    shape[d] = bounds[d];
                 }
                 elements *= shape[d];
             }
@@ -95,80 +102,36 @@ public final class WarmupCalls {
         return values;
     }
 
-    /**
-     * {@code {"inputs": [{"name", "datatype", "shape", "data"}]}}, the protocol's JSON request
-     * body (what a client would send), one entry per input of the method; numbers only.
-     */
-    static List<ExecutionInput> fromFile(Path path, List<TensorMetadata> inputs, long[][] bounds) {
-        JsonNode root;
+    /** The file's request, decoded as a client's would be and bound by the method's contract. */
+    static List<ExecutionInput> fromFile(Path path, ModelDescription model, long maxElementsPerTensor,
+            RequestDecoder decoder) {
+        byte[] body;
         try {
             if (Files.size(path) > MAX_FILE_BYTES) {
                 throw new IllegalStateException("warm-up file " + path.getFileName() + " is over 64 MB");
             }
-            root = JsonMapper.builder().build().readTree(path.toFile());
-        } catch (IOException | JacksonException e) {
+            body = Files.readAllBytes(path);
+        } catch (IOException e) {
             throw new IllegalStateException("cannot read the warm-up file " + path.getFileName() + ": " + e.getMessage());
         }
-        List<ExecutionInput> values = new ArrayList<>(inputs.size());
-        for (int i = 0; i < inputs.size(); i++) {
-            TensorMetadata meta = inputs.get(i);
-            JsonNode entry = null;
-            for (JsonNode e : root.path("inputs")) {
-                if (meta.name().equals(e.path("name").asString(null))) {
-                    entry = e;
-                }
-            }
-            String where = "warm-up file " + path.getFileName() + ", input '" + meta.name() + "'";
-            if (entry == null) {
-                throw new IllegalStateException(where + ": missing");
-            }
-            if (!meta.dataType().protocolName().equals(entry.path("datatype").asString(null)) || !meta.dataType().jsonRepresentable()) {
-                throw new IllegalStateException(where + ": datatype must be " + meta.dataType().protocolName()
-                        + (meta.dataType().jsonRepresentable() ? "" : ", which JSON cannot carry"));
-            }
-            long[] shape = new long[entry.path("shape").size()];
-            for (int d = 0; d < shape.length; d++) {
-                shape[d] = entry.path("shape").get(d).asLong();
-            }
-            try {
-                TensorContract.checkShape(meta, shape, bounds[i]);
-            } catch (InvalidInputException e) {
-                throw new IllegalStateException(where + ": " + e.getMessage());
-            }
-            long elements = 1;
-            for (long d : shape) {
-                elements *= d;
-            }
-            JsonNode data = entry.path("data");
-            if (!data.isArray() || data.size() != elements) {
-                throw new IllegalStateException(where + ": 'data' must hold " + elements + " numbers for shape "
-                        + Arrays.toString(shape));
-            }
-            ByteBuffer buffer = ByteBuffer.allocateDirect(Math.toIntExact(elements * meta.dataType().byteSize()))
-                    .order(ByteOrder.LITTLE_ENDIAN);
-            for (JsonNode v : data) {
-                switch (meta.dataType()) {
-                    case FP32 -> buffer.putFloat((float) v.asDouble());
-                    case FP64 -> buffer.putDouble(v.asDouble());
-                    case INT64, UINT64 -> buffer.putLong(v.asLong());
-                    case INT32, UINT32 -> buffer.putInt((int) v.asLong());
-                    case INT16, UINT16 -> buffer.putShort((short) v.asLong());
-                    case BOOL -> buffer.put((byte) (v.asBoolean() || v.asLong() != 0 ? 1 : 0));
-                    default -> buffer.put((byte) v.asLong());
-                }
-            }
-            values.add(new ExecutionInput(buffer.flip(), meta.dataType().executorchCode(), shape));
+        try {
+            return TensorContract.bindInputs(model, maxElementsPerTensor, decoder.decode(body));
+        } catch (RuntimeException e) {
+            // A refusal of the decoder (protocol) or of the contract: the request's own words.
+            throw new IllegalStateException("warm-up file " + path.getFileName() + ": " + e.getMessage(), e);
         }
-        return values;
     }
 
+    /** Floats in [-1, 1); other types get small non-negative integers (valid indices, bools). */
     private static void fillRandom(ByteBuffer buffer, DataType type, SplittableRandom random) {
-        // Floats in [-1, 1); other types get small non-negative integers (valid indices, bools).
+        boolean real = type.kind() == DataType.Kind.FLOAT && type.byteSize() >= Float.BYTES;
         while (buffer.hasRemaining()) {
-            switch (type) {
-                case FP32 -> buffer.putFloat((float) (random.nextDouble() * 2 - 1));
-                case FP64 -> buffer.putDouble(random.nextDouble() * 2 - 1);
-                default -> buffer.put((byte) (buffer.position() % type.byteSize() == 0 ? random.nextInt(2) : 0));
+            if (!real) {
+                type.putBits(buffer, random.nextInt(2));
+            } else if (type.byteSize() == Float.BYTES) {
+                type.putBits(buffer, Float.floatToRawIntBits((float) (random.nextDouble() * 2 - 1)));
+            } else {
+                type.putBits(buffer, Double.doubleToRawLongBits(random.nextDouble() * 2 - 1));
             }
         }
         buffer.flip();

@@ -18,6 +18,7 @@ import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Random;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
@@ -429,7 +430,7 @@ class InferRequestDecoderTest {
             assertRefused(BinaryBody.of(oneInput(fp32x2.formatted("8")), new byte[7]),
                     "Input 'b' declares binary_data_size 8 but only 7 bytes of binary data remain.");
             assertRefused(BinaryBody.of(oneInput(fp32x2.formatted("4")), new byte[4]),
-                    "Input 'b' declares binary_data_size 4 but shape [2] of FP32 needs 8 bytes.");
+                    "Input 'b' declares binary_data_size 4, but 2 FP32 elements (shape [2]) need 8 bytes.");
             assertRefused(BinaryBody.of(oneInput(fp32x2.formatted("-8")), new byte[8]),
                     "Input 'b' binary_data_size must be a non-negative integer.");
             assertRefused(BinaryBody.of(oneInput(fp32x2.formatted("8.0")), new byte[8]),
@@ -546,7 +547,7 @@ class InferRequestDecoderTest {
         void everyTruncation() {
             byte[] body = valid.body();
             for (int length = 0; length < body.length; length++) {
-                byte[] prefix = java.util.Arrays.copyOf(body, length);
+                byte[] prefix = Arrays.copyOf(body, length);
                 decodeSurvives(prefix, valid.headerLength());
                 decodeSurvives(prefix, Math.min(length, valid.headerLength()));
                 decodeSurvives(prefix, null);
@@ -581,7 +582,7 @@ class InferRequestDecoderTest {
         void inputTensorsAreIndependentOfTheBody() {
             byte[] body = valid.body().clone();
             InferenceRequest r = decoder.decode(body, valid.headerLength(), LIMITS);
-            java.util.Arrays.fill(body, (byte) 0x55);
+            Arrays.fill(body, (byte) 0x55);
 
             assertThat(bytesOf(r.inputs().get(2).data())).containsExactly(1, 0, 2, 0);
             assertThat(r.inputs().get(2).data().order()).isEqualTo(ByteOrder.LITTLE_ENDIAN);

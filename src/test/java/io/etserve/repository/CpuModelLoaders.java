@@ -3,6 +3,8 @@ package io.etserve.repository;
 import io.etserve.cuda.CudaRuntime;
 import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
+import io.etserve.protocol.DecodeLimits;
+import io.etserve.protocol.InferRequestDecoder;
 import io.etserve.runtime.NativeRuntime;
 import io.etserve.runtime.Program;
 import java.util.Set;
@@ -17,7 +19,8 @@ public final class CpuModelLoaders {
                 new NodeCapabilities(registeredBackends(), CudaRuntime.unavailable("CPU test"),
                         new TensorRtProbe(false, null, "CPU test")),
                 new ModelLoader.Instances(1, 1), Set.of("TensorRTBackend", "CudaBackend"), 1 << 24,
-                DevicePlacement.Policy.SPREAD, new ModelLoader.PlannedMemoryLimits(1L << 31, 1L << 33));
+                DevicePlacement.Policy.SPREAD, new ModelLoader.PlannedMemoryLimits(1L << 31, 1L << 33),
+                body -> new InferRequestDecoder().decode(body, null, new DecodeLimits(1 << 24, 64)));
     }
 
     /** The delegates the native runtime really registered (XNNPACK on every build). */

@@ -47,6 +47,15 @@ class RealProgramsApiTest {
             .withFile("warmed-up/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\ninstances: 2\nwarmup: { samples: 2, data: random }\n")
             .copy(TestPaths.demoModels(), "demo-xnnpack", "warmed-up-static")
             .withFile("warmed-up-static/config.yml", "inputs: [ { name: x } ]\nwarmup: 3\n")
+            // Warm-up files are request bodies, read by the server's own decoder and contract.
+            .copy(TestPaths.testModels(), "dynamic-batch", "warmed-up-file")
+            .withFile("warmed-up-file/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\nwarmup: { samples: 2, file: warmup.json }\n")
+            .withFile("warmed-up-file/1/warmup.json", "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\","
+                    + "\"shape\":[2,16],\"data\":[" + "0.5,".repeat(31) + "0.5]}]}")
+            .copy(TestPaths.testModels(), "dynamic-batch", "warm-up-file-misfits")
+            .withFile("warm-up-file-misfits/config.yml", "inputs: [ { name: x } ]\nwarmup: { samples: 1, file: warmup.json }\n")
+            .withFile("warm-up-file-misfits/1/warmup.json", "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP64\","
+                    + "\"shape\":[1,16],\"data\":[" + "0,".repeat(15) + "0]}]}")
             // data-files: a listed file under any name, instead of the *.ptd scan
             .copy(TestPaths.testModels(), "external-weights-portable", "listed-data")
             .withFile("listed-data/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\n"
@@ -168,6 +177,21 @@ class RealProgramsApiTest {
                 Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
         assertThat(r.status()).as(r.text()).isEqualTo(200);
         ProtocolApiTest.assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
+    }
+
+    @Test
+    void aWarmUpFileIsReadAsAClientsRequestAndOneThatDoesNotFitFailsTheLoadWithTheClientsMessage() {
+        assertThat(http.get("/v2/models/warmed-up-file/ready").status()).isEqualTo(200);
+        assertServesTheReference("warmed-up-file", "dynamic-batch");
+        Http.Response misfit = http.get("/v2/models/warm-up-file-misfits/ready");
+        assertThat(misfit.status()).isEqualTo(503);
+        assertThat(misfit.json().path("reason").asString())
+                .contains("warm-up file warmup.json: input 'x' must be FP32, got FP64");
+        // The client who sends the same body hears the same words.
+        Http.Response client = http.post("/v2/models/warmed-up-file/infer", "{\"inputs\":[{\"name\":\"x\","
+                + "\"datatype\":\"FP64\",\"shape\":[1,16],\"data\":[" + "0,".repeat(15) + "0]}]}");
+        assertThat(client.status()).isEqualTo(400);
+        assertThat(client.json().path("error").asString()).contains("input 'x' must be FP32, got FP64");
     }
 
     @Test

@@ -1,0 +1,144 @@
+package io.etserve.protocol;
+
+import io.etserve.inference.DataType;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.Set;
+
+/**
+ * What the REST and gRPC decoders both check about a request's inputs on their own, before any
+ * model is involved: that the request is well formed (known datatypes, names given once, bytes
+ * that fit the declared shape) and within the server's size limits, checked before tensor
+ * memory is allocated. Whether the inputs fit a model's method is {@code TensorContract}'s
+ * question, never a decoder's. Every refusal is an {@link InvalidRequestException} naming the
+ * input, in the same words over both protocols.
+ */
+public final class TensorChecks {
+
+    /** Largest tensor a direct buffer can hold. */
+    static final long MAX_TENSOR_BYTES = Integer.MAX_VALUE;
+    private static final int MAX_QUOTED_LENGTH = 100;
+
+    private TensorChecks() {}
+
+    /** How messages name an input: {@code Input 'x'}. */
+    public static String label(String name) {
+        return "Input " + quote(name);
+    }
+
+    /** Refuses the input at {@code index} (0-based) when the request already has the most allowed. */
+    public static void requireInputSlot(int index, DecodeLimits limits) {
+        if (index >= limits.maxInputs()) {
+            throw new InvalidRequestException("The request has more than " + limits.maxInputs()
+                    + " inputs, the most allowed.");
+        }
+    }
+
+    /** Records {@code name} among the request's input names, refusing it when already there. */
+    public static void requireFirstUse(Set<String> names, String name, String label) {
+        if (!names.add(name)) {
+            throw new InvalidRequestException(label + " appears more than once.");
+        }
+    }
+
+    public static DataType dataType(String label, String name) {
+        return DataType.fromProtocol(name).orElseThrow(() ->
+                new InvalidRequestException(label + " has unknown datatype " + quote(name) + "."));
+    }
+
+    /**
+     * The shape's element count, refused for a negative dimension, a count past 64 bits or one
+     * over the server's per-tensor limit: checked before anything is allocated for the tensor.
+     */
+    public static long elementCount(String label, long[] shape, DecodeLimits limits) {
+        boolean empty = false;
+        for (long d : shape) {
+            if (d < 0) {
+                throw new InvalidRequestException(label + " has negative dimension " + d + " in its shape.");
+            }
+            empty |= d == 0;
+        }
+        long count = empty ? 0 : 1;
+        if (!empty) {
+            try {
+                for (long d : shape) {
+                    count = Math.multiplyExact(count, d);
+                }
+            } catch (ArithmeticException e) {
+                throw new InvalidRequestException(label + " has shape " + Arrays.toString(shape)
+                        + ", whose element count overflows 64 bits.");
+            }
+        }
+        if (count > limits.maxElementsPerTensor()) {
+            throw new InvalidRequestException(label + " has " + count + " elements, more than the limit of "
+                    + limits.maxElementsPerTensor() + " per tensor.");
+        }
+        return count;
+    }
+
+    /** Bytes of {@code count} elements of a fixed-size type, refused past what one buffer holds. */
+    public static int byteSize(String label, DataType type, long count) {
+        if (count > MAX_TENSOR_BYTES / type.byteSize()) {
+            throw new InvalidRequestException(label + " would need more than " + MAX_TENSOR_BYTES
+                    + " bytes, the most one tensor can hold.");
+        }
+        return (int) (count * type.byteSize());
+    }
+
+    /** Values given one by one (JSON elements, a gRPC typed contents field) against the shape's count. */
+    public static void requireValueCount(String label, long given, String what, long[] shape, long count) {
+        if (given != count) {
+            throw new InvalidRequestException(label + " has " + given + " " + what + " but its shape "
+                    + Arrays.toString(shape) + " needs " + count + ".");
+        }
+    }
+
+    /**
+     * An input's bytes against its shape: exactly {@code count} elements of a fixed-size type,
+     * or exactly {@code count} length-prefixed BYTES elements.
+     *
+     * @param claim how the request gave the size, for the message ({@code declares binary_data_size 4})
+     */
+    public static void requireBytes(String label, String claim, DataType type, long[] shape, long count,
+            ByteBuffer data) {
+        if (type.kind() == DataType.Kind.BYTES) {
+            requireLengthPrefixed(label, count, data.duplicate().order(ByteOrder.LITTLE_ENDIAN));
+            return;
+        }
+        int expected = byteSize(label, type, count);
+        if (data.remaining() != expected) {
+            String elements = count + " " + type.protocolName() + (count == 1 ? " element" : " elements");
+            throw new InvalidRequestException(label + " " + claim + ", but " + elements + " (shape "
+                    + Arrays.toString(shape) + ") " + (count == 1 ? "needs " : "need ") + expected + " bytes.");
+        }
+    }
+
+    /** BYTES data must be exactly {@code count} (4-byte little-endian length, bytes) pairs. */
+    private static void requireLengthPrefixed(String label, long count, ByteBuffer view) {
+        for (long i = 0; i < count; i++) {
+            if (view.remaining() < Integer.BYTES) {
+                throw new InvalidRequestException(label + " binary BYTES data ends before element " + i + " of "
+                        + count + ".");
+            }
+            int elementLength = view.getInt();
+            if (elementLength < 0 || elementLength > view.remaining()) {
+                throw new InvalidRequestException(label + " binary BYTES element " + i + " declares "
+                        + Integer.toUnsignedString(elementLength) + " bytes, more than its data holds.");
+            }
+            view.position(view.position() + elementLength);
+        }
+        if (view.hasRemaining()) {
+            throw new InvalidRequestException(label + " binary BYTES data has " + view.remaining()
+                    + " bytes after its " + count + " elements.");
+        }
+    }
+
+    static String quote(String s) {
+        return "'" + abbreviate(s) + "'";
+    }
+
+    static String abbreviate(String s) {
+        return s.length() <= MAX_QUOTED_LENGTH ? s : s.substring(0, MAX_QUOTED_LENGTH) + "...";
+    }
+}

@@ -1,0 +1,200 @@
+package io.etserve.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.protobuf.ByteString;
+import io.etserve.grpc.protocol.InferTensorContents;
+import io.etserve.grpc.protocol.ModelInferRequest;
+import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.Tensor;
+import io.etserve.protocol.DecodeLimits;
+import io.etserve.protocol.InferRequestDecoder;
+import io.etserve.protocol.InvalidRequestException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** ModelInfer inputs to tensors: typed contents and raw sections, and the checks shared with REST. */
+class GrpcTensorsTest {
+
+    private static final DecodeLimits LIMITS = new DecodeLimits(1000, 4);
+    private final GrpcTensors tensors = new GrpcTensors(LIMITS);
+
+    private static ModelInferRequest.Builder request() {
+        return ModelInferRequest.newBuilder().setModelName("m");
+    }
+
+    private static ModelInferRequest.InferInputTensor.Builder input(String name, String datatype, long... shape) {
+        ModelInferRequest.InferInputTensor.Builder in = ModelInferRequest.InferInputTensor.newBuilder()
+                .setName(name).setDatatype(datatype);
+        for (long d : shape) {
+            in.addShape(d);
+        }
+        return in;
+    }
+
+    private static ModelInferRequest one(ModelInferRequest.InferInputTensor.Builder in) {
+        return request().addInputs(in).build();
+    }
+
+    private static byte[] bytes(Tensor t) {
+        ByteBuffer d = t.data();
+        byte[] out = new byte[d.remaining()];
+        d.get(out);
+        return out;
+    }
+
+    private static ByteBuffer le(int capacity) {
+        return ByteBuffer.allocate(capacity).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    private void assertRefused(ModelInferRequest request, String message) {
+        assertThatThrownBy(() -> tensors.decode(request)).isInstanceOf(InvalidRequestException.class).hasMessage(message);
+    }
+
+    @Test
+    void typedContentsBecomeLittleEndianElementsOfTheirType() {
+        InferenceRequest r = tensors.decode(request()
+                .addInputs(input("b", "BOOL", 3).setContents(InferTensorContents.newBuilder()
+                        .addBoolContents(true).addBoolContents(false).addBoolContents(true)))
+                .addInputs(input("i8", "INT8", 2).setContents(InferTensorContents.newBuilder()
+                        .addIntContents(-128).addIntContents(127)))
+                .addInputs(input("u16", "UINT16", 2).setContents(InferTensorContents.newBuilder()
+                        .addUintContents(65535).addUintContents(1)))
+                .addInputs(input("u64", "UINT64", 1).setContents(InferTensorContents.newBuilder()
+                        .addUint64Contents(-1L)))
+                .build());
+
+        assertThat(bytes(r.inputs().get(0))).containsExactly(1, 0, 1);
+        assertThat(bytes(r.inputs().get(1))).containsExactly(0x80, 0x7F);
+        assertThat(bytes(r.inputs().get(2))).containsExactly(0xFF, 0xFF, 0x01, 0x00);
+        // uint64 carries the full unsigned range: 2^64 - 1.
+        assertThat(bytes(r.inputs().get(3))).containsExactly(0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF);
+
+        InferenceRequest wide = tensors.decode(request()
+                .addInputs(input("i32", "INT32", 1).setContents(InferTensorContents.newBuilder().addIntContents(-2)))
+                .addInputs(input("i64", "INT64", 1).setContents(InferTensorContents.newBuilder()
+                        .addInt64Contents(Long.MIN_VALUE)))
+                .addInputs(input("f32", "FP32", 2).setContents(InferTensorContents.newBuilder()
+                        .addFp32Contents(1.5f).addFp32Contents(Float.NaN)))
+                .addInputs(input("f64", "FP64", 1).setContents(InferTensorContents.newBuilder().addFp64Contents(-0.25)))
+                .build());
+        assertThat(bytes(wide.inputs().get(0))).containsExactly(le(4).putInt(-2).array());
+        assertThat(bytes(wide.inputs().get(1))).containsExactly(le(8).putLong(Long.MIN_VALUE).array());
+        assertThat(bytes(wide.inputs().get(2))).containsExactly(le(8).putFloat(1.5f).putFloat(Float.NaN).array());
+        assertThat(bytes(wide.inputs().get(3))).containsExactly(le(8).putDouble(-0.25).array());
+        assertThat(wide.inputs().get(3).dataType()).isEqualTo(DataType.FP64);
+        assertThat(wide.inputs().get(2).data().isDirect()).as("the bridge reads inputs in place").isTrue();
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', textBlock = """
+            INT8   | 128     | element 0 (128) is out of range for INT8.
+            INT8   | -129    | element 0 (-129) is out of range for INT8.
+            INT16  | 32768   | element 0 (32768) is out of range for INT16.
+            UINT8  | 256     | element 0 (256) is out of range for UINT8.
+            UINT16 | 65536   | element 0 (65536) is out of range for UINT16.
+            """)
+    void narrowerIntegersAreRangeChecked(String type, long value, String message) {
+        InferTensorContents.Builder c = InferTensorContents.newBuilder();
+        if (type.startsWith("U")) {
+            c.addUintContents((int) value);
+        } else {
+            c.addIntContents((int) value);
+        }
+        assertRefused(one(input("v", type, 1).setContents(c)), "Input 'v' " + message);
+    }
+
+    @Test
+    void contentsMustHoldOneValuePerElementInTheirTypesField() {
+        assertRefused(one(input("x", "FP32", 1, 3).setContents(InferTensorContents.newBuilder()
+                        .addFp32Contents(1).addFp32Contents(2))),
+                "Input 'x' has 2 values in fp32_contents but its shape [1, 3] needs 3.");
+        // INT64 travels in int64_contents, not in int_contents.
+        assertRefused(one(input("x", "INT64", 1).setContents(InferTensorContents.newBuilder().addIntContents(1))),
+                "Input 'x' has 0 values in int64_contents but its shape [1] needs 1.");
+        assertRefused(one(input("h", "FP16", 1).setContents(InferTensorContents.newBuilder().addFp32Contents(1))),
+                "Input 'h' is FP16, which travels only in raw_input_contents.");
+    }
+
+    @Test
+    void rawSectionsMustFitTheShape() {
+        InferenceRequest r = tensors.decode(request().addInputs(input("h", "FP16", 2))
+                .addRawInputContents(ByteString.copyFrom(new byte[] {0, 0x3C, 0, (byte) 0xC0})).build());
+        assertThat(bytes(r.inputs().get(0))).containsExactly(0, 0x3C, 0, 0xC0);
+
+        assertRefused(request().addInputs(input("x", "FP32", 1, 16)).addRawInputContents(ByteString.copyFrom(new byte[60]))
+                .build(), "Input 'x' has 60 bytes of raw contents, but 16 FP32 elements (shape [1, 16]) need 64 bytes.");
+        assertRefused(request().addInputs(input("x", "FP32", 1)).addRawInputContents(ByteString.copyFrom(new byte[3]))
+                .build(), "Input 'x' has 3 bytes of raw contents, but 1 FP32 element (shape [1]) needs 4 bytes.");
+        assertRefused(request().addInputs(input("a", "FP32", 1)).addInputs(input("b", "FP32", 1))
+                        .addRawInputContents(ByteString.copyFrom(new byte[4])).build(),
+                "raw_input_contents has 1 entries for 2 inputs; give one per input, in order.");
+        assertRefused(request().addInputs(input("a", "FP32", 1).setContents(InferTensorContents.newBuilder()
+                        .addFp32Contents(1))).addRawInputContents(ByteString.copyFrom(new byte[4])).build(),
+                "Input 'a' has contents, but the request uses raw_input_contents; use one or the other.");
+    }
+
+    @Test
+    void bytesElementsAreLengthPrefixedFromRawOrContents() {
+        byte[] expected = le(4 + 2 + 4).putInt(2).put("ab".getBytes(StandardCharsets.UTF_8)).putInt(0).array();
+        InferenceRequest contents = tensors.decode(one(input("s", "BYTES", 2).setContents(InferTensorContents.newBuilder()
+                .addBytesContents(ByteString.copyFromUtf8("ab")).addBytesContents(ByteString.EMPTY))));
+        InferenceRequest raw = tensors.decode(request().addInputs(input("s", "BYTES", 2))
+                .addRawInputContents(ByteString.copyFrom(expected)).build());
+
+        assertThat(bytes(contents.inputs().get(0))).containsExactly(expected);
+        assertThat(bytes(raw.inputs().get(0))).containsExactly(expected);
+        assertRefused(request().addInputs(input("s", "BYTES", 3)).addRawInputContents(ByteString.copyFrom(expected))
+                .build(), "Input 's' binary BYTES data ends before element 2 of 3.");
+    }
+
+    @Test
+    void sizesAreCheckedBeforeAnythingIsAllocated() {
+        // 2^40 elements of FP64 would be 8 TB: refused from the shape alone.
+        assertRefused(one(input("x", "FP64", 1L << 20, 1L << 20)),
+                "Input 'x' has 1099511627776 elements, more than the limit of 1000 per tensor.");
+        assertRefused(one(input("x", "FP32", 1L << 40, 1L << 40)),
+                "Input 'x' has shape [1099511627776, 1099511627776], whose element count overflows 64 bits.");
+        ModelInferRequest.Builder five = request();
+        for (int i = 0; i < 5; i++) {
+            five.addInputs(input("x" + i, "INT8", 1).setContents(InferTensorContents.newBuilder().addIntContents(0)));
+        }
+        assertRefused(five.build(), "The request has more than 4 inputs, the most allowed.");
+    }
+
+    /** The checks both decoders make answer a gRPC client in REST's words. */
+    @Test
+    void sharedChecksSpeakAsRestDoes() {
+        InferRequestDecoder rest = new InferRequestDecoder();
+        String[][] cases = {
+            {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],\"data\":[1]},"
+                    + "{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],\"data\":[1]}]}",
+                "Input 'x' appears more than once."},
+            {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP33\",\"shape\":[1],\"data\":[1]}]}",
+                "Input 'x' has unknown datatype 'FP33'."},
+            {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[2,-1],\"data\":[1]}]}",
+                "Input 'x' has negative dimension -1 in its shape."},
+            {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1001],\"data\":[1]}]}",
+                "Input 'x' has 1001 elements, more than the limit of 1000 per tensor."},
+        };
+        ModelInferRequest[] grpc = {
+            request().addInputs(input("x", "INT8", 1).setContents(InferTensorContents.newBuilder().addIntContents(1)))
+                    .addInputs(input("x", "INT8", 1).setContents(InferTensorContents.newBuilder().addIntContents(1)))
+                    .build(),
+            one(input("x", "FP33", 1)),
+            one(input("x", "INT8", 2, -1)),
+            one(input("x", "INT8", 1001)),
+        };
+        for (int i = 0; i < cases.length; i++) {
+            byte[] json = cases[i][0].getBytes(StandardCharsets.UTF_8);
+            assertThatThrownBy(() -> rest.decode(json, null, LIMITS)).as("REST").hasMessage(cases[i][1]);
+            assertRefused(grpc[i], cases[i][1]);
+        }
+    }
+}
