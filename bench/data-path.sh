@@ -12,10 +12,13 @@
 # BENCH_WARMUP (3) and BENCH_DURATION (10) seconds, BENCH_CONCURRENCY ("1 2"),
 # BENCH_CHECK_EVERY (8: every 8th response's values are checked against the reference, the
 # rest by status, so checking 1M floats does not starve the server on 2 cores),
-# BENCH_MODELS (the four above), BENCH_JIT_WARMUP (20: seconds of load per model before anything
+# BENCH_MODELS (the four above), BENCH_FORMATS ("binary json"), BENCH_ROUNDS (1: rounds of
+# every measured run, interleaved, for medians on a noisy machine), BENCH_JIT_WARMUP (20: seconds of load per model before anything
 # is recorded; the request path's C2 compiles take tens of seconds at a few hundred requests/s,
 # bench/README.md), BENCH_BASELINE_JAR (a second build served beside this one on BENCH_PORT + 10,
-# measured in the same rounds, label "base").
+# measured in the same rounds, label "base"; it gets no -unplanned model unless
+# BENCH_BASELINE_UNPLANNED=1: a build before c92c626 leaves such outputs pointing nowhere and
+# XNNPACK's write kills the JVM).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -30,6 +33,8 @@ CONCURRENCY=${BENCH_CONCURRENCY:-1 2}
 CHECK_EVERY=${BENCH_CHECK_EVERY:-8}
 read -r -a MODELS <<< "${BENCH_MODELS:-affine-image affine-4mib affine-image-unplanned affine-4mib-unplanned}"
 JIT_WARMUP=${BENCH_JIT_WARMUP:-20}
+FORMATS=${BENCH_FORMATS:-binary json}
+ROUNDS=${BENCH_ROUNDS:-1}
 BASE_JAR=${BENCH_BASELINE_JAR:-}
 BASE_PORT=$((PORT + 10))
 JAR=${BENCH_JAR:-$ROOT/target/etserve-0.1.0-SNAPSHOT.jar}
@@ -76,10 +81,14 @@ loadgen() {
 }
 RESULTS=$OUT/data-path.jsonl
 : > "$RESULTS"
+serves() {  # serves LABEL MODEL
+  [[ $1 != base || $2 != *-unplanned || -n ${BENCH_BASELINE_UNPLANNED:-} ]]
+}
 log "JIT warm-up (not recorded): ${JIT_WARMUP} s per model and format and service"
 for label in "${LABELS[@]}"; do
   for m in "${MODELS[@]}"; do
-    for f in binary json; do
+    serves "$label" "$m" || continue
+    for f in $FORMATS; do
       seconds=$JIT_WARMUP
       [[ $f == binary ]] || seconds=$((JIT_WARMUP / 4 + 1))  # JSON's own code is small; 4 MiB of it is slow
       loadgen --url "http://127.0.0.1:${SERVICE_PORT[$label]}" --model "$m" --reference "$REPO/$m/1/reference.json" \
@@ -88,20 +97,23 @@ for label in "${LABELS[@]}"; do
   done
 done
 failed=0
+for round in $(seq "$ROUNDS"); do
 for m in "${MODELS[@]}"; do
   ref="$REPO/$m/1/reference.json"
   for c in $CONCURRENCY; do
     loadgen --url "http://127.0.0.1:$ECHO_PORT" --model "$m" --reference "$ref" --format binary --echo true \
       --concurrency "$c" --warmup "$WARMUP" --duration "$DURATION" --server-pid "$ECHO_PID" \
       --label echo --json-out "$RESULTS" >&2 || failed=1
-    for f in binary json; do
+    for f in $FORMATS; do
       for label in "${LABELS[@]}"; do
+        serves "$label" "$m" || continue
         loadgen --url "http://127.0.0.1:${SERVICE_PORT[$label]}" --model "$m" --reference "$ref" --format $f \
           --concurrency "$c" --warmup "$WARMUP" --duration "$DURATION" --server-pid "${SERVICE_PID[$label]}" \
           --label "$label" --json-out "$RESULTS" >&2 || failed=1
       done
     done
   done
+done
 done
 
 {
