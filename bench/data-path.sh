@@ -3,12 +3,22 @@
 # through REST (binary extension and JSON), beside a transport-only baseline measured in the same
 # run by the same load generator: bench EchoServer, which returns each request body as it came.
 # Models: y = 2x + 1 (XNNPACK), exported with references on first use
-# (scripts/export/export.sh --bench affine-image affine-4mib; needs the export venv).
+# (scripts/export/export.sh --bench ...; needs the export venv): affine-image and affine-4mib as
+# users export by default (inputs and outputs memory-planned: the bridge copies each input in and
+# each output out), and the same two exported with unplanned inputs and outputs (-unplanned:
+# ExecuTorch reads the request's buffer and writes the response's; docs/large-tensors.md).
 #
 # Knobs: BENCH_PORT (18080), BENCH_MGMT_PORT (18081), BENCH_ECHO_PORT (18082),
 # BENCH_WARMUP (3) and BENCH_DURATION (10) seconds, BENCH_CONCURRENCY ("1 2"),
 # BENCH_CHECK_EVERY (8: every 8th response's values are checked against the reference, the
-# rest by status, so checking 1M floats does not starve the server on 2 cores).
+# rest by status, so checking 1M floats does not starve the server on 2 cores),
+# BENCH_MODELS (the four above), BENCH_FORMATS ("binary json"), BENCH_ROUNDS (1: rounds of
+# every measured run, interleaved, for medians on a noisy machine), BENCH_JIT_WARMUP (20: seconds of load per model before anything
+# is recorded; the request path's C2 compiles take tens of seconds at a few hundred requests/s,
+# bench/README.md), BENCH_BASELINE_JAR (a second build served beside this one on BENCH_PORT + 10,
+# measured in the same rounds, label "base"; it gets no -unplanned model unless
+# BENCH_BASELINE_UNPLANNED=1: a build before c92c626 leaves such outputs pointing nowhere and
+# XNNPACK's write kills the JVM).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -21,7 +31,12 @@ WARMUP=${BENCH_WARMUP:-3}
 DURATION=${BENCH_DURATION:-10}
 CONCURRENCY=${BENCH_CONCURRENCY:-1 2}
 CHECK_EVERY=${BENCH_CHECK_EVERY:-8}
-MODELS=(affine-image affine-4mib)
+read -r -a MODELS <<< "${BENCH_MODELS:-affine-image affine-4mib affine-image-unplanned affine-4mib-unplanned}"
+JIT_WARMUP=${BENCH_JIT_WARMUP:-20}
+FORMATS=${BENCH_FORMATS:-binary json}
+ROUNDS=${BENCH_ROUNDS:-1}
+BASE_JAR=${BENCH_BASELINE_JAR:-}
+BASE_PORT=$((PORT + 10))
 JAR=${BENCH_JAR:-$ROOT/target/etserve-0.1.0-SNAPSHOT.jar}
 log() { printf '[data-path %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 mkdir -p "$OUT"
@@ -31,12 +46,12 @@ source "$ROOT/bench/lib.sh"
 for m in "${MODELS[@]}"; do
   if [[ ! -f target/bench-models/$m/1/reference.json ]]; then
     log "exporting ${MODELS[*]} (scripts/export/export.sh --bench)"
-    bash scripts/export/export.sh --bench "${MODELS[@]}" >&2
-    break
+    bash scripts/export/export.sh --bench "$m" >&2
   fi
 done
 bench_build
-bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_ECHO_PORT" "$PORT" "$MGMT_PORT" "$ECHO_PORT"
+bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_ECHO_PORT" "$PORT" "$MGMT_PORT" "$ECHO_PORT" \
+  ${BASE_JAR:+"$BASE_PORT" "$((BASE_PORT + 1))"}
 
 REPO=$OUT/data-path-models
 rm -rf "$REPO" && mkdir -p "$REPO"
@@ -45,53 +60,83 @@ cp "$JAR" "$OUT/etserve.jar"
 log "service on 127.0.0.1:$PORT, echo baseline on 127.0.0.1:$ECHO_PORT"
 "$SERVER_JAVA" -cp "$CP" io.etserve.bench.EchoServer "$ECHO_PORT" > "$OUT/echo.log" 2>&1 &
 ECHO_PID=$!
-trap 'kill ${SERVER_PID:-} $ECHO_PID 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+trap 'kill ${SERVER_PID:-} ${BASE_PID:-} $ECHO_PID 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+declare -A SERVICE_PORT SERVICE_PID
+LABELS=(rest)
+if [[ -n $BASE_JAR ]]; then
+  log "baseline $BASE_JAR on 127.0.0.1:$BASE_PORT"
+  cp "$BASE_JAR" "$OUT/etserve-base.jar"
+  SERVICE_JAR=$OUT/etserve-base.jar PORT=$BASE_PORT MGMT_PORT=$((BASE_PORT + 1)) \
+    bench_start_service "$OUT/data-path-base-server.log" "$REPO" --etserve.grpc.port=$((BASE_PORT + 2))
+  BASE_PID=$SERVER_PID
+  SERVICE_PORT[base]=$BASE_PORT SERVICE_PID[base]=$BASE_PID
+  LABELS=(base rest)
+fi
+cp "$JAR" "$OUT/etserve.jar"
 bench_start_service "$OUT/data-path-server.log" "$REPO"
+SERVICE_PORT[rest]=$PORT SERVICE_PID[rest]=$SERVER_PID
 
 loadgen() {
   java -XX:+UseSerialGC -Xmx1g -cp "$CP" io.etserve.bench.LoadGenerator --check-every "$CHECK_EVERY" "$@"
 }
 RESULTS=$OUT/data-path.jsonl
 : > "$RESULTS"
-log "JIT warm-up (not recorded)"
-for m in "${MODELS[@]}"; do
-  for f in binary json; do
-    loadgen --url "http://127.0.0.1:$PORT" --model "$m" --reference "$REPO/$m/1/reference.json" --format $f \
-      --concurrency 2 --warmup 0 --duration 4 --label warm >/dev/null
+serves() {  # serves LABEL MODEL
+  [[ $1 != base || $2 != *-unplanned || -n ${BENCH_BASELINE_UNPLANNED:-} ]]
+}
+log "JIT warm-up (not recorded): ${JIT_WARMUP} s per model and format and service"
+for label in "${LABELS[@]}"; do
+  for m in "${MODELS[@]}"; do
+    serves "$label" "$m" || continue
+    for f in $FORMATS; do
+      seconds=$JIT_WARMUP
+      [[ $f == binary ]] || seconds=$((JIT_WARMUP / 4 + 1))  # JSON's own code is small; 4 MiB of it is slow
+      loadgen --url "http://127.0.0.1:${SERVICE_PORT[$label]}" --model "$m" --reference "$REPO/$m/1/reference.json" \
+        --format $f --concurrency 2 --warmup 0 --duration "$seconds" --label warm >/dev/null
+    done
   done
 done
 failed=0
+for round in $(seq "$ROUNDS"); do
 for m in "${MODELS[@]}"; do
   ref="$REPO/$m/1/reference.json"
   for c in $CONCURRENCY; do
     loadgen --url "http://127.0.0.1:$ECHO_PORT" --model "$m" --reference "$ref" --format binary --echo true \
       --concurrency "$c" --warmup "$WARMUP" --duration "$DURATION" --server-pid "$ECHO_PID" \
       --label echo --json-out "$RESULTS" >&2 || failed=1
-    for f in binary json; do
-      loadgen --url "http://127.0.0.1:$PORT" --model "$m" --reference "$ref" --format $f \
-        --concurrency "$c" --warmup "$WARMUP" --duration "$DURATION" --server-pid "$SERVER_PID" \
-        --label rest --json-out "$RESULTS" >&2 || failed=1
+    for f in $FORMATS; do
+      for label in "${LABELS[@]}"; do
+        serves "$label" "$m" || continue
+        loadgen --url "http://127.0.0.1:${SERVICE_PORT[$label]}" --model "$m" --reference "$ref" --format $f \
+          --concurrency "$c" --warmup "$WARMUP" --duration "$DURATION" --server-pid "${SERVICE_PID[$label]}" \
+          --label "$label" --json-out "$RESULTS" >&2 || failed=1
+      done
     done
   done
 done
+done
 
 {
-  echo "host: $(nproc) CPUs; service: $("$SERVER_JAVA" -version 2>&1 | head -1); commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (+ changes)')"
+  echo "host: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); service: $("$SERVER_JAVA" -version 2>&1 | head -1); commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (+ changes)')${BASE_JAR:+; base: $BASE_JAR}"
   echo
   python3 - "$RESULTS" <<'PY'
-import json, sys
+import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 echo = {(r["model"], r["concurrency"]): r for r in rows if r["label"] == "echo"}
-print("| model | format | c | req/s | tensor MB/s | echo baseline MB/s | ratio | p50 us | p99 us | server CPU us/req |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+def jit(r):
+    # LoadGenerator's CPU by thread kind: "qtp#-#=595 C# CompilerThre=89 ..." (C1 and C2 threads)
+    m = re.search(r"C# CompilerThre#*=(\d+)", r.get("server_cpu_us_per_request_by_thread", "") or "")
+    return m.group(1) if m else "<1 %"
+print("| service | model | format | c | req/s | tensor MB/s | echo MB/s | ratio | p50 us | p99 us | server CPU us/req | JIT us/req |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    if r["label"] != "rest":
+    if r["label"] == "echo":
         continue
     e = echo.get((r["model"], r["concurrency"]))
     base = e["tensor_mb_per_s"] if e else 0
     ratio = r["tensor_mb_per_s"] / base if base else 0
-    print(f'| {r["model"]} | {r["format"]} | {r["concurrency"]} | {r["throughput_rps"]} | {r["tensor_mb_per_s"]} '
-          f'| {base} | {ratio:.2f} | {r["p50_us"]} | {r["p99_us"]} | {r.get("server_cpu_us_per_request", "")} |')
+    print(f'| {r["label"]} | {r["model"]} | {r["format"]} | {r["concurrency"]} | {r["throughput_rps"]} | {r["tensor_mb_per_s"]} '
+          f'| {base} | {ratio:.2f} | {r["p50_us"]} | {r["p99_us"]} | {r.get("server_cpu_us_per_request", "")} | {jit(r)} |')
 PY
 } | tee "$OUT/data-path.md"
 exit $failed

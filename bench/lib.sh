@@ -40,13 +40,15 @@ bench_require_free_ports() {
   done
 }
 
-# Starts $OUT/etserve.jar on loopback ($PORT, management $MGMT_PORT) with the model repository
-# $2 and any further arguments, logging to $1; sets SERVER_PID and returns once /v2/health/ready
-# answers (exits, showing the log's tail, if the service dies first).
+# Starts $OUT/etserve.jar (or $SERVICE_JAR) on loopback ($PORT, management $MGMT_PORT) with the
+# model repository $2 and any further arguments, logging to $1; sets SERVER_PID and returns once
+# /v2/health/ready answers (exits, showing the log's tail, if the service dies first).
+# $SERVICE_JAVA_OPTS: JVM options (word-split), e.g. a JIT log or a flight recording.
 bench_start_service() {
   local log="$1" repo="$2"
   shift 2
-  "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED -jar "$OUT/etserve.jar" \
+  # shellcheck disable=SC2086
+  "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED ${SERVICE_JAVA_OPTS:-} -jar "${SERVICE_JAR:-$OUT/etserve.jar}" \
     --server.address=127.0.0.1 --server.port="$PORT" --etserve.grpc.address=127.0.0.1 \
     --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
     --etserve.model-repository="$repo" "$@" > "$log" 2>&1 &

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -49,8 +50,13 @@ TensorSpec to_spec(const executorch::runtime::MethodMeta& meta, size_t index, bo
   if (!info.ok()) fail(info.error(), "cannot read the tensor metadata of a method value");
   spec.dtype = static_cast<int>(info->scalar_type());
   for (auto d : info->sizes()) spec.sizes.push_back(d);
+  spec.planned = info->is_memory_planned();
   return spec;
 }
+
+// The alignment ExecuTorch's memory planner gives every planned tensor (MemoryPlanningPass's
+// default): an unplanned input the caller hands over must have it to be read in place.
+constexpr uintptr_t kInputAlignment = 16;
 
 std::string describe_sizes(const std::vector<int64_t>& sizes) {
   std::string s = "[";
@@ -324,6 +330,57 @@ InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std
       signature_.outputs[i].dynamism = static_cast<int>(v.toTensor().shape_dynamism());
     }
   }
+  // Unplanned values' sizes (a dynamic shape's upper bound), and the memory of this instance a
+  // dynamic unplanned output is written to: the caller's size is known only after the call.
+  const auto bound_bytes = [&](size_t i, bool input) -> size_t {
+    auto info = input ? meta->input_tensor_meta(i) : meta->output_tensor_meta(i);
+    return info.ok() ? info->nbytes() : 0;
+  };
+  input_bound_bytes_.resize(signature_.inputs.size());
+  input_scratch_.resize(signature_.inputs.size());
+  for (size_t i = 0; i < signature_.inputs.size(); ++i) {
+    if (signature_.inputs[i].tag == static_cast<int>(Tag::Tensor)) input_bound_bytes_[i] = bound_bytes(i, true);
+  }
+  output_bound_bytes_.resize(signature_.outputs.size());
+  output_scratch_.resize(signature_.outputs.size());
+  for (size_t i = 0; i < signature_.outputs.size(); ++i) {
+    const auto& spec = signature_.outputs[i];
+    if (spec.tag != static_cast<int>(Tag::Tensor)) continue;
+    output_bound_bytes_[i] = bound_bytes(i, false);
+    if (!spec.planned && spec.dynamism != 0) output_scratch_[i] = aligned_bytes(output_bound_bytes_[i]);
+  }
+}
+
+InstanceHandle::OwnedBytes InstanceHandle::aligned_bytes(size_t nbytes) {
+  constexpr size_t kAlign = 64;
+  const size_t rounded = (std::max<size_t>(nbytes, 1) + kAlign - 1) / kAlign * kAlign;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlign, rounded));
+  if (p == nullptr) throw std::bad_alloc();
+  return OwnedBytes(p);
+}
+
+std::vector<const uint8_t*> InstanceHandle::place_outputs(OutputSink& sink) {
+  static uint8_t empty_storage[8];
+  std::vector<const uint8_t*> in_place(signature_.outputs.size(), nullptr);
+  for (size_t i = 0; i < signature_.outputs.size(); ++i) {
+    const auto& spec = signature_.outputs[i];
+    if (spec.planned || spec.tag != static_cast<int>(Tag::Tensor)) continue;
+    const size_t bytes = output_bound_bytes_[i];
+    uint8_t* target = output_scratch_[i].get();
+    if (target == nullptr) {
+      target = sink.reserve(i, bytes);
+      if (target == nullptr && bytes > 0) {
+        fail(Error::Internal, "no memory reserved for output " + std::to_string(i));
+      }
+      if (target == nullptr) target = empty_storage;
+      in_place[i] = target;
+    }
+    // Every unplanned output is repointed before each forward: the memory of an earlier call
+    // went back to its request and must never be written again.
+    const Error err = method_handle_->set_output_data_ptr(target, std::max<size_t>(bytes, 1), i);
+    if (err != Error::Ok) fail(err, "cannot place output " + std::to_string(i) + " of '" + method_ + "'");
+  }
+  return in_place;
 }
 
 Result<std::vector<EValue>> InstanceHandle::run(const std::vector<EValue>& values) {
@@ -391,14 +448,18 @@ std::vector<OutputTensor> InstanceHandle::execute(const std::vector<InputView>& 
                                                   const StreamSelection& stream) {
   struct Collect : OutputSink {
     std::vector<OutputTensor> result;
-    void begin(size_t count) override { result.reserve(count); }
-    void accept(size_t, int dtype, const std::vector<int64_t>& sizes, const uint8_t* data,
+    void begin(size_t count) override { result.resize(count); }
+    uint8_t* reserve(size_t index, size_t nbytes) override {
+      result.at(index).bytes.resize(nbytes);
+      return result[index].bytes.data();
+    }
+    void accept(size_t index, int dtype, const std::vector<int64_t>& sizes, const uint8_t* data,
                 size_t nbytes) override {
-      OutputTensor out;
+      OutputTensor& out = result.at(index);
       out.dtype = dtype;
       out.sizes = sizes;
-      out.bytes.assign(data, data + nbytes);
-      result.push_back(std::move(out));
+      if (data != out.bytes.data()) out.bytes.assign(data, data + nbytes);
+      out.bytes.resize(nbytes);
     }
   } collect;
   execute(inputs, stream, collect);
@@ -414,6 +475,7 @@ AdaptiveWaitPolicy::Ended InstanceHandle::execute(const std::vector<InputView>& 
   }
   std::vector<executorch::extension::TensorPtr> tensors;
   std::vector<EValue> values;
+  int64_t copied_bytes = 0;
   tensors.reserve(inputs.size());
   values.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -453,12 +515,34 @@ AdaptiveWaitPolicy::Ended InstanceHandle::execute(const std::vector<InputView>& 
     // numel == 0 may come with a null buffer; ExecuTorch never reads it then.
     static uint8_t empty_storage[8];
     void* data = in.data != nullptr ? in.data : empty_storage;
+    const size_t nbytes = numel * esize;
+    if (spec.planned) {
+      copied_bytes += nbytes;  // set_input copies into the planned input
+    } else if (reinterpret_cast<uintptr_t>(data) % kInputAlignment != 0 && nbytes > 0) {
+      // ExecuTorch reads an unplanned input where it is: one that is not aligned as the
+      // planner would have aligned it goes through this instance's own memory instead.
+      if (nbytes > input_bound_bytes_[i]) {
+        fail(Error::InvalidArgument, which + ": shape " + describe_sizes(in.sizes) +
+                                         " exceeds the method's bound of " +
+                                         std::to_string(input_bound_bytes_[i]) + " bytes");
+      }
+      if (!input_scratch_[i]) input_scratch_[i] = aligned_bytes(input_bound_bytes_[i]);
+      std::memcpy(input_scratch_[i].get(), data, nbytes);
+      data = input_scratch_[i].get();
+      copied_bytes += nbytes;
+    }
     tensors.push_back(executorch::extension::from_blob(
         data, std::move(sizes), static_cast<executorch::aten::ScalarType>(in.dtype)));
     values.emplace_back(*tensors.back());
   }
 
-  // Outputs are views of Module memory: the sink takes its one copy before the next call.
+  // Outputs are placed before the inputs are set: an input the program also returns as an
+  // output is then repointed at the input by set_input, never the other way round.
+  sink.begin(signature_.outputs.size());
+  const auto in_place = place_outputs(sink);
+
+  // What is not already in the sink's memory is a view of Module memory: the sink takes its one
+  // copy before the next call.
   auto deliver = [&](const std::vector<EValue>& outs) {
     for (size_t i = 0; i < outs.size(); ++i) {
       if (!outs[i].isTensor()) {
@@ -466,7 +550,10 @@ AdaptiveWaitPolicy::Ended InstanceHandle::execute(const std::vector<InputView>& 
                                       "' is not a tensor");
       }
     }
-    sink.begin(outs.size());
+    if (outs.size() != in_place.size()) {
+      fail(Error::Internal, "method '" + method_ + "' returned " + std::to_string(outs.size()) +
+                                " outputs, its signature declares " + std::to_string(in_place.size()));
+    }
     std::vector<int64_t> sizes;
     for (size_t i = 0; i < outs.size(); ++i) {
       const auto& t = outs[i].toTensor();
@@ -475,8 +562,10 @@ AdaptiveWaitPolicy::Ended InstanceHandle::execute(const std::vector<InputView>& 
       if (t.nbytes() > 0 && p == nullptr) {
         fail(Error::Internal, "output " + std::to_string(i) + " has no data");
       }
+      if (p != in_place[i]) copied_bytes += t.nbytes();
       sink.accept(i, static_cast<int>(t.scalar_type()), sizes, p, t.nbytes());
     }
+    copied_bytes_.fetch_add(copied_bytes, std::memory_order_relaxed);
   };
 
   if (stream.mode == StreamMode::kNone) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -51,6 +52,10 @@ struct TensorSpec {
   // TensorShapeDynamism of the loaded method's value (0 static, 1 bounded, 2 unbounded);
   // only an instance knows it, ProgramHandle::signature reports 0.
   int dynamism = 0;
+  // False when the program leaves this input's or output's memory to the caller (exported with
+  // MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False)): ExecuTorch then reads
+  // the caller's input in place and writes the output where the caller points it, no copies.
+  bool planned = true;
 };
 
 struct MethodSignature {
@@ -124,12 +129,19 @@ class ProgramHandle {
   bool shares_packed_weights_ = false;
 };
 
-// Receives the outputs of one call while they are still in the Module's memory, which the next
-// call reuses: the sink copies each one out, once, into memory its caller owns.
+// Receives the outputs of one call in memory its caller owns. `begin` comes first (before the
+// forward). An output the program does not plan, of a static shape, is written by the method
+// straight into memory `reserve` hands out for it. Every output then reaches `accept`: when
+// `data` is the reserved memory the output is already in place; otherwise (a planned output, or
+// one the program returned from elsewhere, such as an input) `data` is in the Module's memory,
+// which the next call reuses, and the sink copies it once into the reserved memory, or into
+// memory it takes then when it reserved none for that output.
 class OutputSink {
  public:
   virtual ~OutputSink() = default;
   virtual void begin(size_t count) = 0;
+  // At least `nbytes` writable bytes for output `index`, kept until `accept` (null only for 0).
+  virtual uint8_t* reserve(size_t index, size_t nbytes) = 0;
   virtual void accept(size_t index, int dtype, const std::vector<int64_t>& sizes,
                       const uint8_t* data, size_t nbytes) = 0;
 };
@@ -187,12 +199,36 @@ class InstanceHandle {
   struct Stats {
     AdaptiveWaitPolicy::Stats waits;
     int64_t last_wait_end_ns = 0;
+    // Tensor bytes this instance's calls copied: into planned inputs (ExecuTorch's set_input),
+    // into its own aligned memory (a misaligned unplanned input) and out of the Module's memory.
+    // 0 per call for a program whose inputs and outputs are unplanned.
+    int64_t copied_bytes = 0;
   };
-  Stats stats() const { return {wait_policy_.stats(), last_wait_end_ns_.load(std::memory_order_relaxed)}; }
+  Stats stats() const {
+    return {wait_policy_.stats(), last_wait_end_ns_.load(std::memory_order_relaxed),
+            copied_bytes_.load(std::memory_order_relaxed)};
+  }
 
  private:
   executorch::runtime::Result<std::vector<executorch::runtime::EValue>> run(
       const std::vector<executorch::runtime::EValue>& values);
+  // Points every unplanned output at the memory it is written to this call: the sink's
+  // (static shape) or this instance's own bound-sized buffer (dynamic shape). Returns, per
+  // output, the sink's memory the method writes in place, or null.
+  std::vector<const uint8_t*> place_outputs(OutputSink& sink);
+
+  // Memory of this instance for unplanned values that cannot use the caller's: a dynamic output
+  // (the caller's size is known only after the call) and a misaligned input. 64-byte aligned.
+  struct AlignedBytes {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  using OwnedBytes = std::unique_ptr<uint8_t, AlignedBytes>;
+  static OwnedBytes aligned_bytes(size_t nbytes);
+  std::vector<OwnedBytes> output_scratch_;
+  std::vector<OwnedBytes> input_scratch_;
+  std::vector<size_t> output_bound_bytes_;  // MethodMeta's nbytes: the upper bound of a dynamic shape
+  std::vector<size_t> input_bound_bytes_;
+  std::atomic<int64_t> copied_bytes_{0};
 
   std::shared_ptr<ProgramHandle> program_;  // keeps the loader and the data maps alive
   // The Method over the shared Program and shared data map, with this instance's own memory.

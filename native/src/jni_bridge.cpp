@@ -121,6 +121,7 @@ void encode(std::vector<int64_t>& out, const std::vector<etserve::TensorSpec>& s
     out.push_back(s.tag);
     out.push_back(s.dtype);
     out.push_back(s.dynamism);
+    out.push_back(s.planned ? 1 : 0);
     out.push_back(static_cast<int64_t>(s.sizes.size()));
     out.insert(out.end(), s.sizes.begin(), s.sizes.end());
   }
@@ -255,36 +256,46 @@ etserve::StreamSelection read_stream(JNIEnv* env, const JavaTypes& t, jobject ca
   return selection;
 }
 
-// One copy out: each output goes from the Module's memory straight into a direct buffer that
-// Java hands out (OutputBuffers.allocate, usually a pooled one) and writes to the response
-// from; Java-owned, so it never aliases the Module once the call returns.
+// Each output lands in a direct buffer that Java hands out (OutputBuffers.allocate, usually a
+// pooled one) and writes to the response from: written there by the method itself when the
+// program leaves the output unplanned (taken before the forward, `reserve`), else copied once out
+// of the Module's memory. Java-owned, so it never aliases the Module once the call returns.
 class JavaOutputs : public etserve::OutputSink {
  public:
   JavaOutputs(JNIEnv* env, const JavaTypes& types, jobject buffers) : env_(env), t_(types), buffers_(buffers) {}
+
+  ~JavaOutputs() override {
+    for (jobject b : reserved_) {
+      if (b != nullptr) env_->DeleteLocalRef(b);
+    }
+  }
 
   void begin(size_t count) override {
     if (buffers_ == nullptr) throw BridgeError("InvalidArgument", 0x12, "the call has no output buffers");
     result_ = env_->NewObjectArray(static_cast<jsize>(count), t_.output_class, nullptr);
     check(env_);
+    // Reserved buffers stay referenced until their output is accepted.
+    if (env_->EnsureLocalCapacity(static_cast<jint>(count) + 8) != 0) throw PendingJavaException{};
+    reserved_.assign(count, nullptr);
+    addresses_.assign(count, nullptr);
+  }
+
+  uint8_t* reserve(size_t index, size_t nbytes) override {
+    if (index >= reserved_.size() || reserved_[index] != nullptr) {
+      throw BridgeError("Internal", 0x01, "output " + std::to_string(index) + " reserved twice");
+    }
+    reserved_[index] = buffer_for(index, nbytes, addresses_[index]);
+    return addresses_[index];
   }
 
   void accept(size_t index, int dtype, const std::vector<int64_t>& sizes, const uint8_t* data,
               size_t nbytes) override {
     const auto i = static_cast<jsize>(index);
-    jobject buffer = env_->CallObjectMethod(buffers_, t_.allocate, static_cast<jint>(i), static_cast<jlong>(nbytes));
-    check(env_);  // the allocator threw (OutOfMemoryError, for one)
-    void* address = buffer == nullptr ? nullptr : env_->GetDirectBufferAddress(buffer);
-    const jlong capacity = buffer == nullptr ? -1 : env_->GetDirectBufferCapacity(buffer);
-    if (address == nullptr && nbytes > 0) {
-      throw BridgeError("InvalidArgument", 0x12,
-                        "the allocator gave output " + std::to_string(index) + " no direct buffer");
-    }
-    if (capacity < static_cast<jlong>(nbytes)) {
-      throw BridgeError("InvalidArgument", 0x12,
-                        "the allocator gave output " + std::to_string(index) + " " + std::to_string(capacity) +
-                            " bytes for " + std::to_string(nbytes));
-    }
-    if (nbytes > 0) std::memcpy(address, data, nbytes);
+    jobject buffer = reserved_.at(index);
+    uint8_t* address = addresses_[index];
+    reserved_[index] = nullptr;
+    if (buffer == nullptr) buffer = buffer_for(index, nbytes, address);
+    if (nbytes > 0 && data != address) std::memcpy(address, data, nbytes);
     jlongArray shape = to_java(env_, sizes);
     jobject output = env_->NewObject(t_.output_class, t_.output_init, static_cast<jint>(dtype), shape, buffer);
     check(env_);
@@ -297,10 +308,30 @@ class JavaOutputs : public etserve::OutputSink {
   jobjectArray result() const { return result_; }
 
  private:
+  // A direct buffer of at least `nbytes` from the call's allocator; sets `address`.
+  jobject buffer_for(size_t index, size_t nbytes, uint8_t*& address) {
+    jobject buffer = env_->CallObjectMethod(buffers_, t_.allocate, static_cast<jint>(index), static_cast<jlong>(nbytes));
+    check(env_);  // the allocator threw (OutOfMemoryError, for one)
+    address = buffer == nullptr ? nullptr : static_cast<uint8_t*>(env_->GetDirectBufferAddress(buffer));
+    const jlong capacity = buffer == nullptr ? -1 : env_->GetDirectBufferCapacity(buffer);
+    if (address == nullptr && nbytes > 0) {
+      throw BridgeError("InvalidArgument", 0x12,
+                        "the allocator gave output " + std::to_string(index) + " no direct buffer");
+    }
+    if (capacity < static_cast<jlong>(nbytes)) {
+      throw BridgeError("InvalidArgument", 0x12,
+                        "the allocator gave output " + std::to_string(index) + " " + std::to_string(capacity) +
+                            " bytes for " + std::to_string(nbytes));
+    }
+    return buffer;
+  }
+
   JNIEnv* env_;
   const JavaTypes& t_;
   jobject buffers_;
   jobjectArray result_ = nullptr;
+  std::vector<jobject> reserved_;    // local references, until accept
+  std::vector<uint8_t*> addresses_;
 };
 
 }  // namespace

@@ -157,7 +157,12 @@ TEST(Instance, PortableAndXnnpackAgree) {
 TEST(Instance, ACallThatWaitsOnNoGpuReportsNoAdaptiveWaitAndCountsNone) {
   struct Discard : etserve::OutputSink {
     size_t seen = 0;
+    std::vector<uint8_t> scratch;
     void begin(size_t) override {}
+    uint8_t* reserve(size_t, size_t nbytes) override {
+      scratch.resize(nbytes);
+      return scratch.data();
+    }
     void accept(size_t, int, const std::vector<int64_t>&, const uint8_t*, size_t) override { ++seen; }
   } sink;
   auto program = ProgramHandle::open(kDemo, 1);
@@ -428,4 +433,145 @@ TEST(WeightKeys, OnlyProgramsWhoseKeysAreAllHashesShareTheirPackedWeights) {
   // Weights named after the module (net.0.weight) could be another program's names too.
   EXPECT_FALSE(ProgramHandle::open(kPortablePte, 1, {kPortablePtd})->shares_packed_weights());
   EXPECT_TRUE(ProgramHandle::open(kXnnpackPte, 1, {kXnnpackPtd})->shares_packed_weights());
+}
+
+// Programs exported with MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False):
+// ExecuTorch reads the caller's input where it lies and writes each output into the sink's memory.
+namespace {
+
+const std::string kUnplanned = kRoot + "/src/test/resources/models/unplanned-";
+
+// Memory the sink hands out per output, and whether each output arrived already in it.
+struct RecordingSink : etserve::OutputSink {
+  std::vector<std::vector<uint8_t>> memory;
+  std::vector<bool> reserved, in_place;
+  std::vector<std::vector<int64_t>> sizes;
+  void begin(size_t count) override {
+    memory.assign(count, {});
+    reserved.assign(count, false);
+    in_place.assign(count, false);
+    sizes.assign(count, {});
+  }
+  uint8_t* reserve(size_t index, size_t nbytes) override {
+    memory.at(index).assign(nbytes, 0xEE);
+    reserved[index] = true;
+    return memory[index].data();
+  }
+  void accept(size_t index, int, const std::vector<int64_t>& shape, const uint8_t* data, size_t nbytes) override {
+    in_place.at(index) = reserved[index] && data == memory[index].data();
+    if (!in_place[index]) memory[index].assign(data, data + nbytes);
+    memory[index].resize(nbytes);
+    sizes[index] = shape;
+  }
+  const float* floats(size_t index) const { return reinterpret_cast<const float*>(memory.at(index).data()); }
+};
+
+// 64-byte aligned floats, as a pooled direct buffer's are.
+struct AlignedFloats {
+  explicit AlignedFloats(size_t n) : data(static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64))), size(n) {}
+  ~AlignedFloats() { std::free(data); }
+  float* data;
+  size_t size;
+};
+
+}  // namespace
+
+TEST(Unplanned, TheMethodReadsTheCallersInputAndWritesIntoTheSinksMemoryCopyingNothing) {
+  auto program = ProgramHandle::open(kUnplanned + "affine/1/model.pte", 1);
+  InstanceHandle instance(program, "forward");
+  EXPECT_FALSE(instance.signature().inputs[0].planned);
+  EXPECT_FALSE(instance.signature().outputs[0].planned);
+  AlignedFloats x(4 * 3 * 8 * 8);
+  for (int call = 0; call < 3; ++call) {
+    for (size_t i = 0; i < x.size; ++i) x.data[i] = 0.25f * static_cast<float>(i % 37) - 3.0f + call;
+    RecordingSink sink;
+    instance.execute({InputView{x.data, x.size * 4, kFloat, {4, 3, 8, 8}}}, StreamSelection{}, sink);
+    ASSERT_TRUE(sink.in_place[0]) << "call " << call << ": the output was copied, not written in place";
+    ASSERT_EQ(sink.sizes[0], (std::vector<int64_t>{4, 3, 8, 8}));
+    for (size_t i = 0; i < x.size; ++i) ASSERT_EQ(sink.floats(0)[i], 2.0f * x.data[i] + 1.0f) << i;
+  }
+  EXPECT_EQ(instance.stats().copied_bytes, 0);
+
+  // The planned demo program copies its input in and its output out, every call.
+  InstanceHandle demo(ProgramHandle::open(kDemo, 1), "forward");
+  EXPECT_TRUE(demo.signature().inputs[0].planned);
+  auto d = demo_input();
+  RecordingSink sink;
+  demo.execute({InputView{d.data(), d.size() * 4, kFloat, {1, 16}}}, StreamSelection{}, sink);
+  EXPECT_FALSE(sink.in_place[0]);
+  EXPECT_EQ(demo.stats().copied_bytes, 16 * 4 + 4 * 4);
+}
+
+TEST(Unplanned, EachCallWritesOnlyTheMemoryOfThatCall) {
+  // The memory of an earlier call went back to its request: a later call must never write it.
+  auto program = ProgramHandle::open(kUnplanned + "affine/1/model.pte", 1);
+  InstanceHandle instance(program, "forward");
+  AlignedFloats x(4 * 3 * 8 * 8);
+  for (size_t i = 0; i < x.size; ++i) x.data[i] = static_cast<float>(i);
+  RecordingSink first, second;
+  instance.execute({InputView{x.data, x.size * 4, kFloat, {4, 3, 8, 8}}}, StreamSelection{}, first);
+  const auto before = first.memory[0];
+  for (size_t i = 0; i < x.size; ++i) x.data[i] = -1.0f;
+  instance.execute({InputView{x.data, x.size * 4, kFloat, {4, 3, 8, 8}}}, StreamSelection{}, second);
+  EXPECT_EQ(first.memory[0], before);
+  EXPECT_EQ(second.floats(0)[0], -1.0f);
+  EXPECT_EQ(first.floats(0)[5], 11.0f);
+}
+
+TEST(Unplanned, AMisalignedInputGoesThroughTheInstancesAlignedMemoryAndStaysRight) {
+  auto program = ProgramHandle::open(kUnplanned + "affine/1/model.pte", 1);
+  InstanceHandle instance(program, "forward");
+  const size_t n = 4 * 3 * 8 * 8;
+  AlignedFloats storage(n + 1);
+  float* x = storage.data + 1;  // 4 bytes past a 64-byte boundary
+  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i) * 0.5f;
+  RecordingSink sink;
+  instance.execute({InputView{x, n * 4, kFloat, {4, 3, 8, 8}}}, StreamSelection{}, sink);
+  EXPECT_TRUE(sink.in_place[0]);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(sink.floats(0)[i], 2.0f * x[i] + 1.0f) << i;
+  EXPECT_EQ(instance.stats().copied_bytes, static_cast<int64_t>(n * 4));
+}
+
+TEST(Unplanned, ADynamicBatchAgreesWithThePlannedExportOfTheSameModule) {
+  // Same seeded module exported with and without planned inputs and outputs.
+  InstanceHandle planned(ProgramHandle::open(kDynamic, 1), "forward");
+  InstanceHandle unplanned(ProgramHandle::open(kUnplanned + "dynamic-batch/1/model.pte", 1), "forward");
+  EXPECT_FALSE(unplanned.signature().inputs[0].planned);
+  EXPECT_NE(unplanned.signature().outputs[0].dynamism, 0);
+  AlignedFloats x(32 * 16);
+  for (size_t i = 0; i < x.size; ++i) x.data[i] = std::sin(0.37f * static_cast<float>(i));
+  for (int64_t batch : {5, 1, 32, 3}) {
+    InputView in{x.data, x.size * 4, kFloat, {batch, 16}};
+    RecordingSink a, b;
+    planned.execute({in}, StreamSelection{}, a);
+    unplanned.execute({in}, StreamSelection{}, b);
+    ASSERT_EQ(b.sizes[0], (std::vector<int64_t>{batch, 4}));
+    ASSERT_EQ(b.memory[0].size(), static_cast<size_t>(batch * 4 * 4));
+    float magnitude = 0;
+    for (int64_t i = 0; i < batch * 4; ++i) {
+      ASSERT_NEAR(a.floats(0)[i], b.floats(0)[i], 1e-5f) << "batch " << batch << " element " << i;
+      magnitude += std::fabs(b.floats(0)[i]);
+    }
+    EXPECT_GT(magnitude, 0.0f);
+  }
+  // A dynamic output's size is known only after the call: it is copied from the instance's
+  // bound-sized memory; the input was still read in place.
+  const size_t out_bytes = (5 + 1 + 32 + 3) * 4 * 4;
+  EXPECT_EQ(unplanned.stats().copied_bytes, static_cast<int64_t>(out_bytes));
+}
+
+TEST(Unplanned, AnOutputThatIsTheInputItselfIsCopiedFromTheInput) {
+  auto program = ProgramHandle::open(kUnplanned + "passthrough/1/model.pte", 1);
+  InstanceHandle instance(program, "forward");
+  AlignedFloats x(10);
+  for (size_t i = 0; i < x.size; ++i) x.data[i] = 1.5f * static_cast<float>(i) - 4.0f;
+  RecordingSink sink;
+  instance.execute({InputView{x.data, x.size * 4, kFloat, {2, 5}}}, StreamSelection{}, sink);
+  ASSERT_EQ(sink.memory.size(), 2u);
+  EXPECT_FALSE(sink.in_place[0]);  // the program returned the input, not the sink's memory
+  EXPECT_TRUE(sink.in_place[1]);
+  for (size_t i = 0; i < x.size; ++i) {
+    EXPECT_EQ(sink.floats(0)[i], x.data[i]) << i;
+    EXPECT_EQ(sink.floats(1)[i], x.data[i] * 3.0f - 0.5f) << i;
+  }
 }

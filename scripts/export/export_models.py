@@ -24,6 +24,7 @@ from torch import nn
 
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.passes.external_constants_pass import delegate_external_constants_pass_unlifted
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
@@ -149,6 +150,11 @@ class ModelSpec:
     # Inputs that drive torch.export instead of cases[0] (a dynamic dimension needs an example
     # above 1, which torch.export would otherwise specialize; the cases may then be single rows).
     export_example: tuple[torch.Tensor, ...] | None = None
+    # False only where ExecuTorch's Python runtime cannot run the program right itself: it points
+    # unplanned outputs at its own storage after setting the inputs, so a program that returns
+    # its input answers that storage (zeros). The references stay eager's; the service's tests
+    # check the program against them.
+    python_runtime_check: bool = True
 
 
 def lower_portable(exported: torch.export.ExportedProgram) -> bytes:
@@ -180,6 +186,24 @@ def lower_external(partitioners: list) -> Callable:
         if not files:
             raise SystemExit("external_constants produced no .ptd file")
         return manager.buffer, files
+
+    return lower
+
+
+# Inputs and outputs left unplanned: the runtime reads the caller's input where it lies and
+# writes each output where the caller points it (Method::set_output_data_ptr), so a server
+# copies neither (docs/large-tensors.md). Intermediates stay planned.
+def unplanned_io() -> ExecutorchBackendConfig:
+    return ExecutorchBackendConfig(
+        memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False)
+    )
+
+
+def lower_unplanned(partitioners: list) -> Callable:
+    def lower(exported: torch.export.ExportedProgram) -> bytes:
+        return to_edge_transform_and_lower(exported, partitioner=partitioners).to_executorch(
+            unplanned_io()
+        ).buffer
 
     return lower
 
@@ -484,8 +508,9 @@ def run_cases(spec: ModelSpec, method) -> tuple[dict, float]:
     for index, inputs in enumerate(spec.cases):
         with torch.no_grad():
             expected = as_tuple(spec.module(*inputs))
-        actual = as_tuple(method.execute([t.clone() for t in inputs]))
-        worst = max(worst, check_matches(spec, index, expected, actual))
+        if spec.python_runtime_check:
+            actual = as_tuple(method.execute([t.clone() for t in inputs]))
+            worst = max(worst, check_matches(spec, index, expected, actual))
         cases.append(
             {
                 "inputs": [tensor_json(n, t) for n, t in zip(spec.input_names, inputs)],
@@ -535,18 +560,58 @@ class Affine(nn.Module):
         return x * 2.0 + 1.0
 
 
-def affine_spec(name: str, shape: Sequence[int], directory: Path = BENCH_MODELS, reference: bool = True) -> ModelSpec:
+def affine_spec(name: str, shape: Sequence[int], directory: Path = BENCH_MODELS, reference: bool = True,
+                unplanned: bool = False, cases: int = 1) -> ModelSpec:
     return ModelSpec(
         directory / name,
         Affine().eval(),
         ["x"],
         ["y"],
         2,
-        seeded_inputs(70, tuple(shape)),
-        lower_xnnpack,
+        seeded_inputs(70, *([tuple(shape)] * cases)),
+        lower_unplanned([XnnpackPartitioner()]) if unplanned else lower_xnnpack,
         {"XnnpackBackend"},
         write_reference=reference,
     )
+
+
+class PassThrough(nn.Module):
+    """Returns its input as the first output, beside a portable kernel's result."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x, x * 3.0 - 0.5
+
+
+def unplanned_specs() -> list[ModelSpec]:
+    """Programs whose inputs and outputs are the caller's memory (no copies in the bridge):
+    XNNPACK at a static shape, the dynamic batch, and a portable program that returns its input."""
+    batch = torch.export.Dim("batch", min=1, max=32)
+    dynamic = dynamic_batch_spec()
+    return [
+        affine_spec("unplanned-affine", (4, 3, 8, 8), TEST_MODELS, unplanned=True, cases=3),
+        ModelSpec(
+            TEST_MODELS / "unplanned-dynamic-batch",
+            dynamic.module,
+            ["x"],
+            ["y"],
+            2,
+            dynamic.cases,
+            lower_unplanned([XnnpackPartitioner()]),
+            {"XnnpackBackend"},
+            dynamic_shapes=({0: batch},),
+        ),
+        ModelSpec(
+            TEST_MODELS / "unplanned-passthrough",
+            PassThrough().eval(),
+            ["x"],
+            ["same", "scaled"],
+            1,
+            seeded_inputs(72, (2, 5), (2, 5)),
+            lower_unplanned([]),
+            set(),
+            python_runtime_check=False,
+        ),
+    ]
 
 
 def main() -> int:
@@ -562,6 +627,9 @@ def main() -> int:
             # The data-path benchmark: an image (1x3x224x224 FP32, 588 KiB) and 4 MiB, in and out.
             affine_spec("affine-image", (1, 3, 224, 224)),
             affine_spec("affine-4mib", (1, 1024 * 1024)),
+            # The same two with inputs and outputs left to the caller (no copies in the bridge).
+            affine_spec("affine-image-unplanned", (1, 3, 224, 224), unplanned=True),
+            affine_spec("affine-4mib-unplanned", (1, 1024 * 1024), unplanned=True),
             batch_mlp_spec(),
         ]:
             if not wanted or spec.directory.name in wanted:
@@ -585,6 +653,7 @@ def main() -> int:
         # reference would be megabytes of JSON; --bench affine-4mib checks the same program
         # against eager).
         affine_spec("affine-4mib", (1, 1024 * 1024), TEST_MODELS, reference=False),
+        *unplanned_specs(),
     ]
     if sys.argv[1:2] == ["--only"]:
         # --only name ...: just the committed models named (by directory), the others untouched.

@@ -268,6 +268,11 @@ PY
 # K = 4. Each run reports REST p50/p99, the service's CPU per call and the forward call's own
 # mean time (the service's compute_infer series), so what the REST exchange adds is visible.
 # With `perf` on the host, the blocking-sync run is also sampled (where the request threads' CPU goes).
+# CUDA_LATENCY_JIT_LOG=1: each service writes HotSpot's JIT log (compilations, deoptimizations)
+# into $RESULTS/jit-K<k>-<schedule>.log, and each timed run gets bench/jit-log-summary.py's
+# summary of its window (warm-up tail or recompilation loop; bench/README.md). A fresh service
+# at ~200 calls/s keeps C2 compiling the request path for ~50 s: CUDA_LATENCY_WARMUP=60 keeps
+# that out of the service CPU per call.
 cuda_latency() {
   : "${JAVA:?}" "${JAR:?}" "${CHECK_CP:?}"
   cuda_wait_export "${CUDA_EXPORT_WAIT:-420}" || true
@@ -291,7 +296,9 @@ cuda_latency() {
       cuda_model "$repo" "$m" "$k" unbatched
       first_case "$CUDA_MODELS_DIR/$m/1/reference.json" "$WORK/$m-case0.json"
     done
-    start_service "$repo" --etserve.cuda.streams-per-device="$k" --etserve.cuda.device-schedule="$schedule"
+    local jit_log="$RESULTS/jit-K$k-$schedule.log" windows=()
+    JAVA_EXTRA="${JAVA_EXTRA:-}${CUDA_LATENCY_JIT_LOG:+ -Xlog:jit+compilation=debug,deoptimization=debug:file=$jit_log:uptime,tags}" \
+      start_service "$repo" --etserve.cuda.streams-per-device="$k" --etserve.cuda.device-schedule="$schedule"
     for m in "${models[@]}"; do
       # Warm-up run first, so the forward series below counts the timed run only.
       cuda_load "$m" "$WORK/$m-case0.json" binary "$k" "warm-up" --warmup 0 \
@@ -302,8 +309,10 @@ cuda_latency() {
         perf record -F 499 -g -o "$WORK/perf-$m.data" -p "$SERVICE_PID" -- sleep "${CUDA_LATENCY_SECONDS:-10}" \
           > /dev/null 2>&1 & perf_pid=$!
       fi
+      local up0; up0="$(ps -o etimes= -p "$SERVICE_PID" | tr -d ' ')"
       cuda_load "$m" "$WORK/$m-case0.json" binary "$k" "K=$k $schedule" --warmup 0 \
         --duration "${CUDA_LATENCY_SECONDS:-10}" --server-pid "$SERVICE_PID" >> "$out" || status=1
+      windows+=("$m $up0 $(ps -o etimes= -p "$SERVICE_PID" | tr -d ' ')")
       after="$(cuda_forward_us "$m")"
       echo "$m K=$k $schedule: forward calls and mean forward time: $before -> $after" \
         "= $(awk -v b="$before" -v a="$after" 'BEGIN{split(b,x," "); split(a,y," "); n=y[1]-x[1]; printf "%d calls, %.0f us each", n, n ? (y[2]-x[2])/n : 0}')" >> "$out"
@@ -316,6 +325,14 @@ cuda_latency() {
       fi
     done
     stop_service
+    if [[ -n ${CUDA_LATENCY_JIT_LOG:-} && -f $jit_log ]]; then
+      local w wm w0 w1
+      for w in "${windows[@]}"; do
+        read -r wm w0 w1 <<< "$w"
+        { echo "JIT, $wm K=$k $schedule, timed run at service uptime $w0-$w1 s:"
+          python3 "$ROOT/bench/jit-log-summary.py" "$jit_log" --from "$w0" --to "$w1" --window 4; } >> "$out" || true
+      done
+    fi
   done
   trap - EXIT
   { echo; echo "Eager PyTorch on this GPU (export time, batch 1, synchronize in every call):"

@@ -60,11 +60,12 @@ public record MethodSignature(String method, List<TensorSpec> inputs, List<Tenso
             boolean tensor = e[cursor[0]++] == TAG_TENSOR;
             int dtype = (int) e[cursor[0]++];
             boolean dynamic = e[cursor[0]++] != 0;
+            boolean planned = e[cursor[0]++] != 0;
             int rank = (int) e[cursor[0]++];
             long[] sizes = new long[rank];
             System.arraycopy(e, cursor[0], sizes, 0, rank);
             cursor[0] += rank;
-            specs.add(new TensorSpec(tensor, dtype, sizes, dynamic));
+            specs.add(new TensorSpec(tensor, dtype, sizes, dynamic, planned));
         }
         return specs;
     }

@@ -16,7 +16,7 @@ final class NativeBridge {
     static native String[] methodNames(long program);
 
     /**
-     * [numInputs, (tag, dtype, dynamism, rank, dims...)*, numOutputs, (tag, dtype, dynamism, rank,
+     * [numInputs, (tag, dtype, dynamism, planned, rank, dims...)*, numOutputs, (tag, dtype, dynamism, planned, rank,
      * dims...)*, numPlannedBuffers, bytes...].
      */
     static native long[] methodSignature(long program, String method);

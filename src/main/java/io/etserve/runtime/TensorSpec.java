@@ -8,15 +8,24 @@ import java.util.Arrays;
  * @param tensor false for non-tensor values (ints, lists...), which the service cannot feed
  * @param scalarType ExecuTorch {@code ScalarType} code, -1 when not a tensor
  * @param sizes the planned sizes (for dynamic shapes, the upper bound)
+ * @param planned false when the program leaves the value's memory to the caller (exported with
+ *     {@code MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False)}): the bridge
+ *     then hands ExecuTorch the request's input buffer and the response's output buffer instead
+ *     of copying into and out of the instance's planned memory (docs/large-tensors.md)
  */
-public record TensorSpec(boolean tensor, int scalarType, long[] sizes, boolean dynamic) {
+public record TensorSpec(boolean tensor, int scalarType, long[] sizes, boolean dynamic, boolean planned) {
     public TensorSpec {
         sizes = sizes.clone();
     }
 
-    /** A static tensor: {@code sizes} are exact. */
+    /** A memory-planned tensor. */
+    public TensorSpec(boolean tensor, int scalarType, long[] sizes, boolean dynamic) {
+        this(tensor, scalarType, sizes, dynamic, true);
+    }
+
+    /** A static, memory-planned tensor: {@code sizes} are exact. */
     public TensorSpec(boolean tensor, int scalarType, long[] sizes) {
-        this(tensor, scalarType, sizes, false);
+        this(tensor, scalarType, sizes, false, true);
     }
 
     @Override
@@ -27,7 +36,7 @@ public record TensorSpec(boolean tensor, int scalarType, long[] sizes, boolean d
     @Override
     public boolean equals(Object o) {
         return o instanceof TensorSpec t && tensor == t.tensor && scalarType == t.scalarType
-                && Arrays.equals(sizes, t.sizes) && dynamic == t.dynamic;
+                && Arrays.equals(sizes, t.sizes) && dynamic == t.dynamic && planned == t.planned;
     }
 
     @Override
@@ -37,6 +46,6 @@ public record TensorSpec(boolean tensor, int scalarType, long[] sizes, boolean d
 
     @Override
     public String toString() {
-        return tensor ? "Tensor[type " + scalarType + ", " + Arrays.toString(sizes) + (dynamic ? " dynamic" : "") + "]" : "NonTensor";
+        return tensor ? "Tensor[type " + scalarType + ", " + Arrays.toString(sizes) + (dynamic ? " dynamic" : "") + (planned ? "" : " unplanned") + "]" : "NonTensor";
     }
 }

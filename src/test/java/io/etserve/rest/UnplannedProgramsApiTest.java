@@ -1,0 +1,145 @@
+package io.etserve.rest;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etserve.support.Http;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.Reference;
+import io.etserve.support.TestPaths;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * Programs exported with unplanned inputs and outputs, served over real HTTP: ExecuTorch reads
+ * the request's pooled buffers in place and writes into the response's (docs/large-tensors.md).
+ * Answers against eager PyTorch's references, JSON and binary, concurrent and batched.
+ */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class UnplannedProgramsApiTest {
+
+    static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-unplanned-")
+            .copy(TestPaths.testModels(), "unplanned-affine")
+            .copy(TestPaths.testModels(), "unplanned-passthrough")
+            .copy(TestPaths.testModels(), "unplanned-dynamic-batch")
+            .copy(TestPaths.testModels(), "unplanned-dynamic-batch", "unplanned-batched")
+            .withFile("unplanned-batched/config.yml", "inputs: [ { name: x, dims: [-1, 16] } ]\noutputs: [ { name: y } ]\n"
+                    + "dynamic-batching: { max-batch-size: 32, max-queue-delay: 10s, preferred-batch-sizes: [8] }\n");
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry r) {
+        r.add("etserve.model-repository", () -> REPO.root().toString());
+    }
+
+    @Value("${local.server.port}")
+    int port;
+
+    Http http;
+
+    @BeforeEach
+    void client() {
+        http = Http.local(port);
+    }
+
+    static Reference reference(String model) {
+        return Reference.load(TestPaths.testModels().resolve(model + "/1/reference.json"));
+    }
+
+    @Test
+    void everyOutputOfEveryCaseMatchesPyTorchOverJson() {
+        for (String model : List.of("unplanned-affine", "unplanned-passthrough", "unplanned-dynamic-batch")) {
+            Reference ref = reference(model);
+            for (Reference.Case c : ref.cases()) {
+                Http.Response r = http.postJson("/v2/models/" + model + "/infer",
+                        Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+                assertThat(r.status()).as(model + ": " + r.text()).isEqualTo(200);
+                for (int o = 0; o < c.outputs().size(); o++) {
+                    ProtocolApiTest.assertMatches(ref, c.outputs().get(o), r.json().path("outputs").get(o));
+                }
+            }
+        }
+    }
+
+    @Test
+    void binaryTensorsInAndOutFromFourClientsAtOnceEachGetTheirOwnAnswer() throws Exception {
+        Reference ref = reference("unplanned-affine");
+        ExecutorService clients = Executors.newFixedThreadPool(4);
+        try {
+            List<Future<Integer>> done = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int first = t;
+                done.add(clients.submit(() -> {
+                    for (int i = 0; i < 40; i++) {
+                        Reference.Case c = ref.cases().get((first + i) % ref.cases().size());
+                        assertBinaryAnswer(ref, c, binaryInfer(c));
+                    }
+                    return 40;
+                }));
+            }
+            for (Future<Integer> f : done) {
+                assertThat(f.get(60, TimeUnit.SECONDS)).isEqualTo(40);
+            }
+        } finally {
+            clients.shutdownNow();
+        }
+    }
+
+    @Test
+    void oneRowRequestsBatchedIntoOneCallEachGetTheirOwnRows() throws Exception {
+        Reference ref = reference("unplanned-dynamic-batch");
+        Reference.Case one = ref.cases().get(1);
+        assertThat(one.inputs().get(0).shape()[0]).isEqualTo(1);
+        ExecutorService clients = Executors.newFixedThreadPool(8);
+        try {
+            List<Future<Http.Response>> answers = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                answers.add(clients.submit(() -> http.postJson("/v2/models/unplanned-batched/infer",
+                        Map.of("inputs", one.inputs().stream().map(ProtocolApiTest::jsonInput).toList()))));
+            }
+            for (Future<Http.Response> a : answers) {
+                Http.Response r = a.get(20, TimeUnit.SECONDS);
+                assertThat(r.status()).as(r.text()).isEqualTo(200);
+                ProtocolApiTest.assertMatches(ref, one.outputs().get(0), r.json().path("outputs").get(0));
+            }
+        } finally {
+            clients.shutdownNow();
+        }
+    }
+
+    private Http.Response binaryInfer(Reference.Case c) {
+        Reference.TensorValue x = c.inputs().get(0);
+        int bytes = x.data().size() * 4;
+        byte[] json = ("{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":" + java.util.Arrays.toString(x.shape())
+                + ",\"parameters\":{\"binary_data_size\":" + bytes + "}}],"
+                + "\"outputs\":[{\"name\":\"y\",\"parameters\":{\"binary_data\":true}}]}").getBytes(StandardCharsets.UTF_8);
+        ByteBuffer body = ByteBuffer.allocate(json.length + bytes).order(ByteOrder.LITTLE_ENDIAN).put(json);
+        x.data().forEach(v -> body.putFloat(v.floatValue()));
+        return http.post("/v2/models/unplanned-affine/infer", body.array(), Map.of(
+                "Content-Type", "application/octet-stream", "Inference-Header-Content-Length", Integer.toString(json.length)));
+    }
+
+    private static void assertBinaryAnswer(Reference ref, Reference.Case c, Http.Response r) {
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        int header = Integer.parseInt(r.header("Inference-Header-Content-Length"));
+        List<Double> want = c.outputs().get(0).data();
+        assertThat(r.body().length - header).isEqualTo(want.size() * 4);
+        ByteBuffer got = ByteBuffer.wrap(r.body(), header, want.size() * 4).slice().order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < want.size(); i++) {
+            double v = got.getFloat(i * 4);
+            assertThat(ref.close(v, want.get(i))).as("element %d: %s against %s", i, v, want.get(i)).isTrue();
+        }
+    }
+}
