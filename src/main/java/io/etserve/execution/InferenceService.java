@@ -6,7 +6,6 @@ import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
-import io.etserve.inference.OverloadedException;
 import io.etserve.inference.RequestCancelledException;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.runtime.ExecutionInput;
@@ -39,6 +38,7 @@ public final class InferenceService {
     private final ModelAdmission admission;
     private final InferenceSpans spans;
     private final Forward forward;
+    private final UnbatchedCalls unbatched;
 
     /**
      * @param faults told of every runtime failure, so a sticky CUDA fault can take the process
@@ -54,6 +54,7 @@ public final class InferenceService {
         this.observer = observer;
         this.admission = admission;
         this.forward = new Forward(observer, admission, faults, spans, buffers);
+        this.unbatched = new UnbatchedCalls(queueTimeout, spans, forward);
     }
 
     /** Where the protocols record the span of encoding an answer, beside this service's spans. */
@@ -117,7 +118,7 @@ public final class InferenceService {
             bound = System.nanoTime();
             done = batcher.isPresent()
                     ? joinBatch(model, batcher.get(), inputs, outputs, cancellation)
-                    : runAlone(model, inputs, outputs, cancellation);
+                    : unbatched.run(model, inputs, outputs, cancellation);
             if (cancellation.hasLeft()) {
                 // It ran, but nobody waits for it any more.
                 throw cancellation.dropped(RequestCancelledException.Stage.EXECUTION, model.name());
@@ -179,43 +180,8 @@ public final class InferenceService {
     }
 
     /** A call's outputs and where its time went (Triton's queue / input / infer / output). */
-    private record Executed(List<ExecutionOutput> outputs, long rows, long queueNanos, long inputNanos,
+    record Executed(List<ExecutionOutput> outputs, long rows, long queueNanos, long inputNanos,
             long inferNanos, long outputNanos) {}
-
-    /**
-     * The request as its own forward call: a free instance, admission, execute. The wait is in
-     * the instance line, which a request whose caller goes leaves at once; admission after it
-     * finds the bulkhead's permit free (it counts the instances) or the breaker's refusal.
-     */
-    private Executed runAlone(LoadedModel model, List<ExecutionInput> inputs, OutputBuffers outputs,
-            Cancellation cancellation) {
-        long queued = System.nanoTime();
-        Forward.Call call = null;
-        try {
-            ExecutionSlot slot;
-            try (InferenceSpans.Phase queue = spans.queue(model.name(), model.version())) {
-                slot = acquireTraced(model, cancellation, queue);
-            }
-            call = forward.admit(model, slot);
-            long executing = System.nanoTime();
-            List<ExecutionOutput> outs = call.run(inputs, outputs, 0, List.of());
-            long inferNanos = System.nanoTime() - executing;
-            call.times(0, inferNanos, 0);
-            return new Executed(outs, 1, executing - queued, 0, inferNanos, 0);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new ModelUnavailableException("interrupted while waiting for an instance");
-        } catch (RuntimeException e) {
-            if (call == null || !call.ran()) {
-                forward.notRun(e);
-            }
-            throw e;
-        } finally {
-            if (call != null) {
-                call.close();
-            }
-        }
-    }
 
     /** The request joins its model's batcher, which runs it in a batch and hands it its share. */
     private Executed joinBatch(LoadedModel model, DynamicBatcher batcher, List<ExecutionInput> inputs,
@@ -226,46 +192,5 @@ public final class InferenceService {
         DynamicBatcher.Share share = batcher.run(me, model, forward);
         return new Executed(share.outputs(), rows, share.queueNanos(), share.inputNanos(), share.inferNanos(),
                 share.outputNanos());
-    }
-
-    /** {@link #acquire}, with a failure recorded on the queue span. */
-    private ExecutionSlot acquireTraced(LoadedModel model, Cancellation cancellation, InferenceSpans.Phase queue)
-            throws InterruptedException {
-        try {
-            return acquire(model, cancellation);
-        } catch (InterruptedException | RuntimeException e) {
-            queue.failed(e);
-            throw e;
-        }
-    }
-
-    /**
-     * A free instance within the queue timeout (or the request's deadline, when sooner); leaves
-     * the line when the caller goes.
-     *
-     * @throws RequestCancelledException when the caller went or the deadline passed first
-     * @throws OverloadedException when the queue timeout passed first
-     */
-    private ExecutionSlot acquire(LoadedModel model, Cancellation cancellation) throws InterruptedException {
-        ExecutionSlot slot;
-        try {
-            slot = model.instances().acquire(
-                    Duration.ofNanos(cancellation.waitNanos(System.nanoTime(), queueTimeout.toNanos())), cancellation);
-        } catch (OverloadedException e) {
-            if (cancellation.expired(System.nanoTime())) {
-                throw cancellation.dropped(RequestCancelledException.Stage.QUEUE, model.name());
-            }
-            throw new OverloadedException("model '" + model.name() + "' is at capacity: " + e.getMessage(),
-                    e.retryAfter());
-        } finally {
-            cancellation.stopWaiting();
-        }
-        if (slot == null || cancellation.hasLeft()) {
-            if (slot != null) {
-                slot.close();
-            }
-            throw cancellation.dropped(RequestCancelledException.Stage.QUEUE, model.name());
-        }
-        return slot;
     }
 }
