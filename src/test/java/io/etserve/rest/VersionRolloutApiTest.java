@@ -23,6 +23,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -190,16 +191,22 @@ class VersionRolloutApiTest {
         String m = "slow-" + policy;
         Seen seenStates = new Seen();
         AtomicBoolean watching = new AtomicBoolean(true);
+        CountDownLatch polling = new CountDownLatch(1);
+        // Its own thread, polling before the first byte is written: the common pool may have one
+        // worker on a small machine, and a watcher that starts late sees nothing.
+        ExecutorService watcherThread = Executors.newSingleThreadExecutor();
         CompletableFuture<Void> watcher = CompletableFuture.runAsync(() -> {
             while (watching.get()) {
                 String s = state(m, "2");
                 if (s != null) {
                     seenStates.add(s);
                 }
+                polling.countDown();
                 sleep(25);
             }
-        });
+        }, watcherThread);
         try (Traffic traffic = new Traffic(m)) {
+            assertThat(polling.await(10, TimeUnit.SECONDS)).as("the state watcher runs").isTrue();
             Thread.sleep(700);
             Path v2 = Files.createDirectories(REPO.root().resolve(m + "/2"));
             // 500 bytes every 200 ms (a 500 ms poll interval): never still for one interval until done
@@ -215,6 +222,7 @@ class VersionRolloutApiTest {
         } finally {
             watching.set(false);
             watcher.get(10, TimeUnit.SECONDS);
+            watcherThread.shutdown();
         }
         assertThat(seenStates.values()).as("states version 2 went through").containsOnly("READY");
         assertThat(state(m, "2")).isEqualTo("READY");
