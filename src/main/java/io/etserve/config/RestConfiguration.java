@@ -68,9 +68,9 @@ class RestConfiguration {
 
     @Bean
     FilterRegistrationBean<InferBodyFilter> inferBodyFilter(InflightBytes inflight, DirectBufferPool tensorBuffers,
-            EtServeProperties props) {
+            EtServeProperties props, InferenceProtocolController controller) {
         var registration = new FilterRegistrationBean<>(new InferBodyFilter(inflight, tensorBuffers,
-                props.inference().maxRequestSize().toBytes(), props.inference().bodyTimeout()));
+                props.inference().maxRequestSize().toBytes(), props.inference().bodyTimeout(), controller.exchange()));
         registration.addUrlPatterns("/v2/models/*");
         registration.setDispatcherTypes(DispatcherType.REQUEST, DispatcherType.ASYNC);
         registration.setAsyncSupported(true);

@@ -2,7 +2,9 @@ package io.etserve.rest;
 
 import io.etserve.inference.InferenceException;
 import io.etserve.inference.InferenceFailedException;
+import io.etserve.protocol.ErrorBody;
 import io.etserve.protocol.PublicMessages;
+import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.time.Duration;
 import org.slf4j.Logger;
@@ -41,21 +43,45 @@ class ApiExceptionHandler {
         this.messages = messages;
     }
 
-    /** The REST layer's own refusals (body size, body timeout, readiness), with their status. */
-    @ExceptionHandler(ApiException.class)
-    ResponseEntity<ProtocolDtos.ErrorBody> api(ApiException e) {
-        return answer(e.status().value(), e.getMessage(), e.retryAfter());
-    }
-
-    /** The client went away or sent a broken body: nothing the server did wrong. */
-    @ExceptionHandler(IOException.class)
-    ResponseEntity<ProtocolDtos.ErrorBody> io(IOException e) {
-        log.debug("request body could not be read: {}", e.getMessage());
-        return answer(HttpStatus.BAD_REQUEST.value(), "cannot read the request body: " + e.getMessage(), null);
-    }
-
+    /**
+     * Every failure of a protocol request: the REST layer's own refusals (body size, body
+     * timeout, readiness) with their status; a body the client broke off or garbled, 400; the
+     * rest by kind.
+     */
     @ExceptionHandler(Exception.class)
-    ResponseEntity<ProtocolDtos.ErrorBody> failed(Exception e) {
+    ResponseEntity<ProtocolDtos.ErrorBody> answer(Exception e) {
+        Answer a = answerOf(e);
+        ResponseEntity.BodyBuilder b = ResponseEntity.status(a.status()).contentType(MediaType.APPLICATION_JSON);
+        if (a.retryAfter() != null) {
+            b.header(HttpHeaders.RETRY_AFTER, ApiException.retryAfterHeader(a.retryAfter()));
+        }
+        return b.body(new ProtocolDtos.ErrorBody(a.text()));
+    }
+
+    /** The same answer written straight to the servlet response (the direct inference path). */
+    void write(HttpServletResponse response, Throwable e) throws IOException {
+        Answer a = answerOf(e);
+        byte[] json = ErrorBody.error(a.text());
+        response.setStatus(a.status());
+        response.setContentType(MediaType.APPLICATION_JSON_VALUE);
+        if (a.retryAfter() != null) {
+            response.setHeader(HttpHeaders.RETRY_AFTER, ApiException.retryAfterHeader(a.retryAfter()));
+        }
+        response.setContentLength(json.length);
+        response.getOutputStream().write(json);
+    }
+
+    /** A failure's status, the body's message (redacted of the server's paths) and Retry-After. */
+    private record Answer(int status, String text, Duration retryAfter) {}
+
+    private Answer answerOf(Throwable e) {
+        if (e instanceof ApiException api) {
+            return answer(api.status().value(), api.getMessage(), api.retryAfter());
+        }
+        if (e instanceof IOException io) {
+            log.debug("request body could not be read: {}", io.getMessage());
+            return answer(HttpStatus.BAD_REQUEST.value(), "cannot read the request body: " + io.getMessage(), null);
+        }
         InferenceException failure = InferenceException.of(e);
         if (failure instanceof InferenceFailedException f) {
             f.log(log);
@@ -80,12 +106,8 @@ class ApiExceptionHandler {
         };
     }
 
-    private ResponseEntity<ProtocolDtos.ErrorBody> answer(int status, String message, Duration retryAfter) {
-        ResponseEntity.BodyBuilder b = ResponseEntity.status(status).contentType(MediaType.APPLICATION_JSON);
-        if (retryAfter != null) {
-            b.header(HttpHeaders.RETRY_AFTER, ApiException.retryAfterHeader(retryAfter));
-        }
-        String text = message != null ? messages.redact(message) : ApiException.reasonPhrase(status);
-        return b.body(new ProtocolDtos.ErrorBody(text));
+    private Answer answer(int status, String message, Duration retryAfter) {
+        return new Answer(status, message != null ? messages.redact(message) : ApiException.reasonPhrase(status),
+                retryAfter);
     }
 }

@@ -43,12 +43,19 @@ public final class InferBodyFilter implements Filter {
 
     private static final Logger log = LoggerFactory.getLogger(InferBodyFilter.class);
 
+    private final InferExchange exchange;
     private final InflightBytes inflight;
     private final DirectBufferPool pool;
     private final long maxBytes;
     private final Duration bodyTimeout;
 
-    public InferBodyFilter(InflightBytes inflight, DirectBufferPool pool, long maxBytes, Duration bodyTimeout) {
+    /**
+     * @param exchange runs the usual request here, without Spring MVC's dispatch (see
+     *     {@link InferExchange}); null: every request goes on to the controller
+     */
+    public InferBodyFilter(InflightBytes inflight, DirectBufferPool pool, long maxBytes, Duration bodyTimeout,
+            InferExchange exchange) {
+        this.exchange = exchange;
         this.inflight = inflight;
         this.pool = pool;
         this.maxBytes = maxBytes;
@@ -61,10 +68,10 @@ public final class InferBodyFilter implements Filter {
         HttpServletRequest request = (HttpServletRequest) req;
         HttpServletResponse response = (HttpServletResponse) res;
         if (request.getDispatcherType() == DispatcherType.ASYNC) {
-            // The body arrived: run the controller, then give its bytes back to the budget.
+            // The body arrived: run the exchange, then give its bytes back to the budget.
             Object body = request.getAttribute(BODY);
             try {
-                chain.doFilter(req, res);
+                proceed(request, response, chain, body instanceof RequestBody b ? b : null);
             } finally {
                 if (body instanceof RequestBody b) {
                     b.close();
@@ -111,7 +118,7 @@ public final class InferBodyFilter implements Filter {
                     return;
                 }
                 request.setAttribute(BODY, body);
-                chain.doFilter(req, res);
+                proceed(request, response, chain, body);
             }
             return;
         }
@@ -164,6 +171,17 @@ public final class InferBodyFilter implements Filter {
     }
 
     /** A POST to an {@code .../infer} path: an inference call. */
+    /** The exchange directly when it serves this request, else on to Spring MVC and the controller. */
+    private void proceed(HttpServletRequest request, HttpServletResponse response, FilterChain chain, RequestBody body)
+            throws IOException, ServletException {
+        InferExchange.Target target = exchange != null && body != null ? InferExchange.directTarget(request) : null;
+        if (target != null) {
+            exchange.serveDirect(target, request, response, body);
+        } else {
+            chain.doFilter(request, response);
+        }
+    }
+
     public static boolean isInfer(HttpServletRequest request) {
         return "POST".equals(request.getMethod()) && request.getRequestURI().endsWith("/infer");
     }

@@ -3,12 +3,9 @@ package io.etserve.rest;
 import io.etserve.execution.InferenceService;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
-import io.etserve.inference.InferenceRequest;
-import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
 import io.etserve.protocol.DecodeLimits;
-import io.etserve.protocol.EncodedResponse;
 import io.etserve.protocol.InferRequestDecoder;
 import io.etserve.protocol.InferResponseEncoder;
 import io.etserve.protocol.PublicMessages;
@@ -16,14 +13,10 @@ import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.ModelVersionState;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.triton.TritonExtensions;
-import jakarta.servlet.ServletOutputStream;
-import jakarta.servlet.ServletResponse;
-import jakarta.servlet.ServletResponseWrapper;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.InputStream;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.springframework.http.HttpStatus;
@@ -41,7 +34,6 @@ import org.springframework.web.servlet.HandlerMapping;
 @RequestMapping("/v2")
 public class InferenceProtocolController {
 
-    static final String HEADER_LENGTH = "Inference-Header-Content-Length";
     static final String JSON = MediaType.APPLICATION_JSON_VALUE;
     static final String OCTET_STREAM = MediaType.APPLICATION_OCTET_STREAM_VALUE;
     public static final List<String> EXTENSIONS = TritonExtensions.EXTENSIONS;
@@ -50,15 +42,12 @@ public class InferenceProtocolController {
     private final InferenceService inference;
     private final ServerReadiness readiness;
     private final ProbeHealth probes;
-    private final InferRequestDecoder decoder;
-    private final InferResponseEncoder encoder;
-    private final DecodeLimits limits;
     private final long maxRequestBytes;
     private final String version;
     private final InflightBytes inflight;
     private final DirectBufferPool pool;
     private final PublicMessages messages;
-    private final ClientConnections clients;
+    private final InferExchange exchange;
 
     public InferenceProtocolController(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             ProbeHealth probes, InferRequestDecoder decoder, InferResponseEncoder encoder, DecodeLimits limits, long maxRequestBytes,
@@ -68,15 +57,13 @@ public class InferenceProtocolController {
         this.inference = inference;
         this.readiness = readiness;
         this.probes = probes;
-        this.decoder = decoder;
-        this.encoder = encoder;
-        this.limits = limits;
         this.maxRequestBytes = maxRequestBytes;
         this.version = version;
         this.inflight = inflight;
         this.pool = pool;
         this.messages = messages;
-        this.clients = clients;
+        this.exchange = new InferExchange(inference, readiness, decoder, encoder, limits, clients,
+                new ApiExceptionHandler(messages));
     }
 
     @GetMapping(value = {"", "/"}, produces = JSON)
@@ -125,63 +112,15 @@ public class InferenceProtocolController {
         // through a new data binder and type descriptors, a large share of a small request's
         // allocation (bench/results/2026-12-04-2core-serving-cost.md).
         Map<?, ?> path = (Map<?, ?>) http.getAttribute(HandlerMapping.URI_TEMPLATE_VARIABLES_ATTRIBUTE);
-        String model = (String) path.get("model");
-        String version = (String) path.get("version");
-        Integer headerLength = headerLength(http);
-        var refused = readiness.whyNotAccepting();
-        if (refused.isPresent()) {
-            // Shutting down or not yet started: another replica (or this one, soon) can take it.
-            throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get(),
-                    Duration.ofSeconds(1));
-        }
         Object read = http.getAttribute(InferBodyFilter.BODY);
-        // The body owns every tensor buffer of this exchange (inputs in place, outputs written
-        // from where the bridge put them) until the response is written. Copies of tensor data:
-        // in, network buffer -> body (binary) or text -> input buffer (JSON); out, Module ->
-        // output buffer, then the connection's write.
         try (RequestBody body = read instanceof RequestBody b ? b : readBlocking(http)) {
-            InferenceRequest request = decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(),
-                    limits, body::tensorBuffer);
-            // A client that closes its connection while the request waits for an instance or a
-            // batch has it dropped (ClientConnections); the answer then goes nowhere.
-            InferenceResponse response = inference.infer(model, version, request, body, clients.caller(http));
-            try (var span = inference.spans().encode(response.modelName(), "rest")) {
-                EncodedResponse encoded = encoder.encode(response);
-                reply.setStatus(HttpServletResponse.SC_OK);
-                reply.setContentType(encoded.contentType());
-                encoded.inferenceHeaderContentLength()
-                        .ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
-                reply.setContentLengthLong(encoded.contentLength());
-                encoded.writeTo(containerStream(reply));
-            }
+            exchange.serve((String) path.get("model"), (String) path.get("version"), http, reply, body);
         }
     }
 
-    /** {@code Inference-Header-Content-Length}, or null when absent; 400 when not a number. */
-    private static Integer headerLength(HttpServletRequest http) {
-        String value = http.getHeader(HEADER_LENGTH);
-        if (value == null) {
-            return null;
-        }
-        try {
-            return Integer.valueOf(value.trim());
-        } catch (NumberFormatException e) {
-            throw new ApiException(HttpStatus.BAD_REQUEST, HEADER_LENGTH + " is not a number: '"
-                    + value.substring(0, Math.min(value.length(), 40)) + "'");
-        }
-    }
-
-    /**
-     * The container's own output stream, under any wrappers: Spring MVC wraps the response of
-     * every async-capable request, and its stream writes a ByteBuffer through a new array of the
-     * buffer's size (the Servlet API's default), where Jetty's writes the direct buffer as is.
-     */
-    private static ServletOutputStream containerStream(HttpServletResponse reply) throws IOException {
-        ServletResponse r = reply;
-        while (r instanceof ServletResponseWrapper wrapper) {
-            r = wrapper.getResponse();
-        }
-        return r.getOutputStream();
+    /** The exchange itself, which {@link InferBodyFilter} runs directly for the usual request. */
+    public InferExchange exchange() {
+        return exchange;
     }
 
     /**

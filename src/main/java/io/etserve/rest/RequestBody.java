@@ -173,7 +173,7 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
 
     /** {@code Inference-Header-Content-Length}, or -1 when absent or not a number (the controller refuses that). */
     static long headerLength(HttpServletRequest request) {
-        String value = request.getHeader(InferenceProtocolController.HEADER_LENGTH);
+        String value = request.getHeader(InferExchange.HEADER_LENGTH);
         if (value == null) {
             return -1;
         }

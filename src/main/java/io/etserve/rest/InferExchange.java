@@ -1,0 +1,187 @@
+package io.etserve.rest;
+
+import io.etserve.execution.InferenceService;
+import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.InferenceResponse;
+import io.etserve.protocol.DecodeLimits;
+import io.etserve.protocol.EncodedResponse;
+import io.etserve.protocol.InferRequestDecoder;
+import io.etserve.protocol.InferResponseEncoder;
+import jakarta.servlet.ServletOutputStream;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.ServletResponseWrapper;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.nio.charset.Charset;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.springframework.http.HttpStatus;
+
+/**
+ * One REST inference exchange: the body (already read), decoded, run, encoded and written.
+ *
+ * <p>{@link InferBodyFilter} serves the usual request here directly, without Spring MVC's
+ * dispatch: a POST to a plain model (and version) path whose Content-Type and Accept the
+ * protocol's answers fit. Everything else (odd paths, media types the endpoint refuses, other
+ * methods) goes on to {@link InferenceProtocolController}, whose mapping answers it exactly as
+ * before, and which runs this same exchange for what it accepts. Failures on the direct path are
+ * answered by {@link ApiExceptionHandler}'s own mapping, so both paths speak alike.
+ */
+public final class InferExchange {
+
+    static final String HEADER_LENGTH = "Inference-Header-Content-Length";
+
+    /** The request's path as the direct path serves it: plain names only, the rest via MVC. */
+    private static final Pattern PATH = Pattern.compile("/v2/models/([A-Za-z0-9][A-Za-z0-9._-]*)(?:/versions/([0-9]+))?/infer");
+
+    private final InferenceService inference;
+    private final ServerReadiness readiness;
+    private final InferRequestDecoder decoder;
+    private final InferResponseEncoder encoder;
+    private final DecodeLimits limits;
+    private final ClientConnections clients;
+    private final ApiExceptionHandler errors;
+
+    InferExchange(InferenceService inference, ServerReadiness readiness, InferRequestDecoder decoder,
+            InferResponseEncoder encoder, DecodeLimits limits, ClientConnections clients, ApiExceptionHandler errors) {
+        this.inference = inference;
+        this.readiness = readiness;
+        this.decoder = decoder;
+        this.encoder = encoder;
+        this.limits = limits;
+        this.clients = clients;
+        this.errors = errors;
+    }
+
+    /** The model and version a request names. */
+    record Target(String model, String version) {}
+
+    /**
+     * The target of a request the direct path serves, or null when Spring MVC's mapping should
+     * take it (its 404, 405, 406 and 415 stay what they were).
+     */
+    static Target directTarget(HttpServletRequest http) {
+        if (!"POST".equals(http.getMethod()) || !fits(http.getContentType(), false)
+                || !fits(http.getHeader("Accept"), true)) {
+            return null;
+        }
+        Matcher m = PATH.matcher(http.getRequestURI());
+        return m.matches() ? new Target(m.group(1), m.group(2)) : null;
+    }
+
+    /**
+     * Whether a Content-Type (one value) or an Accept (a list) plainly takes JSON or
+     * octet-stream: absent, or naming either, or (Accept) a wildcard over them, with no parameter
+     * but a supported charset (Content-Type) or a non-zero q (Accept). Anything else is left to
+     * MVC, whose refusals (415, 406) stay as they are.
+     */
+    private static boolean fits(String header, boolean list) {
+        if (header == null || header.isBlank()) {
+            return true;
+        }
+        for (String range : list ? header.split(",") : new String[] {header}) {
+            String[] parts = range.toLowerCase(Locale.ROOT).split(";");
+            for (int i = 1; i < parts.length; i++) {
+                if (!plainParameter(parts[i].strip(), list)) {
+                    return false;
+                }
+            }
+            String type = parts[0].strip();
+            if (type.equals("application/json") || type.equals("application/octet-stream")
+                    || list && (type.equals("*/*") || type.equals("application/*"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean plainParameter(String param, boolean accept) {
+        if (accept) {
+            return param.startsWith("q=") && param.substring(2).matches("(0\\.[0-9]*[1-9][0-9]*|1(\\.0*)?)");
+        }
+        if (!param.startsWith("charset=")) {
+            return false;
+        }
+        try {
+            return Charset.isSupported(param.substring("charset=".length()).replace("\"", ""));
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
+    }
+
+    /** The direct path: the exchange, with any failure answered here in the protocol's error body. */
+    void serveDirect(Target target, HttpServletRequest http, HttpServletResponse reply, RequestBody body)
+            throws IOException {
+        try {
+            serve(target.model(), target.version(), http, reply, body);
+        } catch (Exception e) {
+            if (reply.isCommitted()) {
+                throw e instanceof IOException io ? io : new IOException(e);
+            }
+            // Not reset(): headers set before this exchange (a trace's traceparent) stay.
+            reply.resetBuffer();
+            reply.setHeader(HEADER_LENGTH, null);
+            errors.write(reply, e);
+        }
+    }
+
+    /**
+     * Runs the request in {@code body} and writes the answer; throws what failed. The body owns
+     * every tensor buffer of this exchange (inputs in place, outputs written from where the
+     * bridge put them) until the response is written.
+     */
+    void serve(String model, String version, HttpServletRequest http, HttpServletResponse reply, RequestBody body)
+            throws IOException {
+        Integer headerLength = headerLength(http);
+        var refused = readiness.whyNotAccepting();
+        if (refused.isPresent()) {
+            // Shutting down or not yet started: another replica (or this one, soon) can take it.
+            throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get(),
+                    Duration.ofSeconds(1));
+        }
+        InferenceRequest request = decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(),
+                limits, body::tensorBuffer);
+        // A client that closes its connection while the request waits for an instance or a
+        // batch has it dropped (ClientConnections); the answer then goes nowhere.
+        InferenceResponse response = inference.infer(model, version, request, body, clients.caller(http));
+        try (var span = inference.spans().encode(response.modelName(), "rest")) {
+            EncodedResponse encoded = encoder.encode(response);
+            reply.setStatus(HttpServletResponse.SC_OK);
+            reply.setContentType(encoded.contentType());
+            encoded.inferenceHeaderContentLength().ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
+            reply.setContentLengthLong(encoded.contentLength());
+            encoded.writeTo(containerStream(reply));
+        }
+    }
+
+    /** {@code Inference-Header-Content-Length}, or null when absent; 400 when not a number. */
+    private static Integer headerLength(HttpServletRequest http) {
+        String value = http.getHeader(HEADER_LENGTH);
+        if (value == null) {
+            return null;
+        }
+        try {
+            return Integer.valueOf(value.trim());
+        } catch (NumberFormatException e) {
+            throw new ApiException(HttpStatus.BAD_REQUEST, HEADER_LENGTH + " is not a number: '"
+                    + value.substring(0, Math.min(value.length(), 40)) + "'");
+        }
+    }
+
+    /**
+     * The container's own output stream, under any wrappers: Spring MVC wraps the response of
+     * every async-capable request, and its stream writes a ByteBuffer through a new array of the
+     * buffer's size (the Servlet API's default), where Jetty's writes the direct buffer as is.
+     */
+    private static ServletOutputStream containerStream(HttpServletResponse reply) throws IOException {
+        ServletResponse r = reply;
+        while (r instanceof ServletResponseWrapper wrapper) {
+            r = wrapper.getResponse();
+        }
+        return r.getOutputStream();
+    }
+}

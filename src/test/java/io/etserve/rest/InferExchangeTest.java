@@ -1,0 +1,51 @@
+package io.etserve.rest;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+import org.springframework.mock.web.MockHttpServletRequest;
+
+/** Which requests the direct inference path serves, and which it leaves to Spring MVC's mapping. */
+class InferExchangeTest {
+
+    private static MockHttpServletRequest post(String uri, String contentType, String accept) {
+        MockHttpServletRequest r = new MockHttpServletRequest("POST", uri);
+        if (contentType != null) {
+            r.setContentType(contentType);
+        }
+        if (accept != null) {
+            r.addHeader("Accept", accept);
+        }
+        return r;
+    }
+
+    @Test
+    void theUsualRequestsGoDirect() {
+        assertThat(InferExchange.directTarget(post("/v2/models/m/infer", null, null)))
+                .isEqualTo(new InferExchange.Target("m", null));
+        assertThat(InferExchange.directTarget(post("/v2/models/demo-x.1/versions/12/infer", "application/json", null)))
+                .isEqualTo(new InferExchange.Target("demo-x.1", "12"));
+        assertThat(InferExchange.directTarget(post("/v2/models/m/infer", "application/octet-stream",
+                "application/json, */*;q=0.8"))).isNotNull();
+        assertThat(InferExchange.directTarget(post("/v2/models/m/infer", "application/json; charset=UTF-8",
+                "application/*"))).isNotNull();
+    }
+
+    @Test
+    void whatMvcRefusesOrDecodesDifferentlyIsLeftToIt() {
+        for (MockHttpServletRequest r : new MockHttpServletRequest[] {
+                post("/v2/models/m/infer", "text/plain", null),
+                post("/v2/models/m/infer", "application/json; charset=nope", null),
+                post("/v2/models/m/infer", "application/json; boundary=x", null),
+                post("/v2/models/m/infer", null, "text/html"),
+                post("/v2/models/m/infer", null, "application/json;q=0"),
+                post("/v2/models/m%2Fx/infer", null, null),
+                post("/v2/models/m/versions/v1/infer", null, null),
+                post("/v2/models/m/infer/", null, null),
+                post("/v2/models//infer", null, null),
+                new MockHttpServletRequest("GET", "/v2/models/m/infer")}) {
+            assertThat(InferExchange.directTarget(r)).as(r.getMethod() + " " + r.getRequestURI() + " "
+                    + r.getContentType() + " " + r.getHeader("Accept")).isNull();
+        }
+    }
+}
