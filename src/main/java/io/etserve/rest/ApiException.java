@@ -59,8 +59,17 @@ public class ApiException extends RuntimeException {
      *     so the connection cannot carry another request
      */
     void writeTo(HttpServletResponse response, boolean closeConnection) throws IOException {
-        byte[] json = ErrorBody.error(getMessage());
-        response.setStatus(status.value());
+        write(response, status.value(), getMessage(), retryAfter, closeConnection);
+    }
+
+    /**
+     * An error answer in the protocol's body, written straight to a servlet response: this
+     * class's own refusals, and {@link ApiExceptionHandler}'s answers on the direct inference path.
+     */
+    static void write(HttpServletResponse response, int status, String message, Duration retryAfter,
+            boolean closeConnection) throws IOException {
+        byte[] json = ErrorBody.error(message);
+        response.setStatus(status);
         response.setContentType(MediaType.APPLICATION_JSON_VALUE);
         if (retryAfter != null) {
             response.setHeader(HttpHeaders.RETRY_AFTER, retryAfterHeader(retryAfter));

@@ -61,14 +61,7 @@ class ApiExceptionHandler {
     /** The same answer written straight to the servlet response (the direct inference path). */
     void write(HttpServletResponse response, Throwable e) throws IOException {
         Answer a = answerOf(e);
-        byte[] json = ErrorBody.error(a.text());
-        response.setStatus(a.status());
-        response.setContentType(MediaType.APPLICATION_JSON_VALUE);
-        if (a.retryAfter() != null) {
-            response.setHeader(HttpHeaders.RETRY_AFTER, ApiException.retryAfterHeader(a.retryAfter()));
-        }
-        response.setContentLength(json.length);
-        response.getOutputStream().write(json);
+        ApiException.write(response, a.status(), a.text(), a.retryAfter(), false);
     }
 
     /** A failure's status, the body's message (redacted of the server's paths) and Retry-After. */
