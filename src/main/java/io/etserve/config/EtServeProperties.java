@@ -198,20 +198,27 @@ public record EtServeProperties(
      * @param port 8001 as Triton's (0: any free port)
      * @param address the interface to bind; empty = all
      * @param maxMessageSize largest request message (RESOURCE_EXHAUSTED above); empty = etserve.inference.max-request-size
-     * @param threads calls run at once (each runs its forward call on its thread, as a REST request does)
+     * @param threads calls run at once on workers (each runs its forward call on its thread, as a REST
+     *     request does)
+     * @param inlineBelow an inference whose model has an idle CPU instance, no batching and forward
+     *     calls under this lately runs on the event loop that read it, not on a worker (0: never)
      */
     public record Grpc(
             @DefaultValue("true") boolean enabled,
             @DefaultValue("8001") int port,
             @DefaultValue("") String address,
             DataSize maxMessageSize,
-            @DefaultValue("64") int threads) {
+            @DefaultValue("64") int threads,
+            @DefaultValue("250us") Duration inlineBelow) {
 
         public Grpc {
             if (port < 0 || port > 65535) {
                 throw new IllegalArgumentException("etserve.grpc.port must be 0..65535, not " + port);
             }
             atLeastOne("etserve.grpc.threads", threads);
+            if (inlineBelow.isNegative()) {
+                throw new IllegalArgumentException("etserve.grpc.inline-below must not be negative");
+            }
         }
     }
 

@@ -43,7 +43,7 @@ class GrpcConfiguration {
                 RestConfiguration.serverVersion(), TritonExtensions.EXTENSIONS, metrics, repository, triton);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), drainTimeout, traced(RestrictedApiInterceptor.guard(service, restricted),
-                tracing.getIfAvailable()), probes);
+                tracing.getIfAvailable()), service.quickCalls(grpc.inlineBelow()), probes);
     }
 
     /** Outermost, so refused calls are traced too (docs/tracing.md). */

@@ -45,6 +45,11 @@ public final class CpuInstancePool implements InstancePool {
     }
 
     @Override
+    public boolean idleNow() {
+        return idle.freeCount() > 0 && idle.waitingCount() == 0;
+    }
+
+    @Override
     public int capacity() {
         return instances.size();
     }

@@ -67,6 +67,25 @@ public final class InferenceService {
         return model.instances().unavailableReason().or(() -> admission.whyNotAdmitting(model));
     }
 
+    /**
+     * Whether a call to this model would start at once and end soon: it has no batcher, static
+     * input shapes (a dynamic one may make one call far longer than the last), an idle CPU
+     * instance ({@link InstancePool#idleNow}) and its forward calls take under {@code within}
+     * lately. A transport may then run the call on its I/O thread instead of handing it to a
+     * worker (two thread switches, more than such a call's forward). A model that cannot serve
+     * says true: its answer is an immediate error.
+     */
+    public boolean runsAtOnce(String modelName, String version, Duration within) {
+        LoadedModel model;
+        try {
+            model = models.serving(modelName, version);
+        } catch (InferenceException e) {
+            return true;
+        }
+        return model.batcher().isEmpty() && model.hasStaticInputs() && model.instances().idleNow()
+                && model.typicalForwardNanos() < within.toNanos();
+    }
+
     /** What now answers where {@code retiring} did, or null when nothing else does (unloaded). */
     private LoadedModel successor(String modelName, String version, LoadedModel retiring) {
         try {

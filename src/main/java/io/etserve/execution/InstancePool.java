@@ -25,6 +25,15 @@ public interface InstancePool extends AutoCloseable {
         return acquire(timeout);
     }
 
+    /**
+     * Whether a call would start at once and never wait on a device: an instance is free and
+     * nobody waits for one (a CPU pool; pools that wait for a GPU say false). A hint, not a
+     * reservation: another caller may take the instance first.
+     */
+    default boolean idleNow() {
+        return false;
+    }
+
     /** Concurrent calls this pool can run. */
     int capacity();
 

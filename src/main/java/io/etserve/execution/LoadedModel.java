@@ -6,6 +6,7 @@ import io.etserve.modelconfig.ModelConfig;
 import io.etserve.runtime.MethodSignature;
 import io.etserve.runtime.Program;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -25,9 +26,12 @@ public final class LoadedModel implements AutoCloseable {
     private final long maxElementsPerTensor;
     private final DynamicBatcher batcher;
     private final ModelConfig config;
+    private final boolean staticInputs;
     /** Requests using this model now; {@link #RETIRING} set once it is being unloaded. */
     private final AtomicLong uses = new AtomicLong();
     private static final long RETIRING = 1L << 62;
+    /** A moving average of its unbatched forward calls (1/8 weight to the latest); MAX until one ran. */
+    private volatile long typicalForwardNanos = Long.MAX_VALUE;
 
     /** @param batcher joins this model's requests into batches, or null when it runs each alone */
     public LoadedModel(ModelDescription description, Program program, InstancePool instances,
@@ -44,6 +48,13 @@ public final class LoadedModel implements AutoCloseable {
         this.instances = Objects.requireNonNull(instances, "instances");
         this.maxElementsPerTensor = maxElementsPerTensor;
         this.batcher = batcher;
+        this.staticInputs = description.inputs().stream()
+                .allMatch(t -> Arrays.stream(t.shape()).allMatch(d -> d >= 0));
+    }
+
+    /** Whether every input has a static shape: its forward calls then take about the same time. */
+    public boolean hasStaticInputs() {
+        return staticInputs;
     }
 
     public ModelDescription description() {
@@ -68,6 +79,17 @@ public final class LoadedModel implements AutoCloseable {
 
     public List<TensorMetadata> outputs() {
         return description.outputs();
+    }
+
+    /** Records an unbatched forward call's time (racy updates lose a sample at worst). */
+    void forwardTook(long nanos) {
+        long typical = typicalForwardNanos;
+        typicalForwardNanos = typical == Long.MAX_VALUE ? nanos : typical + ((nanos - typical) >> 3);
+    }
+
+    /** How long its unbatched forward calls take lately; {@link Long#MAX_VALUE} before the first. */
+    public long typicalForwardNanos() {
+        return typicalForwardNanos;
     }
 
     public InstancePool instances() {

@@ -44,6 +44,7 @@ final class UnbatchedCalls {
             long executing = System.nanoTime();
             List<ExecutionOutput> outs = call.run(inputs, outputs, 0, List.of());
             long inferNanos = System.nanoTime() - executing;
+            model.forwardTook(inferNanos);
             call.times(0, inferNanos, 0);
             return new InferenceService.Executed(outs, 1, executing - queued, 0, inferNanos, 0);
         } catch (InterruptedException e) {

@@ -3,6 +3,7 @@ package io.etserve.grpc;
 import io.etserve.health.ProbeHealth;
 import io.grpc.BindableService;
 import io.grpc.Server;
+import io.grpc.ServerInterceptors;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
@@ -17,6 +18,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -37,25 +39,29 @@ public final class GrpcServer implements SmartLifecycle {
     private final int threads;
     private final Duration drainTimeout;
     private final BindableService inference;
+    private final Predicate<Object> runsHere;
     private final ProbeHealth probes;
     private volatile Server server;
     private volatile ExecutorService executor;
 
+    /** @param runsHere whether a call with this request may run on the event loop ({@link CallOnWorker}) */
     public GrpcServer(String address, int port, int maxMessageBytes, int threads, Duration drainTimeout,
-            BindableService inference, ProbeHealth probes) {
+            BindableService inference, Predicate<Object> runsHere, ProbeHealth probes) {
         this.address = address;
         this.port = port;
         this.maxMessageBytes = maxMessageBytes;
         this.threads = threads;
         this.drainTimeout = drainTimeout;
         this.inference = inference;
+        this.runsHere = runsHere;
         this.probes = probes;
     }
 
     @Override
     public void start() {
         AtomicInteger n = new AtomicInteger();
-        // Bounded like the web server's request threads: a call runs its forward on this thread.
+        // Bounded like the web server's request threads: a call's handler runs its forward on one
+        // of these (CallOnWorker); the transport's callbacks stay on Netty's event loop.
         ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, 60, TimeUnit.SECONDS,
                 new LinkedBlockingQueue<>(), r -> {
                     Thread t = new Thread(r, "grpc-" + n.incrementAndGet());
@@ -66,8 +72,11 @@ public final class GrpcServer implements SmartLifecycle {
         InetSocketAddress bind = address == null || address.isBlank() ? new InetSocketAddress(port)
                 : new InetSocketAddress(address, port);
         try {
-            server = NettyServerBuilder.forAddress(bind).executor(pool).maxInboundMessageSize(maxMessageBytes)
-                    .addService(inference).addService(new ReadinessHealth(probes)).build().start();
+            CallOnWorker onWorker = new CallOnWorker(pool, runsHere);
+            server = NettyServerBuilder.forAddress(bind).directExecutor().addTransportFilter(onWorker.connections())
+                    .maxInboundMessageSize(maxMessageBytes)
+                    .addService(ServerInterceptors.intercept(inference, onWorker))
+                    .addService(ServerInterceptors.intercept(new ReadinessHealth(probes), onWorker)).build().start();
         } catch (IOException e) {
             pool.shutdownNow();
             throw new UncheckedIOException("cannot listen for gRPC on " + bind + ": " + e.getMessage(), e);

@@ -43,6 +43,7 @@ import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 
 /**
@@ -199,6 +200,18 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
                 return GrpcTensors.encode(response);
             }
         });
+    }
+
+    /**
+     * Which calls may run on the event loop that read them ({@link CallOnWorker}): an inference
+     * whose model would run it at once and briefly ({@link InferenceService#runsAtOnce}).
+     */
+    public Predicate<Object> quickCalls(Duration within) {
+        if (within.isZero()) {
+            return request -> false;
+        }
+        return request -> request instanceof ModelInferRequest r
+                && inference.runsAtOnce(r.getModelName(), emptyToNull(r.getModelVersion()), within);
     }
 
     private <T> void answer(StreamObserver<T> out, Supplier<T> call) {

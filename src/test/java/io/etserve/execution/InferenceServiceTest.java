@@ -159,6 +159,20 @@ class InferenceServiceTest {
     }
 
     @Test
+    void aCallRunsAtOnceOnlyWithAnIdleInstanceAndARecentForwardUnderTheBound() throws Exception {
+        InferenceService service = service();
+        Reference.TensorValue x = input();
+        service.infer("demo-portable", null, request(x, x.shape()));  // its forward time is now known
+
+        assertThat(service.runsAtOnce("demo-portable", null, Duration.ofSeconds(1))).isTrue();
+        assertThat(service.runsAtOnce("demo-portable", null, Duration.ofNanos(1))).as("slower than the bound").isFalse();
+        try (AutoCloseable held = holdTheInstances()) {
+            assertThat(service.runsAtOnce("demo-portable", null, Duration.ofSeconds(1))).as("would wait").isFalse();
+        }
+        assertThat(service.runsAtOnce("no-such-model", null, Duration.ofSeconds(1))).as("an immediate error").isTrue();
+    }
+
+    @Test
     void aBadShapeIsRefusedBeforeAdmissionAndNeverReachesTheBreaker() {
         Reference.TensorValue x = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"))
                 .cases().get(0).inputs().get(0);

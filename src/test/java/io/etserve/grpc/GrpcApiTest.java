@@ -53,6 +53,9 @@ class GrpcApiTest {
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         r.add("etserve.inference.queue-timeout", () -> "200ms");
         r.add("etserve.grpc.max-message-size", () -> "1MB");
+        // The probe's time follows its input's value: after quick calls a slow one would run on its
+        // connection's event loop (CallOnWorker) and hold the connections sharing that loop.
+        r.add("etserve.grpc.inline-below", () -> "0");
         r.add("management.server.port", () -> "0");
     }
 
@@ -248,7 +251,7 @@ class GrpcApiTest {
                                 registry::knows),
                         new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
                         triton),
-                probes);
+                request -> false, probes);
         second.start();
         ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
                 InsecureChannelCredentials.create()).build();

@@ -63,6 +63,7 @@ class CancellationApiTest {
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         r.add("etserve.inference.queue-timeout", () -> "20s");  // only the client ends a wait here
         r.add("etserve.inference.queue-policy.give-up-window", () -> "60s");
+        r.add("etserve.grpc.inline-below", () -> "0");  // the probe's time follows its input: GrpcApiTest
         r.add("management.server.port", () -> "0");
     }
 

@@ -1,0 +1,224 @@
+package io.etserve.grpc;
+
+import io.grpc.Attributes;
+import io.grpc.Context;
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerTransportFilter;
+import io.grpc.Status;
+import java.util.ArrayDeque;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs each call's handler on one worker thread, from the half-close (the unary request is
+ * complete) to the answer, while the transport's other callbacks (the call's start, its message,
+ * cancellation, completion) run on Netty's event loop, where they arrive: the server itself runs
+ * with a direct executor. grpc-java's default of an application executor hands a unary call
+ * between threads about six times (start, message, half-close, request(n), the answer's flush,
+ * completion); here it crosses twice: to the worker, and back to the event loop for the write.
+ * A handler may block (a busy instance pool, a GPU completion, a model load), so it runs on the
+ * event loop only when {@code runsHere} says, for the request, that it starts at once and ends
+ * soon, and no other call of its connection is in flight (calls multiplexed on one connection
+ * share its event loop: run there, they would run one after another): then it crosses no thread
+ * at all. The connections' call counts need {@link #connections()} on the server.
+ *
+ * <p>The listener's callbacks still run one at a time and in their order, as grpc-java promises a
+ * listener: one arriving while the worker runs (a cancellation) waits and runs after it, on the
+ * worker. Outermost of the interceptors, so the inner ones see every callback on one thread.
+ */
+final class CallOnWorker implements ServerInterceptor {
+
+    private static final Logger log = LoggerFactory.getLogger(CallOnWorker.class);
+    /** Calls of a connection started and not yet completed or cancelled. */
+    private static final Attributes.Key<AtomicInteger> CALLS = Attributes.Key.create("etserve.calls-in-flight");
+
+    private final Executor workers;
+    private final Predicate<Object> runsHere;
+
+    /** @param runsHere whether a call with this request may run on the event loop (never blocks long) */
+    CallOnWorker(Executor workers, Predicate<Object> runsHere) {
+        this.workers = workers;
+        this.runsHere = runsHere;
+    }
+
+    /** Gives each connection its count of calls in flight. */
+    ServerTransportFilter connections() {
+        return new ServerTransportFilter() {
+            @Override
+            public Attributes transportReady(Attributes transport) {
+                return transport.toBuilder().set(CALLS, new AtomicInteger()).build();
+            }
+        };
+    }
+
+    @Override
+    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+            ServerCallHandler<Q, R> next) {
+        AtomicInteger calls = call.getAttributes().get(CALLS);
+        Sequenced<Q> listener = new Sequenced<>(next.startCall(call, headers), call, workers, runsHere, calls);
+        if (calls != null) {
+            calls.incrementAndGet();
+        }
+        return listener;
+    }
+
+    /** The delegate's callbacks in order, the half-close handed to a worker. */
+    private static final class Sequenced<Q> extends ServerCall.Listener<Q> {
+
+        private record Step(Runnable action, boolean handler, Context context) {}
+
+        private final ServerCall.Listener<Q> delegate;
+        private final ServerCall<Q, ?> call;
+        private final Executor workers;
+        private final Predicate<Object> runsHere;
+        private final AtomicInteger connectionCalls;  // null: not counted (no transport filter)
+        private final AtomicBoolean ended = new AtomicBoolean();
+        private Object request;  // written and read by the steps, which run in order
+        private final ArrayDeque<Step> pending = new ArrayDeque<>(2);  // guarded by this
+        private boolean draining;  // guarded by this: a thread runs the steps, or a worker was asked to
+
+        Sequenced(ServerCall.Listener<Q> delegate, ServerCall<Q, ?> call, Executor workers,
+                Predicate<Object> runsHere, AtomicInteger connectionCalls) {
+            this.delegate = delegate;
+            this.call = call;
+            this.workers = workers;
+            this.runsHere = runsHere;
+            this.connectionCalls = connectionCalls;
+        }
+
+        @Override
+        public void onMessage(Q message) {
+            submit(() -> {
+                request = message;
+                delegate.onMessage(message);
+            }, false);
+        }
+
+        @Override
+        public void onHalfClose() {
+            submit(delegate::onHalfClose, true);
+        }
+
+        @Override
+        public void onCancel() {
+            ended();
+            submit(delegate::onCancel, false);
+        }
+
+        @Override
+        public void onComplete() {
+            ended();
+            submit(delegate::onComplete, false);
+        }
+
+        /** At once, not in turn: the connection's other calls may run here from now on. */
+        private void ended() {
+            if (connectionCalls != null && ended.compareAndSet(false, true)) {
+                connectionCalls.decrementAndGet();
+            }
+        }
+
+        @Override
+        public void onReady() {
+            submit(delegate::onReady, false);
+        }
+
+        /** Called by the transport, one callback at a time. */
+        private void submit(Runnable action, boolean handler) {
+            synchronized (this) {
+                pending.add(new Step(action, handler, Context.current()));
+                if (draining) {
+                    return;  // the thread that drains runs it after the step before
+                }
+                draining = true;
+            }
+            drain(false);
+        }
+
+        private void drain(boolean onWorker) {
+            while (true) {
+                Step step;
+                synchronized (this) {
+                    step = pending.peek();
+                    if (step == null) {
+                        draining = false;
+                        return;
+                    }
+                    if (step.handler() && !onWorker && !runsHere(request)) {
+                        step = null;  // the half-close: from here on a worker drains
+                    } else {
+                        pending.poll();
+                    }
+                }
+                if (step == null) {
+                    if (handOff()) {
+                        return;
+                    }
+                    continue;
+                }
+                run(step, onWorker);
+            }
+        }
+
+        private boolean runsHere(Object message) {
+            if (message == null || connectionCalls != null && connectionCalls.get() > 1) {
+                return false;
+            }
+            try {
+                return runsHere.test(message);
+            } catch (RuntimeException e) {
+                return false;  // a question that fails is answered on a worker, as any call
+            }
+        }
+
+        /** Asks a worker to drain from the half-close on; false (the handler will not run) when refused. */
+        private boolean handOff() {
+            try {
+                workers.execute(() -> drain(true));
+                return true;
+            } catch (RejectedExecutionException e) {
+                synchronized (this) {
+                    pending.poll();
+                }
+                call.close(Status.UNAVAILABLE.withDescription("the server is shutting down"), new Metadata());
+                return false;
+            }
+        }
+
+        private void run(Step step, boolean onWorker) {
+            Context previous = step.context().attach();
+            try {
+                step.action().run();
+            } catch (RuntimeException | Error e) {
+                if (!onWorker) {
+                    synchronized (this) {
+                        draining = false;  // the transport closes the call and still calls back
+                    }
+                    throw e;  // grpc-java closes the call, as for any listener that throws
+                }
+                closeAfter(e);
+            } finally {
+                step.context().detach(previous);
+            }
+        }
+
+        /** What grpc-java does for a listener that throws on its own executor. */
+        private void closeAfter(Throwable failure) {
+            log.warn("gRPC call {} failed in its handler", call.getMethodDescriptor().getFullMethodName(), failure);
+            try {
+                call.close(Status.UNKNOWN.withDescription("Application error processing RPC").withCause(failure),
+                        new Metadata());
+            } catch (IllegalStateException alreadyClosed) {
+                // the handler answered before it threw: nothing left to tell the caller
+            }
+        }
+    }
+}

@@ -1,0 +1,292 @@
+package io.etserve.grpc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.grpc.Context;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerCall;
+import io.grpc.Status;
+import java.io.ByteArrayInputStream;
+import java.io.InputStream;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The listener's callbacks in order, one at a time, the half-close (the handler) on a worker. */
+class CallOnWorkerTest {
+
+    private static final Context.Key<String> CALL = Context.key("call");
+
+    private final ExecutorService worker = Executors.newSingleThreadExecutor(r -> new Thread(r, "worker"));
+    private final FakeCall call = new FakeCall();
+    private final List<String> seen = new CopyOnWriteArrayList<>();
+
+    @AfterEach
+    void stop() {
+        worker.shutdownNow();
+    }
+
+    @Test
+    void theHandlerRunsOnAWorkerAndTheTransportsCallbacksWhereTheyArrive() throws Exception {
+        CountDownLatch answered = new CountDownLatch(1);
+        ServerCall.Listener<String> listener = start(new Recording(answered::countDown, null));
+
+        listener.onReady();
+        listener.onMessage("request");
+        listener.onHalfClose();
+        assertThat(answered.await(10, TimeUnit.SECONDS)).isTrue();
+        awaitSeen(3);
+        listener.onComplete();
+
+        String here = Thread.currentThread().getName();
+        assertThat(seen).containsExactly("ready@" + here, "message@" + here, "halfClose@worker", "complete@" + here);
+    }
+
+    @Test
+    void aCallThatRunsAtOnceRunsItsHandlerWhereItArrivedAndOthersStillGoToAWorker() throws Exception {
+        CallOnWorker interceptor = new CallOnWorker(worker, "quick"::equals);
+        ServerCall.Listener<String> quick = interceptor.interceptCall(call, new Metadata(),
+                (c, h) -> new Recording(() -> {}, null));
+        quick.onMessage("quick");
+        quick.onHalfClose();
+        String here = Thread.currentThread().getName();
+        assertThat(seen).containsExactly("message@" + here, "halfClose@" + here);
+
+        ServerCall.Listener<String> slow = interceptor.interceptCall(call, new Metadata(),
+                (c, h) -> new Recording(() -> {}, null));
+        slow.onMessage("slow");
+        slow.onHalfClose();
+        awaitSeen(4);
+        assertThat(seen.subList(2, 4)).containsExactly("message@" + here, "halfClose@worker");
+    }
+
+    @Test
+    void aQuickCallGoesToAWorkerWhileAnotherCallOfItsConnectionIsInFlight() throws Exception {
+        CallOnWorker interceptor = new CallOnWorker(worker, "quick"::equals);
+        call.attributes = interceptor.connections().transportReady(io.grpc.Attributes.EMPTY);
+        String here = Thread.currentThread().getName();
+
+        ServerCall.Listener<String> first = interceptor.interceptCall(call, new Metadata(),
+                (c, h) -> new Recording(() -> {}, null));
+        ServerCall.Listener<String> second = interceptor.interceptCall(call, new Metadata(),
+                (c, h) -> new Recording(() -> {}, null));
+        second.onMessage("quick");
+        second.onHalfClose();  // the first is still in flight on the connection
+        awaitSeen(2);
+        assertThat(seen).containsExactly("message@" + here, "halfClose@worker");
+
+        first.onCancel();
+        second.onComplete();
+        awaitSeen(4);
+        ServerCall.Listener<String> third = interceptor.interceptCall(call, new Metadata(),
+                (c, h) -> new Recording(() -> {}, null));
+        third.onMessage("quick");
+        third.onHalfClose();  // alone on its connection now
+        assertThat(seen.subList(4, 6)).containsExactly("message@" + here, "halfClose@" + here);
+    }
+
+    @Test
+    void aCancellationArrivingWhileTheHandlerRunsWaitsForItAndRunsAfterItOnTheWorker() throws Exception {
+        CountDownLatch running = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        ServerCall.Listener<String> listener = start(new Recording(() -> {
+            running.countDown();
+            await(release);
+        }, null));
+
+        listener.onMessage("request");
+        listener.onHalfClose();
+        assertThat(running.await(10, TimeUnit.SECONDS)).isTrue();
+        listener.onCancel();  // returns at once: the transport's thread never waits for the handler
+        assertThat(seen).containsExactly("message@" + Thread.currentThread().getName());
+
+        release.countDown();
+        awaitSeen(3);
+        assertThat(seen.subList(1, 3)).containsExactly("halfClose@worker", "cancel@worker");
+    }
+
+    @Test
+    void theCallsContextIsCurrentInTheHandler() throws Exception {
+        List<String> inHandler = new CopyOnWriteArrayList<>();
+        ServerCall.Listener<String> listener = start(new Recording(() -> inHandler.add(CALL.get()), null));
+
+        Context.current().withValue(CALL, "call 7").run(() -> {
+            listener.onMessage("request");
+            listener.onHalfClose();
+        });
+        awaitSeen(2);
+
+        assertThat(inHandler).containsExactly("call 7");
+    }
+
+    @Test
+    void aHandlerThatThrowsOnTheWorkerClosesTheCallAsUnknownAndLaterCallbacksStillRun() throws Exception {
+        ServerCall.Listener<String> listener = start(new Recording(() -> {
+            throw new IllegalStateException("bug");
+        }, null));
+
+        listener.onMessage("request");
+        listener.onHalfClose();
+        awaitSeen(2);
+        assertThat(call.closed.await(10, TimeUnit.SECONDS)).isTrue();
+        listener.onCancel();
+        awaitSeen(3);
+
+        assertThat(call.status.getCode()).isEqualTo(Status.Code.UNKNOWN);
+        assertThat(call.status.getCause()).hasMessage("bug");
+        assertThat(seen.get(2)).startsWith("cancel@");  // here, or on the worker if it was still draining
+    }
+
+    @Test
+    void aWorkerPoolThatRefusesClosesTheCallAsUnavailableWithoutRunningTheHandler() {
+        ServerCall.Listener<String> listener = new CallOnWorker(r -> {
+            throw new RejectedExecutionException("shut down");
+        }, request -> false).interceptCall(call, new Metadata(), (c, h) -> new Recording(() -> {}, null));
+
+        listener.onMessage("request");
+        listener.onHalfClose();
+        listener.onCancel();
+
+        assertThat(call.status.getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+        String here = Thread.currentThread().getName();
+        assertThat(seen).containsExactly("message@" + here, "cancel@" + here);
+    }
+
+    @Test
+    void aCallbackThatThrowsOnTheTransportsThreadPropagatesAndTheNextOnesStillRun() {
+        ServerCall.Listener<String> listener = start(new Recording(() -> {}, "message"));
+
+        try {
+            listener.onMessage("request");
+        } catch (IllegalArgumentException expected) {
+            // grpc-java closes the call for a listener that throws
+        }
+        listener.onCancel();
+
+        assertThat(seen).containsExactly("cancel@" + Thread.currentThread().getName());
+    }
+
+    private ServerCall.Listener<String> start(Recording delegate) {
+        return new CallOnWorker(worker, request -> false).interceptCall(call, new Metadata(), (c, h) -> delegate);
+    }
+
+    private void awaitSeen(int n) throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (seen.size() < n && System.nanoTime() < end) {
+            Thread.sleep(1);
+        }
+        assertThat(seen).hasSizeGreaterThanOrEqualTo(n);
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            latch.await(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Records each callback with its thread; the half-close runs {@code handler}. */
+    private final class Recording extends ServerCall.Listener<String> {
+        private final Runnable handler;
+        private final String throwIn;
+
+        Recording(Runnable handler, String throwIn) {
+            this.handler = handler;
+            this.throwIn = throwIn;
+        }
+
+        private void record(String what) {
+            if (what.equals(throwIn)) {
+                throw new IllegalArgumentException(what);
+            }
+            seen.add(what + "@" + Thread.currentThread().getName());
+        }
+
+        @Override
+        public void onMessage(String message) {
+            record("message");
+        }
+
+        @Override
+        public void onHalfClose() {
+            try {
+                handler.run();
+            } finally {
+                record("halfClose");
+            }
+        }
+
+        @Override
+        public void onCancel() {
+            record("cancel");
+        }
+
+        @Override
+        public void onComplete() {
+            record("complete");
+        }
+
+        @Override
+        public void onReady() {
+            record("ready");
+        }
+    }
+
+    private static final class FakeCall extends ServerCall<String, String> {
+        private static final MethodDescriptor.Marshaller<String> TEXT = new MethodDescriptor.Marshaller<>() {
+            @Override
+            public InputStream stream(String value) {
+                return new ByteArrayInputStream(value.getBytes());
+            }
+
+            @Override
+            public String parse(InputStream stream) {
+                return "";
+            }
+        };
+
+        final CountDownLatch closed = new CountDownLatch(1);
+        volatile Status status;
+        io.grpc.Attributes attributes = io.grpc.Attributes.EMPTY;
+
+        @Override
+        public io.grpc.Attributes getAttributes() {
+            return attributes;
+        }
+
+        @Override
+        public void request(int numMessages) {}
+
+        @Override
+        public void sendHeaders(Metadata headers) {}
+
+        @Override
+        public void sendMessage(String message) {}
+
+        @Override
+        public boolean isCancelled() {
+            return false;
+        }
+
+        @Override
+        public void close(Status s, Metadata trailers) {
+            status = s;
+            closed.countDown();
+        }
+
+        @Override
+        public MethodDescriptor<String, String> getMethodDescriptor() {
+            return MethodDescriptor.<String, String>newBuilder().setType(MethodDescriptor.MethodType.UNARY)
+                    .setFullMethodName("test.Service/Call").setRequestMarshaller(TEXT).setResponseMarshaller(TEXT)
+                    .build();
+        }
+    }
+}
