@@ -135,14 +135,16 @@ public final class TensorContract {
     }
 
     static OutputSelection selectOutputs(ModelDescription model, InferenceRequest request) {
-        List<String> all = model.outputs().stream().map(TensorMetadata::name).toList();
-        Set<String> binary = new HashSet<>();
-        if (request.outputs().isEmpty()) {
-            if (request.binaryOutputByDefault()) {
-                binary.addAll(all);
-            }
-            return new OutputSelection(all, binary);
+        List<TensorMetadata> outputs = model.outputs();
+        String[] declared = new String[outputs.size()];
+        for (int i = 0; i < declared.length; i++) {
+            declared[i] = outputs.get(i).name();
         }
+        List<String> all = List.of(declared);
+        if (request.outputs().isEmpty()) {  // the usual request: every output, no set built but the answer's
+            return new OutputSelection(all, request.binaryOutputByDefault() ? Set.copyOf(all) : Set.of());
+        }
+        Set<String> binary = new HashSet<>();
         List<String> names = new ArrayList<>();
         for (InferenceRequest.RequestedOutput o : request.outputs()) {
             if (!all.contains(o.name())) {

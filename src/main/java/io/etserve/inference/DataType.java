@@ -1,7 +1,6 @@
 package io.etserve.inference;
 
 import java.nio.ByteBuffer;
-import java.util.Arrays;
 import java.util.Optional;
 
 /**
@@ -127,11 +126,24 @@ public enum DataType {
         };
     }
 
+    // Looked up for every tensor of every request: a loop over one shared array, no stream.
+    private static final DataType[] ALL = values();
+
     public static Optional<DataType> fromProtocol(String name) {
-        return Arrays.stream(values()).filter(t -> t.protocolName.equals(name)).findFirst();
+        for (DataType t : ALL) {
+            if (t.protocolName.equals(name)) {
+                return Optional.of(t);
+            }
+        }
+        return Optional.empty();
     }
 
     public static Optional<DataType> fromExecutorch(int code) {
-        return Arrays.stream(values()).filter(t -> t.executorchCode == code && code >= 0).findFirst();
+        for (DataType t : ALL) {
+            if (t.executorchCode == code && code >= 0) {
+                return Optional.of(t);
+            }
+        }
+        return Optional.empty();
     }
 }

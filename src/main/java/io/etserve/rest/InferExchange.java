@@ -4,6 +4,7 @@ import io.etserve.execution.InferenceService;
 import io.etserve.health.ServerReadiness;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
+import io.etserve.inference.ModelNames;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.EncodedResponse;
 import io.etserve.protocol.InferRequestDecoder;
@@ -17,8 +18,6 @@ import java.io.IOException;
 import java.nio.charset.Charset;
 import java.time.Duration;
 import java.util.Locale;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.springframework.http.HttpStatus;
 
 /**
@@ -36,7 +35,6 @@ public final class InferExchange {
     static final String HEADER_LENGTH = "Inference-Header-Content-Length";
 
     /** The request's path as the direct path serves it: plain names only, the rest via MVC. */
-    private static final Pattern PATH = Pattern.compile("/v2/models/([A-Za-z0-9][A-Za-z0-9._-]*)(?:/versions/([0-9]+))?/infer");
 
     private final InferenceService inference;
     private final ServerReadiness readiness;
@@ -69,8 +67,44 @@ public final class InferExchange {
                 || !fits(http.getHeader("Accept"), true)) {
             return null;
         }
-        Matcher m = PATH.matcher(http.getRequestURI());
-        return m.matches() ? new Target(m.group(1), m.group(2)) : null;
+        return target(http.getRequestURI());
+    }
+
+    private static final String MODELS = "/v2/models/";
+    private static final String VERSIONS = "/versions/";
+    private static final String INFER = "/infer";
+
+    /**
+     * {@code /v2/models/{model}[/versions/{digits}]/infer}, the model {@code [A-Za-z0-9][A-Za-z0-9._-]*}
+     * (its other rules are the registry's), or null for any other path. By hand: it runs for
+     * every request.
+     */
+    static Target target(String path) {
+        if (path == null || !path.startsWith(MODELS) || !path.endsWith(INFER)) {
+            return null;
+        }
+        int start = MODELS.length();
+        int end = path.length() - INFER.length();
+        int i = start;
+        if (i >= end || !ModelNames.isAlphanumeric(path.charAt(i))) {
+            return null;
+        }
+        while (i < end && ModelNames.isNameChar(path.charAt(i))) {
+            i++;
+        }
+        String model = path.substring(start, i);
+        if (i == end) {
+            return new Target(model, null);
+        }
+        if (!path.startsWith(VERSIONS, i) || i + VERSIONS.length() >= end) {
+            return null;
+        }
+        for (int d = i + VERSIONS.length(); d < end; d++) {
+            if (path.charAt(d) < '0' || path.charAt(d) > '9') {
+                return null;
+            }
+        }
+        return new Target(model, path.substring(i + VERSIONS.length(), end));
     }
 
     /**
@@ -80,8 +114,9 @@ public final class InferExchange {
      * MVC, whose refusals (415, 406) stay as they are.
      */
     private static boolean fits(String header, boolean list) {
-        if (header == null || header.isBlank()) {
-            return true;
+        if (header == null || header.isBlank() || header.equals("application/octet-stream")
+                || header.equals("application/json")) {
+            return true;  // the usual request, without splitting it
         }
         for (String range : list ? header.split(",") : new String[] {header}) {
             String[] parts = range.toLowerCase(Locale.ROOT).split(";");

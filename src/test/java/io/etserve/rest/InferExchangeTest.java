@@ -43,6 +43,11 @@ class InferExchangeTest {
                 post("/v2/models/m/versions/v1/infer", null, null),
                 post("/v2/models/m/infer/", null, null),
                 post("/v2/models//infer", null, null),
+                post("/v2/models/m/versions//infer", null, null),
+                post("/v2/models/m/versions/1x/infer", null, null),
+                post("/v2/models/.m/infer", null, null),
+                post("/v2/models/m/x/infer", null, null),
+                post("/v1/models/m/infer", null, null),
                 new MockHttpServletRequest("GET", "/v2/models/m/infer")}) {
             assertThat(InferExchange.directTarget(r)).as(r.getMethod() + " " + r.getRequestURI() + " "
                     + r.getContentType() + " " + r.getHeader("Accept")).isNull();
