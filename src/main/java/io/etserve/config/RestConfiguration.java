@@ -74,6 +74,10 @@ class RestConfiguration {
         registration.addUrlPatterns("/v2/models/*");
         registration.setDispatcherTypes(DispatcherType.REQUEST, DispatcherType.ASYNC);
         registration.setAsyncSupported(true);
+        // After the access, tracing and metrics filters, before Spring MVC's own (request context,
+        // form content): the usual request is served here and never needs them; the others go on
+        // through them to the controller.
+        registration.setOrder(Ordered.HIGHEST_PRECEDENCE + 20);
         return registration;
     }
 
