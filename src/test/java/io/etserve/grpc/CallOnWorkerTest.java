@@ -18,8 +18,12 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 
 /** The listener's callbacks in order, one at a time, the half-close (the handler) on a worker. */
+@ExtendWith(OutputCaptureExtension.class)
 class CallOnWorkerTest {
 
     private static final Context.Key<String> CALL = Context.key("call");
@@ -65,6 +69,19 @@ class CallOnWorkerTest {
         slow.onHalfClose();
         awaitSeen(4);
         assertThat(seen.subList(2, 4)).containsExactly("message@" + here, "halfClose@worker");
+    }
+
+    @Test
+    void aQuickCallThatTurnsOutLongIsReportedOnce(CapturedOutput output) {
+        CallOnWorker interceptor = new CallOnWorker(worker, "quick"::equals);
+        for (int i = 0; i < 2; i++) {
+            ServerCall.Listener<String> listener = interceptor.interceptCall(call, new Metadata(),
+                    (c, h) -> new Recording(() -> sleep(120), null));
+            listener.onMessage("quick");
+            listener.onHalfClose();
+        }
+        assertThat(output.getOut().split("ran \\d+ ms on Netty's event loop", -1)).as("one warning a minute").hasSize(2);
+        assertThat(output.getOut()).contains("etserve.grpc.inline-below: 0");
     }
 
     @Test
@@ -183,6 +200,14 @@ class CallOnWorkerTest {
             Thread.sleep(1);
         }
         assertThat(seen).hasSizeGreaterThanOrEqualTo(n);
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private static void await(CountDownLatch latch) {
