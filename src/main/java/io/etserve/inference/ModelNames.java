@@ -47,7 +47,7 @@ public final class ModelNames {
         return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || isDigit(c);
     }
 
-    private static boolean isDigit(char c) {
+    public static boolean isDigit(char c) {
         return c >= '0' && c <= '9';
     }
 }

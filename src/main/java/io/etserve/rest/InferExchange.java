@@ -34,7 +34,10 @@ public final class InferExchange {
 
     static final String HEADER_LENGTH = "Inference-Header-Content-Length";
 
-    /** The request's path as the direct path serves it: plain names only, the rest via MVC. */
+    // The request's path as the direct path serves it (target()): plain names only, the rest via MVC.
+    private static final String MODELS = "/v2/models/";
+    private static final String VERSIONS = "/versions/";
+    private static final String INFER = "/infer";
 
     private final InferenceService inference;
     private final ServerReadiness readiness;
@@ -70,10 +73,6 @@ public final class InferExchange {
         return target(http.getRequestURI());
     }
 
-    private static final String MODELS = "/v2/models/";
-    private static final String VERSIONS = "/versions/";
-    private static final String INFER = "/infer";
-
     /**
      * {@code /v2/models/{model}[/versions/{digits}]/infer}, the model {@code [A-Za-z0-9][A-Za-z0-9._-]*}
      * (its other rules are the registry's), or null for any other path. By hand: it runs for
@@ -100,7 +99,7 @@ public final class InferExchange {
             return null;
         }
         for (int d = i + VERSIONS.length(); d < end; d++) {
-            if (path.charAt(d) < '0' || path.charAt(d) > '9') {
+            if (!ModelNames.isDigit(path.charAt(d))) {
                 return null;
             }
         }
