@@ -299,9 +299,13 @@ public record EtServeProperties(
      *     (the listen backlog; the kernel caps it at {@code net.core.somaxconn})
      * @param inputBufferSize bytes one read from a connection takes at most (Jetty's request
      *     buffer, held only while a thread parses what was read)
+     * @param inlineBelow when set, a REST inference whose body came with its head, to a model with
+     *     an idle CPU instance, no batching, static input shapes and forward calls under this
+     *     lately, runs on the thread that read it instead of a request thread (0, the default: the
+     *     public port runs as before; off while tracing; docs/api.md says when it pays)
      */
     public record Http(@DefaultValue("10s") Duration headerTimeout, @DefaultValue("4096") int acceptQueueSize,
-            @DefaultValue("64KB") DataSize inputBufferSize) {
+            @DefaultValue("64KB") DataSize inputBufferSize, @DefaultValue("0s") Duration inlineBelow) {
 
         public Http {
             if (headerTimeout.isNegative() || headerTimeout.isZero()) {
@@ -310,6 +314,9 @@ public record EtServeProperties(
             atLeastOne("etserve.http.accept-queue-size", acceptQueueSize);
             if (inputBufferSize.toBytes() < 8192 || inputBufferSize.toBytes() > 16 << 20) {
                 throw new IllegalArgumentException("etserve.http.input-buffer-size must be 8KB to 16MB");
+            }
+            if (inlineBelow.isNegative()) {
+                throw new IllegalArgumentException("etserve.http.inline-below must not be negative");
             }
         }
     }

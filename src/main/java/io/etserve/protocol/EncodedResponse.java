@@ -43,7 +43,7 @@ public record EncodedResponse(byte[] json, int jsonLength, List<ByteBuffer> bina
      * what it holds, so a small binary response would cost two writes, and the client two reads
      * and a wake-up: more than the same response as JSON (bench/results/cpu-small-requests.md).
      */
-    static final int ONE_WRITE_BYTES = 8 * 1024;
+    public static final int ONE_WRITE_BYTES = 8 * 1024;
 
     /**
      * Writes the body: the JSON part, then each binary section straight from where the bridge

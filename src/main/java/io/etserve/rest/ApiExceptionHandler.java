@@ -65,9 +65,9 @@ class ApiExceptionHandler {
     }
 
     /** A failure's status, the body's message (redacted of the server's paths) and Retry-After. */
-    private record Answer(int status, String text, Duration retryAfter) {}
+    record Answer(int status, String text, Duration retryAfter) {}
 
-    private Answer answerOf(Throwable e) {
+    Answer answerOf(Throwable e) {
         if (e instanceof ApiException api) {
             return answer(api.status().value(), api.getMessage(), api.retryAfter());
         }

@@ -2,6 +2,7 @@ package io.etserve.rest;
 
 import io.etserve.execution.InferenceService;
 import io.etserve.health.ServerReadiness;
+import io.etserve.inference.Caller;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.ModelNames;
@@ -58,6 +59,11 @@ public final class InferExchange {
         this.errors = errors;
     }
 
+    /** How this exchange answers a failure (both paths answer alike). */
+    ApiExceptionHandler errors() {
+        return errors;
+    }
+
     /** The model and version a request names. */
     record Target(String model, String version) {}
 
@@ -112,7 +118,7 @@ public final class InferExchange {
      * but a supported charset (Content-Type) or a non-zero q (Accept). Anything else is left to
      * MVC, whose refusals (415, 406) stay as they are.
      */
-    private static boolean fits(String header, boolean list) {
+    static boolean fits(String header, boolean list) {
         if (header == null || header.isBlank() || header.equals("application/octet-stream")
                 || header.equals("application/json")) {
             return true;  // the usual request, without splitting it
@@ -170,7 +176,24 @@ public final class InferExchange {
      */
     void serve(String model, String version, HttpServletRequest http, HttpServletResponse reply, RequestBody body)
             throws IOException {
-        Integer headerLength = headerLength(http);
+        // A client that closes its connection while the request waits for an instance or a
+        // batch has it dropped (ClientConnections); the answer then goes nowhere.
+        EncodedResponse encoded = answer(model, version, headerLength(http.getHeader(HEADER_LENGTH)), body,
+                clients.caller(http));
+        reply.setStatus(HttpServletResponse.SC_OK);
+        reply.setContentType(encoded.contentType());
+        encoded.inferenceHeaderContentLength().ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
+        reply.setContentLengthLong(encoded.contentLength());
+        encoded.writeTo(containerStream(reply));
+    }
+
+    /**
+     * The answer to the request in {@code body}, whichever thread and API carry it (this servlet
+     * path, or {@link InlineInference} on the thread that read the request); throws what failed.
+     *
+     * @param headerLength {@code Inference-Header-Content-Length}, or null when absent
+     */
+    EncodedResponse answer(String model, String version, Integer headerLength, RequestBody body, Caller caller) {
         var refused = readiness.whyNotAccepting();
         if (refused.isPresent()) {
             // Shutting down or not yet started: another replica (or this one, soon) can take it.
@@ -179,22 +202,14 @@ public final class InferExchange {
         }
         InferenceRequest request = decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(),
                 limits, body::tensorBuffer);
-        // A client that closes its connection while the request waits for an instance or a
-        // batch has it dropped (ClientConnections); the answer then goes nowhere.
-        InferenceResponse response = inference.infer(model, version, request, body, clients.caller(http));
+        InferenceResponse response = inference.infer(model, version, request, body, caller);
         try (var span = inference.spans().encode(response.modelName(), "rest")) {
-            EncodedResponse encoded = encoder.encode(response);
-            reply.setStatus(HttpServletResponse.SC_OK);
-            reply.setContentType(encoded.contentType());
-            encoded.inferenceHeaderContentLength().ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
-            reply.setContentLengthLong(encoded.contentLength());
-            encoded.writeTo(containerStream(reply));
+            return encoder.encode(response);
         }
     }
 
     /** {@code Inference-Header-Content-Length}, or null when absent; 400 when not a number. */
-    private static Integer headerLength(HttpServletRequest http) {
-        String value = http.getHeader(HEADER_LENGTH);
+    static Integer headerLength(String value) {
         if (value == null) {
             return null;
         }

@@ -5,6 +5,7 @@ import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
+import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.InferRequestDecoder;
 import io.etserve.protocol.InferResponseEncoder;
@@ -12,11 +13,13 @@ import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.ModelVersionState;
 import io.etserve.runtime.DirectBufferPool;
+import io.etserve.security.RestrictedApis;
 import io.etserve.triton.TritonExtensions;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.InputStream;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.springframework.http.HttpStatus;
@@ -116,6 +119,16 @@ public class InferenceProtocolController {
         try (RequestBody body = read instanceof RequestBody b ? b : readBlocking(http)) {
             exchange.serve((String) path.get("model"), (String) path.get("version"), http, reply, body);
         }
+    }
+
+    /**
+     * Quick requests served on the thread that read them ({@link InlineInferHandler}), through
+     * this controller's exchange, limits and budget.
+     */
+    public InlineInference inline(RestrictedApis restricted, ProtocolMetrics metrics, long maxInlineBytes,
+            Duration within) {
+        return new InlineInference(exchange, inference, restricted, metrics, inflight, pool, maxRequestBytes,
+                maxInlineBytes, within);
     }
 
     /** The exchange itself, which {@link InferBodyFilter} runs directly for the usual request. */

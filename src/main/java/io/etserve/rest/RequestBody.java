@@ -85,6 +85,14 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
     }
 
     /**
+     * Takes a body that arrived whole with its request's head (the bytes are copied; the caller
+     * keeps {@code bytes}); refusals as {@link #readAll(InputStream)}.
+     */
+    void readAll(ByteBuffer bytes) throws IOException {
+        readAll(new BufferStream(bytes.slice()));
+    }
+
+    /**
      * One read from {@code in} straight into the part it belongs to (no intermediate buffer), so
      * a non-blocking caller can ask {@code isReady()} between calls. The bytes read are reserved
      * in the budget.
@@ -137,6 +145,8 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         int n;
         if (in instanceof ServletInputStream servlet) {
             n = servlet.read(chunk);  // the network buffer's bytes, copied once, into place
+        } else if (in instanceof BufferStream buffer) {
+            n = buffer.read(chunk);
         } else {
             byte[] bytes = new byte[Math.min(chunk.remaining(), INITIAL)];
             n = in.read(bytes);
@@ -173,7 +183,11 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
 
     /** {@code Inference-Header-Content-Length}, or -1 when absent or not a number (the controller refuses that). */
     static long headerLength(HttpServletRequest request) {
-        String value = request.getHeader(InferExchange.HEADER_LENGTH);
+        return headerLength(request.getHeader(InferExchange.HEADER_LENGTH));
+    }
+
+    /** As {@link #headerLength(HttpServletRequest)}, from the header's value (null when absent). */
+    static long headerLength(String value) {
         if (value == null) {
             return -1;
         }
@@ -275,5 +289,49 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
 
     private static ApiException tooLarge(String message) {
         return new ApiException(HttpStatus.CONTENT_TOO_LARGE, message);
+    }
+
+    /** A buffer read as a stream; a binary part takes its bytes without an intermediate array. */
+    private static final class BufferStream extends InputStream {
+
+        private final ByteBuffer bytes;
+
+        BufferStream(ByteBuffer bytes) {
+            this.bytes = bytes;
+        }
+
+        @Override
+        public int read() {
+            return bytes.hasRemaining() ? bytes.get() & 0xff : -1;
+        }
+
+        @Override
+        public int read(byte[] into, int offset, int length) {
+            if (length == 0) {
+                return 0;
+            }
+            if (!bytes.hasRemaining()) {
+                return -1;
+            }
+            int n = Math.min(length, bytes.remaining());
+            bytes.get(into, offset, n);
+            return n;
+        }
+
+        int read(ByteBuffer into) {
+            if (!bytes.hasRemaining()) {
+                return -1;
+            }
+            int n = Math.min(into.remaining(), bytes.remaining());
+            into.put(into.position(), bytes, bytes.position(), n);
+            into.position(into.position() + n);
+            bytes.position(bytes.position() + n);
+            return n;
+        }
+
+        @Override
+        public int available() {
+            return bytes.remaining();
+        }
     }
 }

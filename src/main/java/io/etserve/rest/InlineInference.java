@@ -1,0 +1,227 @@
+package io.etserve.rest;
+
+import io.etserve.execution.InferenceService;
+import io.etserve.inference.Caller;
+import io.etserve.metrics.ProtocolMetrics;
+import io.etserve.protocol.EncodedResponse;
+import io.etserve.protocol.ErrorBody;
+import io.etserve.runtime.DirectBufferPool;
+import io.etserve.security.RestrictedApis;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import org.eclipse.jetty.http.HttpFields;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.HttpMethod;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.util.Callback;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An inference request served start to end on the thread that read it, through Jetty's core API
+ * instead of the servlet stack: the usual small request to a model that will run it at once and
+ * briefly, the way quick gRPC calls run on Netty's event loop. Handing a request from Jetty's
+ * selector to a pool thread costs two thread wake-ups, more than such a request's whole work on a
+ * busy machine (bench/results/2026-12-05-2core-inline-rest.md). {@link InlineInferHandler} asks
+ * {@link #quick} and serves here what it accepts; the rest takes the servlet path, whose answers
+ * this one matches: the same exchange ({@link InferExchange#answer}), error bodies
+ * ({@link ApiExceptionHandler}) and request metrics.
+ */
+public final class InlineInference {
+
+    private static final Logger log = LoggerFactory.getLogger(InlineInference.class);
+    /** A call this long on the selector held every connection it serves; the operator hears of it. */
+    private static final long SLOW_NANOS = 100_000_000L;
+    private static final long WARNING_INTERVAL_NANOS = 60_000_000_000L;
+
+    private final InferExchange exchange;
+    private final InferenceService inference;
+    private final RestrictedApis restricted;
+    private final ProtocolMetrics metrics;
+    private final ApiExceptionHandler errors;
+    private final InflightBytes inflight;
+    private final DirectBufferPool pool;
+    private final long maxBodyBytes;
+    private final long maxInlineBytes;
+    private final Duration within;
+    private final AtomicLong lastSlowWarning = new AtomicLong(System.nanoTime() - WARNING_INTERVAL_NANOS);
+    private final LongAdder served = new LongAdder();
+
+    /**
+     * @param maxInlineBytes the largest body served here: one read of the connection (Jetty's
+     *     request buffer), so a body that came with its head is one chunk
+     * @param within a model's recent forward calls under this (its moving average) make its calls
+     *     quick; zero serves nothing here
+     */
+    InlineInference(InferExchange exchange, InferenceService inference, RestrictedApis restricted,
+            ProtocolMetrics metrics, InflightBytes inflight, DirectBufferPool pool, long maxBodyBytes,
+            long maxInlineBytes, Duration within) {
+        this.exchange = exchange;
+        this.inference = inference;
+        this.restricted = restricted;
+        this.metrics = metrics;
+        this.errors = exchange.errors();
+        this.inflight = inflight;
+        this.pool = pool;
+        this.maxBodyBytes = maxBodyBytes;
+        this.maxInlineBytes = maxInlineBytes;
+        this.within = within;
+    }
+
+    /**
+     * The target of a request to serve here, or null: everything about it but its body says it
+     * will be quick. A POST to a plain model path (what the servlet path serves directly too),
+     * media types the protocol's answers fit, a declared length that one read holds, no
+     * {@code Expect}, the inference API not restricted (its key is checked in one place, the
+     * servlet filter), and a model that would run it at once and briefly
+     * ({@link InferenceService#runsAtOnce}).
+     */
+    InferExchange.Target quick(Request request) {
+        if (within.isZero() || !HttpMethod.POST.is(request.getMethod())) {
+            return null;
+        }
+        InferExchange.Target target = InferExchange.target(request.getHttpURI().getPath());
+        if (target == null) {
+            return null;
+        }
+        long length = request.getLength();
+        HttpFields headers = request.getHeaders();
+        if (length <= 0 || length > maxInlineBytes || length > maxBodyBytes || headers.contains(HttpHeader.EXPECT)
+                || !InferExchange.fits(headers.get(HttpHeader.CONTENT_TYPE), false)
+                || !InferExchange.fits(headers.get(HttpHeader.ACCEPT), true)
+                || restricted.restricts(RestrictedApis.Group.INFERENCE)
+                || !inference.runsAtOnce(target.model(), target.version(), within)) {
+            return null;
+        }
+        return target;
+    }
+
+    /**
+     * Serves a request {@link #quick} took, whose whole body is {@code chunk} (released here),
+     * and completes {@code callback} once the answer is written.
+     */
+    void serve(Request request, Response response, Callback callback, InferExchange.Target target,
+            Content.Chunk chunk) {
+        long start = System.nanoTime();
+        served.increment();
+        String headerLength = request.getHeaders().get(InferExchange.HEADER_LENGTH);
+        RequestBody body = null;
+        Callback done = callback;
+        try {
+            try {
+                body = new RequestBody(inflight, pool, maxBodyBytes, request.getLength(),
+                        RequestBody.headerLength(headerLength));
+                body.readAll(chunk.getByteBuffer());
+            } finally {
+                chunk.release();
+            }
+            done = completion(request, response, callback, body, start);
+            EncodedResponse encoded = exchange.answer(target.model(), target.version(),
+                    InferExchange.headerLength(headerLength), body, Caller.STAYS);
+            write(response, encoded, done);
+        } catch (Throwable e) {
+            if (done == callback) {
+                done = completion(request, response, callback, body, start);
+            }
+            refuse(response, e, done);
+        }
+        reportIfSlow(start);
+    }
+
+    /** Requests served here since start. */
+    public long served() {
+        return served.sum();
+    }
+
+    /** Gives the body's buffers back and counts the call once its answer is written (or failed). */
+    private Callback completion(Request request, Response response, Callback callback, RequestBody body,
+            long start) {
+        String model = RestRequestMetricsFilter.modelOf(request.getHttpURI().getPath());
+        Runnable end = () -> {
+            if (body != null) {
+                body.close();
+            }
+            metrics.record("rest", model, Integer.toString(response.getStatus()), System.nanoTime() - start);
+        };
+        return Callback.from(() -> {
+            end.run();
+            callback.succeeded();
+        }, x -> {
+            end.run();
+            callback.failed(x);
+        });
+    }
+
+    /**
+     * The answer as the servlet path writes it: status, Content-Type, the binary extension's
+     * header, Content-Length; the JSON part, then each binary section as the bridge left it.
+     * A small body goes out as one buffer ({@link EncodedResponse#ONE_WRITE_BYTES}'s reason).
+     */
+    private static void write(Response response, EncodedResponse encoded, Callback done) {
+        response.setStatus(200);
+        HttpFields.Mutable headers = response.getHeaders();
+        headers.put(HttpHeader.CONTENT_TYPE, encoded.contentType());
+        encoded.inferenceHeaderContentLength().ifPresent(n -> headers.put(InferExchange.HEADER_LENGTH, n));
+        long length = encoded.contentLength();
+        headers.put(HttpHeader.CONTENT_LENGTH, length);
+        List<ByteBuffer> binary = encoded.binary();
+        ByteBuffer json = ByteBuffer.wrap(encoded.json(), 0, encoded.jsonLength());
+        if (binary.isEmpty()) {
+            response.write(true, json, done);
+        } else if (length <= EncodedResponse.ONE_WRITE_BYTES) {
+            ByteBuffer whole = ByteBuffer.allocate((int) length).put(json);
+            binary.forEach(b -> whole.put(b.duplicate()));
+            response.write(true, whole.flip(), done);
+        } else {
+            List<ByteBuffer> parts = new ArrayList<>(binary.size() + 1);
+            parts.add(json);
+            binary.forEach(b -> parts.add(b.duplicate()));
+            writeFrom(response, parts, 0, done);
+        }
+    }
+
+    private static void writeFrom(Response response, List<ByteBuffer> parts, int i, Callback done) {
+        boolean last = i == parts.size() - 1;
+        response.write(last, parts.get(i),
+                last ? done : Callback.from(() -> writeFrom(response, parts, i + 1, done), done::failed));
+    }
+
+    /** A failure in the protocol's error body, as {@link ApiExceptionHandler} answers it on the servlet path. */
+    private void refuse(Response response, Throwable e, Callback done) {
+        if (response.isCommitted()) {
+            done.failed(e);
+            return;
+        }
+        ApiExceptionHandler.Answer answer = errors.answerOf(e);
+        byte[] json = ErrorBody.error(answer.text());
+        response.setStatus(answer.status());
+        HttpFields.Mutable headers = response.getHeaders();
+        headers.put(HttpHeader.CONTENT_TYPE, EncodedResponse.JSON);
+        if (answer.retryAfter() != null) {
+            headers.put(HttpHeader.RETRY_AFTER, ApiException.retryAfterHeader(answer.retryAfter()));
+        }
+        headers.put(HttpHeader.CONTENT_LENGTH, json.length);
+        response.write(true, ByteBuffer.wrap(json), done);
+    }
+
+    /**
+     * A call that held the selector long (its model's time follows its input's values, which its
+     * recent calls did not show) is told to the operator, at most once a minute.
+     */
+    private void reportIfSlow(long start) {
+        long now = System.nanoTime();
+        long nanos = now - start;
+        long last = lastSlowWarning.get();
+        if (nanos > SLOW_NANOS && now - last > WARNING_INTERVAL_NANOS && lastSlowWarning.compareAndSet(last, now)) {
+            log.warn("a REST inference call ran {} ms on the thread that read it, holding the connections it serves,"
+                    + " though its model's recent calls were quick; if a model's time follows its input's values,"
+                    + " set etserve.http.inline-below: 0", nanos / 1_000_000);
+        }
+    }
+}
