@@ -60,8 +60,8 @@ public final class InlineInferHandler extends Handler.Wrapper {
         Content.Chunk chunk = request.read();
         if (chunk != null && !Content.Chunk.isFailure(chunk) && chunk.remaining() == request.getLength()) {
             if (!chunk.isLast()) {
-                // The end of the body, parsed from what was read: the connection then goes on to its
-                // next request as soon as this one's answer is written.
+                // The end of the body, parsed from bytes already read (no I/O): the exchange ends
+                // with its request consumed, as the servlet path's does.
                 Content.Chunk end = request.read();
                 if (end != null) {
                     end.release();
