@@ -3,6 +3,7 @@ package io.etserve.rest;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.support.Http;
+import io.etserve.support.RawConnection;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
 import java.nio.ByteBuffer;
@@ -38,16 +39,29 @@ class InlineProtocolApiTest extends ProtocolApiTest {
     WebServerApplicationContext context;
 
     @Test
-    void quickCallsAreServedOnTheReadingThreadAndMatchTheReference() {
-        assertThat(((JettyWebServer) context.getWebServer()).getServer().getInvocationType()).isEqualTo(Invocable.InvocationType.NON_BLOCKING);
+    void quickCallsAreServedOnTheReadingThreadAndMatchTheReference() throws Exception {
+        assertThat(((JettyWebServer) context.getWebServer()).getServer().getInvocationType())
+                .isEqualTo(Invocable.InvocationType.NON_BLOCKING);
         Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
         long before = inline.served();
+        // Head and body in one write (one segment on loopback): the body comes with its head, so
+        // each of these is served inline. HttpClient may write the two apart (then the servlet path
+        // answers): its binary calls below check the answers, not where they ran.
+        try (RawConnection raw = RawConnection.open(port, 10_000)) {
+            for (Reference.Case c : ref.cases()) {
+                String json = Http.JSON.writeValueAsString(
+                        Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+                RawConnection.Response r = raw.exchange(RawConnection.post("/v2/models/demo-xnnpack/infer", json));
+                assertThat(r.status()).as(r.text()).isEqualTo(200);
+                assertThat(r.header("Content-Type")).isEqualTo("application/json");
+                assertMatches(ref, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
+            }
+            RawConnection.Response bad = raw.exchange(RawConnection.post("/v2/models/demo-xnnpack/infer", "{\"inputs\": ["));
+            assertThat(bad.status()).isEqualTo(400);
+            assertThat(Http.JSON.readTree(bad.text()).path("error").asString()).contains("not valid JSON");
+        }
+        assertThat(inline.served() - before).isEqualTo(ref.cases().size() + 1L);
         for (Reference.Case c : ref.cases()) {
-            Http.Response r = http.postJson("/v2/models/demo-xnnpack/infer",
-                    Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
-            assertThat(r.status()).as(r.text()).isEqualTo(200);
-            assertThat(r.header("Content-Type")).isEqualTo("application/json");
-            assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
             Http.Response b = postBinary("demo-xnnpack", binaryRequest(c.inputs(), List.of("y")));
             assertThat(b.status()).as(b.text()).isEqualTo(200);
             ByteBuffer y = binaryOutputs(b).get("y");
@@ -57,11 +71,6 @@ class InlineProtocolApiTest extends ProtocolApiTest {
                 assertThat(ref.close(y.getFloat(i * 4), expected.get(i))).isTrue();
             }
         }
-        assertThat(inline.served() - before).isEqualTo(2L * ref.cases().size());
-        Http.Response bad = http.post("/v2/models/demo-xnnpack/infer", "{\"inputs\": [");
-        assertThat(bad.status()).isEqualTo(400);
-        assertThat(bad.json().path("error").asString()).contains("not valid JSON");
-        assertThat(inline.served() - before).isEqualTo(2L * ref.cases().size() + 1);
     }
 
     @Test
