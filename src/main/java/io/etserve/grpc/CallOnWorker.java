@@ -1,5 +1,6 @@
 package io.etserve.grpc;
 
+import io.etserve.execution.SlowInlineCalls;
 import io.grpc.Attributes;
 import io.grpc.Context;
 import io.grpc.Metadata;
@@ -13,7 +14,6 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,16 +38,13 @@ import org.slf4j.LoggerFactory;
 final class CallOnWorker implements ServerInterceptor {
 
     private static final Logger log = LoggerFactory.getLogger(CallOnWorker.class);
-    /** A call on the event loop longer than this is logged (at most once a minute). */
-    private static final long SLOW_ON_EVENT_LOOP_NANOS = 100_000_000L;
-    private static final long WARNING_INTERVAL_NANOS = 60_000_000_000L;
 
     /** Calls of a connection started and not yet completed or cancelled. */
     private static final Attributes.Key<AtomicInteger> CALLS = Attributes.Key.create("etserve.calls-in-flight");
 
     private final Executor workers;
     private final Predicate<Object> runsHere;
-    private final AtomicLong lastSlowWarning = new AtomicLong(System.nanoTime() - WARNING_INTERVAL_NANOS - 1);
+    private final SlowInlineCalls slowCalls = new SlowInlineCalls();
 
     /** @param runsHere whether a call with this request may run on the event loop (never blocks long) */
     CallOnWorker(Executor workers, Predicate<Object> runsHere) {
@@ -70,7 +67,7 @@ final class CallOnWorker implements ServerInterceptor {
             ServerCallHandler<Q, R> next) {
         AtomicInteger calls = call.getAttributes().get(CALLS);
         Sequenced<Q> listener = new Sequenced<>(next.startCall(call, headers), call, workers, runsHere, calls,
-                lastSlowWarning);
+                slowCalls);
         if (calls != null) {
             calls.incrementAndGet();
         }
@@ -87,20 +84,20 @@ final class CallOnWorker implements ServerInterceptor {
         private final Executor workers;
         private final Predicate<Object> runsHere;
         private final AtomicInteger connectionCalls;  // null: not counted (no transport filter)
-        private final AtomicLong lastSlowWarning;
+        private final SlowInlineCalls slowCalls;
         private final AtomicBoolean ended = new AtomicBoolean();
         private Object request;  // written and read by the steps, which run in order
         private final ArrayDeque<Step> pending = new ArrayDeque<>(2);  // guarded by this
         private boolean draining;  // guarded by this: a thread runs the steps, or a worker was asked to
 
         Sequenced(ServerCall.Listener<Q> delegate, ServerCall<Q, ?> call, Executor workers,
-                Predicate<Object> runsHere, AtomicInteger connectionCalls, AtomicLong lastSlowWarning) {
+                Predicate<Object> runsHere, AtomicInteger connectionCalls, SlowInlineCalls slowCalls) {
             this.delegate = delegate;
             this.call = call;
             this.workers = workers;
             this.runsHere = runsHere;
             this.connectionCalls = connectionCalls;
-            this.lastSlowWarning = lastSlowWarning;
+            this.slowCalls = slowCalls;
         }
 
         @Override
@@ -186,15 +183,11 @@ final class CallOnWorker implements ServerInterceptor {
             long start = System.nanoTime();
             run(step, false);
             long nanos = System.nanoTime() - start;
-            if (nanos > SLOW_ON_EVENT_LOOP_NANOS) {
-                long now = System.nanoTime();
-                long last = lastSlowWarning.get();
-                if (now - last > WARNING_INTERVAL_NANOS && lastSlowWarning.compareAndSet(last, now)) {
-                    log.warn("a gRPC call ({}) ran {} ms on Netty's event loop, holding the connections that share it,"
-                            + " though its model's recent calls were quick; if a model's time follows its input's"
-                            + " values, set etserve.grpc.inline-below: 0", call.getMethodDescriptor().getBareMethodName(),
-                            nanos / 1_000_000);
-                }
+            if (slowCalls.report(nanos)) {
+                log.warn("a gRPC call ({}) ran {} ms on Netty's event loop, holding the connections that share it,"
+                        + " though its model's recent calls were quick; if a model's time follows its input's"
+                        + " values, set etserve.grpc.inline-below: 0", call.getMethodDescriptor().getBareMethodName(),
+                        nanos / 1_000_000);
             }
         }
 

@@ -3,6 +3,7 @@ package io.etserve.protocol;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
 
@@ -43,7 +44,7 @@ public record EncodedResponse(byte[] json, int jsonLength, List<ByteBuffer> bina
      * what it holds, so a small binary response would cost two writes, and the client two reads
      * and a wake-up: more than the same response as JSON (bench/results/cpu-small-requests.md).
      */
-    public static final int ONE_WRITE_BYTES = 8 * 1024;
+    static final int ONE_WRITE_BYTES = 8 * 1024;
 
     /**
      * Writes the body: the JSON part, then each binary section straight from where the bridge
@@ -68,6 +69,28 @@ public record EncodedResponse(byte[] json, int jsonLength, List<ByteBuffer> bina
                 }
             }
         }
+    }
+
+    /**
+     * The body as buffers to write in order, for a sink that takes buffers (Jetty's core API): a
+     * small body as one buffer, its binary sections copied behind the JSON part
+     * ({@link #ONE_WRITE_BYTES}); else the JSON part, then each binary section as the bridge left it.
+     */
+    public List<ByteBuffer> buffers() {
+        ByteBuffer head = ByteBuffer.wrap(json, 0, jsonLength);
+        if (binary.isEmpty()) {
+            return List.of(head);
+        }
+        long length = contentLength();
+        if (length <= ONE_WRITE_BYTES) {
+            ByteBuffer whole = ByteBuffer.allocate((int) length).put(head);
+            binary.forEach(b -> whole.put(b.duplicate()));
+            return List.of(whole.flip());
+        }
+        List<ByteBuffer> parts = new ArrayList<>(binary.size() + 1);
+        parts.add(head);
+        binary.forEach(b -> parts.add(b.duplicate()));
+        return parts;
     }
 
     /** The whole body in one array (a copy; tests and tools). */

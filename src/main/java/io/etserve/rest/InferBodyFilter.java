@@ -170,7 +170,6 @@ public final class InferBodyFilter implements Filter {
         return e.status() == HttpStatus.SERVICE_UNAVAILABLE || e.status() == HttpStatus.CONTENT_TOO_LARGE;
     }
 
-    /** A POST to an {@code .../infer} path: an inference call. */
     /** The exchange directly when it serves this request, else on to Spring MVC and the controller. */
     private void proceed(HttpServletRequest request, HttpServletResponse response, FilterChain chain, RequestBody body)
             throws IOException, ServletException {
@@ -182,6 +181,7 @@ public final class InferBodyFilter implements Filter {
         }
     }
 
+    /** A POST to an {@code .../infer} path: an inference call. */
     public static boolean isInfer(HttpServletRequest request) {
         return "POST".equals(request.getMethod()) && request.getRequestURI().endsWith("/infer");
     }

@@ -72,11 +72,15 @@ public final class InferExchange {
      * take it (its 404, 405, 406 and 415 stay what they were).
      */
     static Target directTarget(HttpServletRequest http) {
-        if (!"POST".equals(http.getMethod()) || !fits(http.getContentType(), false)
-                || !fits(http.getHeader("Accept"), true)) {
+        return directTarget(http.getMethod(), http.getRequestURI(), http.getContentType(), http.getHeader("Accept"));
+    }
+
+    /** As {@link #directTarget(HttpServletRequest)}, from the request's method, raw path and media-type headers. */
+    static Target directTarget(String method, String path, String contentType, String accept) {
+        if (!"POST".equals(method) || !fits(contentType, false) || !fits(accept, true)) {
             return null;
         }
-        return target(http.getRequestURI());
+        return target(path);
     }
 
     /**
@@ -118,7 +122,7 @@ public final class InferExchange {
      * but a supported charset (Content-Type) or a non-zero q (Accept). Anything else is left to
      * MVC, whose refusals (415, 406) stay as they are.
      */
-    static boolean fits(String header, boolean list) {
+    private static boolean fits(String header, boolean list) {
         if (header == null || header.isBlank() || header.equals("application/octet-stream")
                 || header.equals("application/json")) {
             return true;  // the usual request, without splitting it

@@ -1,6 +1,7 @@
 package io.etserve.rest;
 
 import io.etserve.execution.InferenceService;
+import io.etserve.execution.SlowInlineCalls;
 import io.etserve.inference.Caller;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.EncodedResponse;
@@ -9,13 +10,10 @@ import io.etserve.runtime.DirectBufferPool;
 import io.etserve.security.RestrictedApis;
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
-import org.eclipse.jetty.http.HttpMethod;
 import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
@@ -27,8 +25,8 @@ import org.slf4j.LoggerFactory;
  * An inference request served start to end on the thread that read it, through Jetty's core API
  * instead of the servlet stack: the usual small request to a model that will run it at once and
  * briefly, the way quick gRPC calls run on Netty's event loop. Handing a request from Jetty's
- * selector to a pool thread costs two thread wake-ups, more than such a request's whole work on a
- * busy machine (bench/results/2026-12-05-2core-inline-rest.md). {@link InlineInferHandler} asks
+ * selector to a pool thread costs two thread wake-ups, more than such a request's whole work
+ * when several connections keep the machine busy (bench/results/2026-12-05-2core-inline-rest.md). {@link InlineInferHandler} asks
  * {@link #quick} and serves here what it accepts; the rest takes the servlet path, whose answers
  * this one matches: the same exchange ({@link InferExchange#answer}), error bodies
  * ({@link ApiExceptionHandler}) and request metrics.
@@ -36,21 +34,17 @@ import org.slf4j.LoggerFactory;
 public final class InlineInference {
 
     private static final Logger log = LoggerFactory.getLogger(InlineInference.class);
-    /** A call this long on the selector held every connection it serves; the operator hears of it. */
-    private static final long SLOW_NANOS = 100_000_000L;
-    private static final long WARNING_INTERVAL_NANOS = 60_000_000_000L;
 
     private final InferExchange exchange;
     private final InferenceService inference;
     private final RestrictedApis restricted;
     private final ProtocolMetrics metrics;
-    private final ApiExceptionHandler errors;
     private final InflightBytes inflight;
     private final DirectBufferPool pool;
     private final long maxBodyBytes;
     private final long maxInlineBytes;
     private final Duration within;
-    private final AtomicLong lastSlowWarning = new AtomicLong(System.nanoTime() - WARNING_INTERVAL_NANOS);
+    private final SlowInlineCalls slowCalls = new SlowInlineCalls();
     private final LongAdder served = new LongAdder();
 
     /**
@@ -66,7 +60,6 @@ public final class InlineInference {
         this.inference = inference;
         this.restricted = restricted;
         this.metrics = metrics;
-        this.errors = exchange.errors();
         this.inflight = inflight;
         this.pool = pool;
         this.maxBodyBytes = maxBodyBytes;
@@ -83,18 +76,17 @@ public final class InlineInference {
      * ({@link InferenceService#runsAtOnce}).
      */
     InferExchange.Target quick(Request request) {
-        if (within.isZero() || !HttpMethod.POST.is(request.getMethod())) {
+        if (within.isZero()) {
             return null;
         }
-        InferExchange.Target target = InferExchange.target(request.getHttpURI().getPath());
+        HttpFields headers = request.getHeaders();
+        InferExchange.Target target = InferExchange.directTarget(request.getMethod(), request.getHttpURI().getPath(),
+                headers.get(HttpHeader.CONTENT_TYPE), headers.get(HttpHeader.ACCEPT));
         if (target == null) {
             return null;
         }
         long length = request.getLength();
-        HttpFields headers = request.getHeaders();
         if (length <= 0 || length > maxInlineBytes || length > maxBodyBytes || headers.contains(HttpHeader.EXPECT)
-                || !InferExchange.fits(headers.get(HttpHeader.CONTENT_TYPE), false)
-                || !InferExchange.fits(headers.get(HttpHeader.ACCEPT), true)
                 || restricted.restricts(RestrictedApis.Group.INFERENCE)
                 || !inference.runsAtOnce(target.model(), target.version(), within)) {
             return null;
@@ -112,7 +104,6 @@ public final class InlineInference {
         served.increment();
         String headerLength = request.getHeaders().get(InferExchange.HEADER_LENGTH);
         RequestBody body = null;
-        Callback done = callback;
         try {
             try {
                 body = new RequestBody(inflight, pool, maxBodyBytes, request.getLength(),
@@ -121,17 +112,18 @@ public final class InlineInference {
             } finally {
                 chunk.release();
             }
-            done = completion(request, response, callback, body, start);
             EncodedResponse encoded = exchange.answer(target.model(), target.version(),
                     InferExchange.headerLength(headerLength), body, Caller.STAYS);
-            write(response, encoded, done);
+            write(response, encoded, completion(target, response, callback, body, start));
         } catch (Throwable e) {
-            if (done == callback) {
-                done = completion(request, response, callback, body, start);
-            }
-            refuse(response, e, done);
+            refuse(response, e, completion(target, response, callback, body, start));
         }
-        reportIfSlow(start);
+        long nanos = System.nanoTime() - start;
+        if (slowCalls.report(nanos)) {
+            log.warn("a REST inference call ran {} ms on the thread that read it, holding the connections it serves,"
+                    + " though its model's recent calls were quick; if a model's time follows its input's values,"
+                    + " set etserve.http.inline-below: 0", nanos / 1_000_000);
+        }
     }
 
     /** Requests served here since start. */
@@ -139,15 +131,17 @@ public final class InlineInference {
         return served.sum();
     }
 
-    /** Gives the body's buffers back and counts the call once its answer is written (or failed). */
-    private Callback completion(Request request, Response response, Callback callback, RequestBody body,
+    /**
+     * Gives the body's buffers back (null: none was made) and counts the call once its answer is
+     * written or failed.
+     */
+    private Callback completion(InferExchange.Target target, Response response, Callback callback, RequestBody body,
             long start) {
-        String model = RestRequestMetricsFilter.modelOf(request.getHttpURI().getPath());
         Runnable end = () -> {
             if (body != null) {
                 body.close();
             }
-            metrics.record("rest", model, Integer.toString(response.getStatus()), System.nanoTime() - start);
+            metrics.record("rest", target.model(), Integer.toString(response.getStatus()), System.nanoTime() - start);
         };
         return Callback.from(() -> {
             end.run();
@@ -160,30 +154,15 @@ public final class InlineInference {
 
     /**
      * The answer as the servlet path writes it: status, Content-Type, the binary extension's
-     * header, Content-Length; the JSON part, then each binary section as the bridge left it.
-     * A small body goes out as one buffer ({@link EncodedResponse#ONE_WRITE_BYTES}'s reason).
+     * header, Content-Length, then the body's buffers in order ({@link EncodedResponse#buffers}).
      */
     private static void write(Response response, EncodedResponse encoded, Callback done) {
         response.setStatus(200);
         HttpFields.Mutable headers = response.getHeaders();
         headers.put(HttpHeader.CONTENT_TYPE, encoded.contentType());
         encoded.inferenceHeaderContentLength().ifPresent(n -> headers.put(InferExchange.HEADER_LENGTH, n));
-        long length = encoded.contentLength();
-        headers.put(HttpHeader.CONTENT_LENGTH, length);
-        List<ByteBuffer> binary = encoded.binary();
-        ByteBuffer json = ByteBuffer.wrap(encoded.json(), 0, encoded.jsonLength());
-        if (binary.isEmpty()) {
-            response.write(true, json, done);
-        } else if (length <= EncodedResponse.ONE_WRITE_BYTES) {
-            ByteBuffer whole = ByteBuffer.allocate((int) length).put(json);
-            binary.forEach(b -> whole.put(b.duplicate()));
-            response.write(true, whole.flip(), done);
-        } else {
-            List<ByteBuffer> parts = new ArrayList<>(binary.size() + 1);
-            parts.add(json);
-            binary.forEach(b -> parts.add(b.duplicate()));
-            writeFrom(response, parts, 0, done);
-        }
+        headers.put(HttpHeader.CONTENT_LENGTH, encoded.contentLength());
+        writeFrom(response, encoded.buffers(), 0, done);
     }
 
     private static void writeFrom(Response response, List<ByteBuffer> parts, int i, Callback done) {
@@ -198,7 +177,7 @@ public final class InlineInference {
             done.failed(e);
             return;
         }
-        ApiExceptionHandler.Answer answer = errors.answerOf(e);
+        ApiExceptionHandler.Answer answer = exchange.errors().answerOf(e);
         byte[] json = ErrorBody.error(answer.text());
         response.setStatus(answer.status());
         HttpFields.Mutable headers = response.getHeaders();
@@ -208,20 +187,5 @@ public final class InlineInference {
         }
         headers.put(HttpHeader.CONTENT_LENGTH, json.length);
         response.write(true, ByteBuffer.wrap(json), done);
-    }
-
-    /**
-     * A call that held the selector long (its model's time follows its input's values, which its
-     * recent calls did not show) is told to the operator, at most once a minute.
-     */
-    private void reportIfSlow(long start) {
-        long now = System.nanoTime();
-        long nanos = now - start;
-        long last = lastSlowWarning.get();
-        if (nanos > SLOW_NANOS && now - last > WARNING_INTERVAL_NANOS && lastSlowWarning.compareAndSet(last, now)) {
-            log.warn("a REST inference call ran {} ms on the thread that read it, holding the connections it serves,"
-                    + " though its model's recent calls were quick; if a model's time follows its input's values,"
-                    + " set etserve.http.inline-below: 0", nanos / 1_000_000);
-        }
     }
 }

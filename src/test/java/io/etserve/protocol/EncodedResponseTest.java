@@ -80,4 +80,40 @@ class EncodedResponseTest {
         assertThat(out.calls).containsExactly("bytes:" + r.jsonLength(), "buffer:" + (EncodedResponse.ONE_WRITE_BYTES + 1));
         assertThat(out.all.toByteArray()).isEqualTo(r.body());
     }
+
+    /** The expected body, assembled here: the JSON part, then the section's bytes 0, 1, 2, ... */
+    private static byte[] expectedBody(int sectionBytes) {
+        byte[] json = "{\"outputs\":[]}".getBytes(StandardCharsets.UTF_8);
+        byte[] all = new byte[json.length + sectionBytes];
+        System.arraycopy(json, 0, all, 0, json.length);
+        for (int i = 0; i < sectionBytes; i++) {
+            all[json.length + i] = (byte) i;
+        }
+        return all;
+    }
+
+    private static byte[] joined(List<ByteBuffer> buffers) {
+        ByteArrayOutputStream all = new ByteArrayOutputStream();
+        for (ByteBuffer b : buffers) {
+            byte[] copy = new byte[b.remaining()];
+            b.get(copy);
+            all.write(copy, 0, copy.length);
+        }
+        return all.toByteArray();
+    }
+
+    @Test
+    void forABufferSinkASmallBodyIsOneHeapBufferAndALargeSectionItsOwnBuffer() {
+        List<ByteBuffer> small = response(16).buffers();
+        assertThat(small).hasSize(1);
+        assertThat(joined(small)).isEqualTo(expectedBody(16));
+
+        int large = EncodedResponse.ONE_WRITE_BYTES + 1;
+        EncodedResponse r = response(large);
+        List<ByteBuffer> parts = r.buffers();
+        assertThat(parts).hasSize(2);
+        assertThat(parts.get(1).isDirect()).as("the section as the bridge left it, not copied").isTrue();
+        assertThat(joined(parts)).isEqualTo(expectedBody(large));
+        assertThat(joined(r.buffers())).as("the response's own buffers are left as they were").isEqualTo(expectedBody(large));
+    }
 }

@@ -249,13 +249,17 @@ class ProtocolApiTest {
             for (Reference.Case c : ref.cases()) {
                 Http.Response r = postBinary(model, binaryRequest(c.inputs(), List.of("y")));
                 assertThat(r.status()).as(r.text()).isEqualTo(200);
-                ByteBuffer y = binaryOutputs(r).get("y");
-                List<Double> expected = c.outputs().get(0).data();
-                assertThat(y.remaining()).isEqualTo(expected.size() * 4);
-                for (int i = 0; i < expected.size(); i++) {
-                    assertThat(ref.close(y.getFloat(i * 4), expected.get(i))).isTrue();
-                }
+                assertMatchesFp32(ref, c.outputs().get(0), binaryOutputs(r).get("y"));
             }
+        }
+    }
+
+    /** An FP32 output sent as binary data against the reference's values. */
+    static void assertMatchesFp32(Reference ref, Reference.TensorValue expected, ByteBuffer got) {
+        List<Double> want = expected.data();
+        assertThat(got.remaining()).isEqualTo(want.size() * 4);
+        for (int i = 0; i < want.size(); i++) {
+            assertThat(ref.close(got.getFloat(i * 4), want.get(i))).isTrue();
         }
     }
 

@@ -1,0 +1,27 @@
+package io.etserve.execution;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Calls that ran on a thread serving many connections (Netty's event loop, Jetty's selector)
+ * because their model's recent calls were quick ({@link InferenceService#runsAtOnce}), and that
+ * turned out long: each protocol tells its operator what to set, at most once a minute.
+ */
+public final class SlowInlineCalls {
+
+    /** A call this long held every connection its thread serves. */
+    private static final long SLOW_NANOS = 100_000_000L;
+    private static final long INTERVAL_NANOS = 60_000_000_000L;
+
+    private final AtomicLong lastReport = new AtomicLong(System.nanoTime() - INTERVAL_NANOS - 1);
+
+    /** Whether a call that ran {@code nanos} is to be reported now: it was slow, and none was within the minute. */
+    public boolean report(long nanos) {
+        if (nanos <= SLOW_NANOS) {
+            return false;
+        }
+        long now = System.nanoTime();
+        long last = lastReport.get();
+        return now - last > INTERVAL_NANOS && lastReport.compareAndSet(last, now);
+    }
+}
