@@ -75,8 +75,9 @@ class RestConfiguration {
         registration.setDispatcherTypes(DispatcherType.REQUEST, DispatcherType.ASYNC);
         registration.setAsyncSupported(true);
         // After the access, tracing and metrics filters, before Spring MVC's own (request context,
-        // form content): the usual request is served here and never needs them; the others go on
-        // through them to the controller.
+        // form content): a plain model path is served here and never needs them (the usual
+        // request, whose body came whole, does not reach the servlet layer: InferHandler); the
+        // others go on through them to the controller.
         registration.setOrder(Ordered.HIGHEST_PRECEDENCE + 20);
         return registration;
     }

@@ -42,8 +42,8 @@ final class Forward {
     }
 
     /**
-     * Admits one call of {@code model} on {@code slot}; the bulkhead counts the instances, so with
-     * a slot held it admits at once, and the breaker may still refuse.
+     * Admits one call of {@code model} on {@code slot}: the slot is its share of the model's
+     * capacity, and the breaker may still refuse.
      *
      * @throws RuntimeException the admission's refusal (breaker open), after the slot is given back
      */

@@ -4,16 +4,16 @@ import io.etserve.inference.InferenceFailedException;
 import java.util.Optional;
 
 /**
- * Decides whether a request may run on a model now (bulkhead, circuit breaker) and learns
- * from its outcome. The production implementation is Resilience4j's
+ * Decides whether a request may run on a model now (its circuit breaker) and learns from its
+ * outcome. The production implementation is Resilience4j's
  * (io.etserve.resilience.ResilientAdmission).
  */
 public interface ModelAdmission {
 
     /**
-     * Admits one call, waiting (bounded) for capacity.
+     * Admits one call of a model whose instance the caller holds (so its capacity is already
+     * taken care of).
      *
-     * @throws OverloadedException when the model stayed at capacity for the whole wait
      * @throws ModelUnavailableException when the model's breaker is open
      */
     Admission admit(LoadedModel model) throws InterruptedException;

@@ -12,10 +12,8 @@ import io.etserve.runtime.ExecutionOutput;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 /**
@@ -68,23 +66,28 @@ public final class TensorContract {
     public static List<ExecutionInput> bindInputs(ModelDescription model, long maxElementsPerTensor,
             InferenceRequest request) {
         List<TensorMetadata> expected = model.inputs();
-        Map<String, Tensor> byName = new HashMap<>();
-        for (Tensor t : request.inputs()) {
-            if (byName.put(t.name(), t) != null) {
-                // The decoders refuse a repeated name; only code can build such a request.
-                throw new IllegalArgumentException("input '" + t.name() + "' is in the request twice");
+        List<Tensor> given = request.inputs();
+        // By scanning: a method has a few inputs, and a map per request cost more than the search.
+        for (Tensor t : given) {
+            if (indexOf(expected, t.name()) < 0) {
+                throw new InvalidInputException("model '" + model.name() + "' has no input '"
+                        + UntrustedText.abbreviate(t.name()) + "'; its inputs are "
+                        + expected.stream().map(TensorMetadata::name).toList());
             }
         }
-        for (String name : byName.keySet()) {
-            if (expected.stream().noneMatch(m -> m.name().equals(name))) {
-                throw new InvalidInputException("model '" + model.name() + "' has no input '" + UntrustedText.abbreviate(name)
-                        + "'; its inputs are " + expected.stream().map(TensorMetadata::name).toList());
+        // The decoders refuse a repeated name; only code can build such a request. Every name is
+        // the method's by now, so a repeat shows among its first (inputs + 1) names.
+        for (int i = 0; i < Math.min(given.size(), expected.size() + 1); i++) {
+            for (int j = 0; j < i; j++) {
+                if (given.get(j).name().equals(given.get(i).name())) {
+                    throw new IllegalArgumentException("input '" + given.get(i).name() + "' is in the request twice");
+                }
             }
         }
         List<ExecutionInput> bound = new ArrayList<>(expected.size());
         for (int i = 0; i < expected.size(); i++) {
             TensorMetadata meta = expected.get(i);
-            Tensor t = byName.get(meta.name());
+            Tensor t = named(given, meta.name());
             if (t == null) {
                 throw new InvalidInputException("missing input '" + meta.name() + "' (" + meta.dataType().protocolName()
                         + " " + Arrays.toString(meta.shape()) + ")");
@@ -109,6 +112,24 @@ public final class TensorContract {
             bound.add(new ExecutionInput(data, meta.dataType().executorchCode(), shape));
         }
         return bound;
+    }
+
+    private static int indexOf(List<TensorMetadata> tensors, String name) {
+        for (int i = 0; i < tensors.size(); i++) {
+            if (tensors.get(i).name().equals(name)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private static Tensor named(List<Tensor> tensors, String name) {
+        for (Tensor t : tensors) {
+            if (t.name().equals(name)) {
+                return t;
+            }
+        }
+        return null;
     }
 
     /**

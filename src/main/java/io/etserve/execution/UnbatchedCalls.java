@@ -29,7 +29,7 @@ final class UnbatchedCalls {
     /**
      * The request as its own forward call: a free instance, admission, execute. The wait is in
      * the instance line, which a request whose caller goes leaves at once; admission after it
-     * finds the bulkhead's permit free (it counts the instances) or the breaker's refusal.
+     * can only meet the breaker's refusal.
      */
     InferenceService.Executed run(LoadedModel model, List<ExecutionInput> inputs, OutputBuffers outputs,
             Cancellation cancellation) {

@@ -16,11 +16,9 @@ import io.etserve.protocol.TensorChecks;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.IntToLongFunction;
 
 /**
@@ -49,7 +47,6 @@ final class GrpcTensors {
             throw new InvalidRequestException("raw_input_contents has " + request.getRawInputContentsCount()
                     + " entries for " + count + " inputs; give one per input, in order.");
         }
-        Set<String> names = new HashSet<>();
         List<Tensor> inputs = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             TensorChecks.requireInputSlot(i, limits);
@@ -58,7 +55,7 @@ final class GrpcTensors {
                 throw new InvalidRequestException("Input #" + i + " has no 'name'.");
             }
             String label = TensorChecks.label(in.getName());
-            TensorChecks.requireFirstUse(names, in.getName(), label);
+            TensorChecks.requireFirstUse(inputs, in.getName());
             DataType type = TensorChecks.dataType(label, in.getDatatype());
             long[] shape = in.getShapeList().stream().mapToLong(Long::longValue).toArray();
             long elements = TensorChecks.elementCount(label, shape, limits);

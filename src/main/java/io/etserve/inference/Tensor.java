@@ -36,6 +36,21 @@ public record Tensor(String name, DataType dataType, long[] shape, ByteBuffer da
         return elementCount(shape);
     }
 
+    /** Bytes of data ({@code data().remaining()} without a view). */
+    public int byteSize() {
+        return data.remaining();
+    }
+
+    /** Dimensions ({@code shape().length} without a copy). */
+    public int rank() {
+        return shape.length;
+    }
+
+    /** Dimension {@code i} ({@code shape()[i]} without a copy). */
+    public long dim(int i) {
+        return shape[i];
+    }
+
     @Override
     public long[] shape() {
         return shape.clone();

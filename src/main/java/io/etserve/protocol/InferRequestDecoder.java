@@ -45,6 +45,8 @@ public final class InferRequestDecoder {
     static final int MAX_RANK = 32;
     /** Deepest nesting of a {@code data} array (row-major nesting has one level per dimension). */
     static final int MAX_DATA_NESTING = MAX_RANK;
+    /** Requested outputs checked for repeats by a scan; past this many, by a set. */
+    private static final int FEW_OUTPUTS = 8;
 
     /**
      * A whole body in one array (tests and tools): the binary sections are copied once into a
@@ -144,8 +146,10 @@ public final class InferRequestDecoder {
             Map<String, Object> parameters = Map.of();
             List<Tensor> inputs = null;
             List<RequestedOutput> outputs = List.of();
+            int seen = 0;
             for (String field = p.nextName(); field != null; field = p.nextName()) {
                 p.nextToken();
+                seen = once(seen, field, "The request");
                 switch (field) {
                     case "id" -> id = readString(p, "The request 'id'");
                     case "parameters" -> parameters = readParameters(p, "The request");
@@ -176,7 +180,6 @@ public final class InferRequestDecoder {
                 throw new InvalidRequestException("The request's 'inputs' must be an array.");
             }
             List<Tensor> inputs = new ArrayList<>();
-            Set<String> names = new HashSet<>();
             for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
                 int index = inputs.size();
                 TensorChecks.requireInputSlot(index, limits);
@@ -184,7 +187,7 @@ public final class InferRequestDecoder {
                     throw new InvalidRequestException("Input #" + index + " must be a JSON object.");
                 }
                 Tensor input = readInput(p, index);
-                TensorChecks.requireFirstUse(names, input.name(), TensorChecks.label(input.name()));
+                TensorChecks.requireFirstUse(inputs, input.name());
                 inputs.add(input);
             }
             return inputs;
@@ -200,8 +203,10 @@ public final class InferRequestDecoder {
             boolean hasData = false;
             ByteBuffer data = null;
             int deferredDataOffset = -1;
+            int seen = 0;
             for (String field = p.nextName(); field != null; field = p.nextName()) {
                 p.nextToken();
+                seen = once(seen, field, label);
                 switch (field) {
                     case "name" -> {
                         name = readString(p, label + " 'name'");
@@ -324,7 +329,7 @@ public final class InferRequestDecoder {
                 throw new InvalidRequestException("The request's 'outputs' must be an array.");
             }
             List<RequestedOutput> outputs = new ArrayList<>();
-            Set<String> names = new HashSet<>();
+            Set<String> names = null;  // a scan while few (no set per request); a set once many, which nothing else bounds
             for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
                 String label = "Requested output #" + outputs.size();
                 if (t != JsonToken.START_OBJECT) {
@@ -332,8 +337,10 @@ public final class InferRequestDecoder {
                 }
                 String name = null;
                 Map<String, Object> parameters = Map.of();
+                int seen = 0;
                 for (String field = p.nextName(); field != null; field = p.nextName()) {
                     p.nextToken();
+                    seen = once(seen, field, label);
                     switch (field) {
                         case "name" -> {
                             name = readString(p, label + " 'name'");
@@ -356,7 +363,13 @@ public final class InferRequestDecoder {
                 if (binary != null && !(binary instanceof Boolean)) {
                     throw new InvalidRequestException(label + " parameter 'binary_data' must be a boolean.");
                 }
-                if (!names.add(name)) {
+                if (names == null && outputs.size() == FEW_OUTPUTS) {
+                    names = new HashSet<>();
+                    for (RequestedOutput earlier : outputs) {
+                        names.add(earlier.name());
+                    }
+                }
+                if (names != null ? !names.add(name) : requested(outputs, name)) {
                     throw new InvalidRequestException(label + " is requested more than once.");
                 }
                 outputs.add(new RequestedOutput(name, (Boolean) binary));
@@ -386,9 +399,48 @@ public final class InferRequestDecoder {
                     default -> throw new InvalidRequestException(owner + " parameter " + TensorChecks.quote(key)
                             + " must be a string, number or boolean.");
                 };
-                parameters.put(key, value);
+                if (parameters.put(key, value) != null) {
+                    throw new InvalidRequestException(owner + " parameter " + TensorChecks.quote(key)
+                            + " appears more than once.");
+                }
             }
             return parameters;
+        }
+
+        /**
+         * Records {@code field} among the fields of one JSON object already read ({@code seen}, a
+         * bit each), refusing a second one of those this decoder reads: "the last one wins" would
+         * let two {@code shape}s disagree silently. Others are skipped unread, so their repeats do
+         * no harm. Checked here rather than by Jackson's duplicate detection, which builds a set
+         * of names per object.
+         *
+         * @param owner how messages name the object ({@code Input 'x'})
+         */
+        private static int once(int seen, String field, String owner) {
+            int bit = switch (field) {
+                case "id" -> 1;
+                case "name" -> 1 << 1;
+                case "datatype" -> 1 << 2;
+                case "shape" -> 1 << 3;
+                case "parameters" -> 1 << 4;
+                case "data" -> 1 << 5;
+                case "inputs" -> 1 << 6;
+                case "outputs" -> 1 << 7;
+                default -> 0;
+            };
+            if ((seen & bit) != 0) {
+                throw new InvalidRequestException(owner + " has " + TensorChecks.quote(field) + " more than once.");
+            }
+            return seen | bit;
+        }
+
+        private static boolean requested(List<RequestedOutput> outputs, String name) {
+            for (RequestedOutput o : outputs) {
+                if (o.name().equals(name)) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         private static String readString(JsonParser p, String what) {

@@ -40,6 +40,8 @@ public final class InferResponseEncoder {
     /** Rough JSON bytes per element, to size the buffer once for typical outputs. */
     private static final int ESTIMATED_JSON_BYTES_PER_ELEMENT = 12;
     private static final int MAX_INITIAL_BUFFER = 64 << 20;
+    /** One scratch text per thread: an encode call uses it start to end on its thread. */
+    private static final ThreadLocal<Decimals> DECIMALS = ThreadLocal.withInitial(Decimals::new);
 
     public EncodedResponse encode(InferenceResponse response) {
         Objects.requireNonNull(response.modelName(), "modelName");
@@ -65,6 +67,7 @@ public final class InferResponseEncoder {
         }
 
         ExposedByteArrayOutputStream json = new ExposedByteArrayOutputStream((int) Math.min(estimate, MAX_INITIAL_BUFFER));
+        Decimals decimals = DECIMALS.get();
         try (JsonGenerator g = ProtocolJson.FACTORY.createGenerator(ObjectWriteContext.empty(), json)) {
             g.writeStartObject();
             g.writeStringProperty("model_name", response.modelName());
@@ -81,11 +84,14 @@ public final class InferResponseEncoder {
                 g.writeStartObject();
                 g.writeStringProperty("name", t.name());
                 g.writeStringProperty("datatype", t.dataType().protocolName());
-                long[] shape = t.shape();
                 g.writeName("shape");
-                g.writeArray(shape, 0, shape.length);
+                g.writeStartArray();
+                for (int d = 0; d < t.rank(); d++) {
+                    g.writeNumber(t.dim(d));
+                }
+                g.writeEndArray();
                 if (binary[i]) {
-                    int size = t.data().remaining();
+                    int size = t.byteSize();
                     g.writeName("parameters");
                     g.writeStartObject();
                     g.writeNumberProperty("binary_data_size", size);
@@ -98,7 +104,7 @@ public final class InferResponseEncoder {
                             g.writeString(s);
                         }
                     } else {
-                        writeFixed(g, t.dataType(), t.data(), t.elementCount());
+                        writeFixed(g, t.dataType(), t.data(), t.elementCount(), decimals);
                     }
                     g.writeEndArray();
                 }
@@ -124,7 +130,7 @@ public final class InferResponseEncoder {
                 EncodedResponse.OCTET_STREAM);
     }
 
-    private static void writeFixed(JsonGenerator g, DataType type, ByteBuffer d, long count) {
+    private static void writeFixed(JsonGenerator g, DataType type, ByteBuffer d, long count, Decimals decimals) {
         for (long i = 0; i < count; i++) {
             long bits = type.getBits(d);
             switch (type.kind()) {
@@ -142,10 +148,8 @@ public final class InferResponseEncoder {
                     double v = type.byteSize() == Float.BYTES ? Float.intBitsToFloat((int) bits) : Double.longBitsToDouble(bits);
                     if (!Double.isFinite(v)) {
                         g.writeString(nonFiniteName(v));
-                    } else if (type.byteSize() == Float.BYTES) {
-                        g.writeNumber((float) v);
                     } else {
-                        g.writeNumber(v);
+                        decimals.write(g, v, type.byteSize() == Float.BYTES);
                     }
                 }
                 case BYTES -> throw new IllegalStateException("no fixed-size JSON form for " + type);
@@ -159,7 +163,7 @@ public final class InferResponseEncoder {
 
     private static void requireConsistent(Tensor t) {
         long expected = Math.multiplyExact(t.elementCount(), (long) t.dataType().byteSize());
-        int actual = t.data().remaining();
+        int actual = t.byteSize();
         if (actual != expected) {
             throw new IllegalStateException("output '" + t.name() + "' holds " + actual + " bytes but its shape "
                     + Arrays.toString(t.shape()) + " of " + t.dataType().protocolName() + " needs " + expected);
@@ -210,6 +214,48 @@ public final class InferResponseEncoder {
             }
         }
         return false;
+    }
+
+    /**
+     * Floating-point elements as JSON numbers without a String each: from Java 19 on,
+     * {@code StringBuilder.append(float)} writes the shortest decimal that reads back as the same
+     * value (Schubfach, the algorithm Jackson's own writer uses: the same text) straight into the
+     * builder, where Jackson's {@code writeNumber(float)} makes two objects and a String per
+     * element. Older JDKs format differently, so they keep Jackson's writer.
+     */
+    private static final class Decimals {
+        private static final boolean SHORTEST_APPEND = Runtime.version().feature() >= 19;
+
+        private final StringBuilder text = new StringBuilder(32);
+        private char[] chars = new char[32];
+
+        /** {@code v} as a float ({@code single}: FP32, written as one) or a double. */
+        void write(JsonGenerator g, double v, boolean single) {
+            if (!SHORTEST_APPEND) {
+                if (single) {
+                    g.writeNumber((float) v);
+                } else {
+                    g.writeNumber(v);
+                }
+                return;
+            }
+            text.setLength(0);
+            if (single) {
+                text.append((float) v);
+            } else {
+                text.append(v);
+            }
+            flush(g);
+        }
+
+        private void flush(JsonGenerator g) {
+            int n = text.length();
+            if (n > chars.length) {
+                chars = new char[n];
+            }
+            text.getChars(0, n, chars, 0);
+            g.writeNumber(chars, 0, n);
+        }
     }
 
     /** Lets the encoder hand out its buffer (and the valid length) without a final copy. */

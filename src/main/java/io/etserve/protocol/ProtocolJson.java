@@ -1,7 +1,6 @@
 package io.etserve.protocol;
 
 import tools.jackson.core.StreamReadConstraints;
-import tools.jackson.core.StreamReadFeature;
 import tools.jackson.core.StreamWriteFeature;
 import tools.jackson.core.json.JsonFactory;
 
@@ -16,8 +15,8 @@ final class ProtocolJson {
 
     static final JsonFactory FACTORY = JsonFactory.builder()
             .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING_DEPTH).build())
-            // Two "shape" fields in one input must be an error, not "the last one wins".
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            // No STRICT_DUPLICATE_DETECTION: the decoder refuses a repeated field it reads itself
+            // (InferRequestDecoder.Fields) without a set of names per object.
             // Schubfach: the shortest text that reads back as the same float/double, faster
             // than Float.toString on large outputs.
             .enable(StreamWriteFeature.USE_FAST_DOUBLE_WRITER)

@@ -1,10 +1,11 @@
 package io.etserve.protocol;
 
 import io.etserve.inference.DataType;
+import io.etserve.inference.Tensor;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
-import java.util.Set;
+import java.util.List;
 
 /**
  * What the REST and gRPC decoders both check about a request's inputs on their own, before any
@@ -35,10 +36,15 @@ public final class TensorChecks {
         }
     }
 
-    /** Records {@code name} among the request's input names, refusing it when already there. */
-    public static void requireFirstUse(Set<String> names, String name, String label) {
-        if (!names.add(name)) {
-            throw new InvalidRequestException(label + " appears more than once.");
+    /**
+     * Refuses {@code name} when an input decoded before it ({@code earlier}) has it. A scan, not a
+     * set per request: {@link #requireInputSlot} bounds the inputs (64 by default).
+     */
+    public static void requireFirstUse(List<Tensor> earlier, String name) {
+        for (Tensor t : earlier) {
+            if (t.name().equals(name)) {
+                throw new InvalidRequestException(label(name) + " appears more than once.");
+            }
         }
     }
 

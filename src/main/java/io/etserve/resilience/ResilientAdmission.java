@@ -4,10 +4,6 @@ import io.etserve.execution.LoadedModel;
 import io.etserve.execution.ModelAdmission;
 import io.etserve.inference.InferenceFailedException;
 import io.etserve.inference.ModelUnavailableException;
-import io.etserve.inference.OverloadedException;
-import io.github.resilience4j.bulkhead.Bulkhead;
-import io.github.resilience4j.bulkhead.BulkheadConfig;
-import io.github.resilience4j.bulkhead.BulkheadRegistry;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
 import java.time.Duration;
@@ -17,102 +13,100 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Resilience4j per model version: a bulkhead sized to the model's capacity (its instances
- * on every device it is placed on) with a bounded wait, and a circuit breaker on runtime and CUDA
- * failures: it is only ever told of the FAILED kind ({@link InferenceFailedException}), so bad
- * input, overload or a caller that went never count against it.
+ * A Resilience4j circuit breaker per model version, on runtime and CUDA failures: it is only
+ * ever told of the FAILED kind ({@link InferenceFailedException}), so bad input, overload or a
+ * caller that went never count against it.
  *
- * <p>There is deliberately no time limiter: a forward call cannot be cancelled, and giving its
- * stream or Module back while native work still runs would hand the next caller a busy one.
- * A slow call holds its permit until it returns.
+ * <p>There is no bulkhead: a call is admitted once it holds one of its model's instances, so the
+ * instances already bound a model's concurrent calls (and their line bounds the wait,
+ * {@code etserve.inference.queue-timeout}); a bulkhead sized to them always had a permit and cost
+ * two events per call. There is deliberately no time limiter either: a forward call cannot be
+ * cancelled, and giving its stream or Module back while native work still runs would hand the
+ * next caller a busy one.
  */
 public final class ResilientAdmission implements ModelAdmission {
 
-    private final BulkheadRegistry bulkheads;
     private final CircuitBreakerRegistry breakers;
-    private final Duration maxWait;
-    private final Map<String, Guards> byModel = new ConcurrentHashMap<>();
+    /** Breakers by model name, then version: found without building a key per call. */
+    private final Map<String, Map<String, CircuitBreaker>> byModel = new ConcurrentHashMap<>();
 
-    private record Guards(Bulkhead bulkhead, CircuitBreaker breaker) {}
-
-    public ResilientAdmission(BulkheadRegistry bulkheads, CircuitBreakerRegistry breakers, Duration maxWait) {
-        this.bulkheads = bulkheads;
+    public ResilientAdmission(CircuitBreakerRegistry breakers) {
         this.breakers = breakers;
-        this.maxWait = maxWait;
-    }
-
-    private Guards guards(LoadedModel model) {
-        String key = model.name() + ":" + model.version();
-        return byModel.computeIfAbsent(key, k -> {
-            BulkheadConfig config = BulkheadConfig.from(bulkheads.getDefaultConfig())
-                    .maxConcurrentCalls(model.instances().capacity()).maxWaitDuration(maxWait).build();
-            return new Guards(bulkheads.bulkhead(k, config), breakers.circuitBreaker(k));
-        });
     }
 
     /** The breaker of a model version (for tests and health details). */
     public CircuitBreaker breaker(LoadedModel model) {
-        return guards(model).breaker();
+        Map<String, CircuitBreaker> versions = byModel.computeIfAbsent(model.name(), name -> new ConcurrentHashMap<>());
+        CircuitBreaker breaker = versions.get(model.version());
+        if (breaker == null) {
+            String name = model.name();
+            breaker = versions.computeIfAbsent(model.version(), version -> breakers.circuitBreaker(name + ":" + version));
+        }
+        return breaker;
     }
 
     @Override
     public Admission admit(LoadedModel model) {
-        Guards g = guards(model);
-        if (!g.breaker().tryAcquirePermission()) {
-            long waitMillis = g.breaker().getCircuitBreakerConfig().getWaitIntervalFunctionInOpenState().apply(1);
+        CircuitBreaker breaker = breaker(model);
+        if (!breaker.tryAcquirePermission()) {
+            long waitMillis = breaker.getCircuitBreakerConfig().getWaitIntervalFunctionInOpenState().apply(1);
             throw new ModelUnavailableException("model '" + model.name() + "' version " + model.version()
-                    + " is failing; its circuit breaker is " + g.breaker().getState() + " (retrying after "
+                    + " is failing; its circuit breaker is " + breaker.getState() + " (retrying after "
                     + waitMillis + " ms)", Duration.ofMillis(waitMillis));
         }
-        if (!g.bulkhead().tryAcquirePermission()) {
-            g.breaker().releasePermission();
-            throw new OverloadedException("model '" + model.name() + "' is at capacity ("
-                    + model.instances().capacity() + " concurrent calls); retry later", maxWait.plusSeconds(1));
-        }
-        return new Admission() {
-            private boolean reported;
-
-            // One outcome per call: a failure after success (the stream could not be returned)
-            // would otherwise count as a second call.
-            @Override
-            public void succeeded(long nanos) {
-                if (!reported) {
-                    reported = true;
-                    g.breaker().onSuccess(nanos, TimeUnit.NANOSECONDS);
-                }
-            }
-
-            @Override
-            public void failed(long nanos, InferenceFailedException error) {
-                if (!reported) {
-                    reported = true;
-                    g.breaker().onError(nanos, TimeUnit.NANOSECONDS, error);
-                }
-            }
-
-            @Override
-            public void ignored() {
-                if (!reported) {
-                    reported = true;
-                    g.breaker().releasePermission();
-                }
-            }
-
-            @Override
-            public void close() {
-                if (!reported) {
-                    g.breaker().releasePermission();
-                }
-                g.bulkhead().onComplete();
-            }
-        };
+        return new Outcome(breaker);
     }
 
     @Override
     public Optional<String> whyNotAdmitting(LoadedModel model) {
-        CircuitBreaker.State state = guards(model).breaker().getState();
+        CircuitBreaker.State state = breaker(model).getState();
         return state == CircuitBreaker.State.OPEN || state == CircuitBreaker.State.FORCED_OPEN
                 ? Optional.of("circuit breaker " + state + " after runtime failures")
                 : Optional.empty();
+    }
+
+    /**
+     * One outcome per call: a failure after success (the stream could not be returned) would
+     * otherwise count as a second call.
+     */
+    private static final class Outcome implements Admission {
+        private final CircuitBreaker breaker;
+        private boolean reported;
+
+        Outcome(CircuitBreaker breaker) {
+            this.breaker = breaker;
+        }
+
+        @Override
+        public void succeeded(long nanos) {
+            if (!reported) {
+                reported = true;
+                breaker.onSuccess(nanos, TimeUnit.NANOSECONDS);
+            }
+        }
+
+        @Override
+        public void failed(long nanos, InferenceFailedException error) {
+            if (!reported) {
+                reported = true;
+                breaker.onError(nanos, TimeUnit.NANOSECONDS, error);
+            }
+        }
+
+        @Override
+        public void ignored() {
+            if (!reported) {
+                reported = true;
+                breaker.releasePermission();
+            }
+        }
+
+        @Override
+        public void close() {
+            if (!reported) {
+                reported = true;
+                breaker.releasePermission();
+            }
+        }
     }
 }

@@ -16,17 +16,20 @@ import jakarta.servlet.ServletResponseWrapper;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.Charset;
 import java.time.Duration;
 import java.util.Locale;
+import java.util.function.Supplier;
 import org.springframework.http.HttpStatus;
 
 /**
  * One REST inference exchange: the body (already read), decoded, run, encoded and written.
  *
- * <p>{@link InferBodyFilter} serves the usual request here directly, without Spring MVC's
- * dispatch: a POST to a plain model (and version) path whose Content-Type and Accept the
- * protocol's answers fit. Everything else (odd paths, media types the endpoint refuses, other
+ * <p>A POST to a plain model (and version) path whose Content-Type and Accept the protocol's
+ * answers fit ({@link #directTarget}) is served here directly: by {@link CoreInference} through
+ * Jetty's core API when its whole body came with its head, else by {@link InferBodyFilter}
+ * without Spring MVC's dispatch. Everything else (odd paths, media types the endpoint refuses, other
  * methods) goes on to {@link InferenceProtocolController}, whose mapping answers it exactly as
  * before, and which runs this same exchange for what it accepts. Failures on the direct path are
  * answered by {@link ApiExceptionHandler}'s own mapping, so both paths speak alike.
@@ -193,7 +196,7 @@ public final class InferExchange {
 
     /**
      * The answer to the request in {@code body}, whichever thread and API carry it (this servlet
-     * path, or {@link InlineInference} on the thread that read the request); throws what failed.
+     * path, or {@link CoreInference} through Jetty's core API); throws what failed.
      *
      * @param headerLength {@code Inference-Header-Content-Length}, or null when absent
      */
@@ -210,6 +213,11 @@ public final class InferExchange {
         try (var span = inference.spans().encode(response.modelName(), "rest")) {
             return encoder.encode(response);
         }
+    }
+
+    /** The client on the connection {@code channel} gives, watched while its request waits ({@link ClientConnections}). */
+    Caller caller(Supplier<SocketChannel> channel) {
+        return clients.caller(channel);
     }
 
     /** {@code Inference-Header-Content-Length}, or null when absent; 400 when not a number. */

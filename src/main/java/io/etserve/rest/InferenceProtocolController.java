@@ -122,16 +122,16 @@ public class InferenceProtocolController {
     }
 
     /**
-     * Quick requests served on the thread that read them ({@link InlineInferHandler}), through
-     * this controller's exchange, limits and budget.
+     * The usual request served through Jetty's core API ({@link InferHandler}), with this
+     * controller's exchange, limits and budget.
      */
-    public InlineInference inline(RestrictedApis restricted, ProtocolMetrics metrics, long maxInlineBytes,
+    public CoreInference core(RestrictedApis restricted, ProtocolMetrics metrics, long maxWholeBytes,
             Duration within) {
-        return new InlineInference(exchange, inference, restricted, metrics, inflight, pool, maxRequestBytes,
-                maxInlineBytes, within);
+        return new CoreInference(exchange, inference, restricted, metrics, inflight, pool, maxRequestBytes,
+                maxWholeBytes, within);
     }
 
-    /** The exchange itself, which {@link InferBodyFilter} runs directly for the usual request. */
+    /** The exchange itself, which {@link InferBodyFilter} runs directly for a plain model path. */
     public InferExchange exchange() {
         return exchange;
     }

@@ -5,9 +5,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.springframework.http.HttpStatus;
 
 /**
- * Bounds the request bytes held at once across all models. A body is read and decoded before a
- * model's bulkhead admits it, so without this a burst of large requests on a small model could
- * hold (connections x body size) of memory.
+ * Bounds the request bytes held at once across all models. A body is read and decoded before it
+ * waits for one of its model's instances, so without this a burst of large requests on a small
+ * model could hold (connections x body size) of memory.
  *
  * <p>A body reserves the bytes that have arrived, as they arrive, never what its
  * {@code Content-Length} declares: a client that declares 64 MB and trickles a few bytes holds a

@@ -20,6 +20,8 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Random;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -367,10 +369,25 @@ class InferRequestDecoderTest {
         void duplicates() {
             String input = "{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],\"data\":[1]}";
             assertRefused("{\"inputs\":[" + input + "," + input + "]}", "Input 'x' appears more than once.");
-            assertRefusedContaining(oneInput("\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],\"shape\":[2],\"data\":[1]"),
-                    "Input 'x' is not valid JSON", "shape");
+            assertRefused(oneInput("\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],\"shape\":[2],\"data\":[1]"),
+                    "Input 'x' has 'shape' more than once.");
+            assertRefused(oneInput("\"datatype\":\"INT8\",\"datatype\":\"INT8\",\"name\":\"x\",\"shape\":[1],\"data\":[1]"),
+                    "Input #0 has 'datatype' more than once.");
+            assertRefused("{\"inputs\":[],\"inputs\":[]}", "The request has 'inputs' more than once.");
+            assertRefused("{\"inputs\":[],\"outputs\":[{\"name\":\"y\",\"name\":\"z\"}]}",
+                    "Requested output 'y' has 'name' more than once.");
+            assertRefused("{\"inputs\":[],\"parameters\":{\"a\":1,\"a\":2}}",
+                    "The request parameter 'a' appears more than once.");
+            // Fields the decoder does not read are skipped, repeats and all.
+            assertThat(decoder.decode(utf8("{\"inputs\":[],\"extra\":1,\"extra\":2}"), null, LIMITS).inputs()).isEmpty();
             assertRefused("{\"inputs\":[],\"outputs\":[{\"name\":\"y\"},{\"name\":\"y\"}]}",
                     "Requested output 'y' is requested more than once.");
+            String many = IntStream.range(0, 12).mapToObj(i -> "{\"name\":\"o" + i + "\"}")
+                    .collect(Collectors.joining(","));
+            assertRefused("{\"inputs\":[],\"outputs\":[" + many + ",{\"name\":\"o3\"}]}",
+                    "Requested output 'o3' is requested more than once.");
+            assertThat(decoder.decode(utf8("{\"inputs\":[],\"outputs\":[" + many + "]}"), null, LIMITS).outputs())
+                    .hasSize(12);
         }
 
         @ParameterizedTest(name = "{0} {1}")

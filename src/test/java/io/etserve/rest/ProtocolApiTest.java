@@ -20,10 +20,14 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import org.eclipse.jetty.util.thread.Invocable;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.jetty.JettyWebServer;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import tools.jackson.databind.JsonNode;
@@ -61,11 +65,72 @@ class ProtocolApiTest {
     @Value("${local.management.port}")
     int managementPort;
 
+    @Autowired
+    CoreInference core;
+
+    @Autowired
+    WebServerApplicationContext context;
+
     Http http;
 
     @BeforeEach
     void client() {
         http = Http.local(port);
+    }
+
+    /** How Jetty calls the public port's handlers: on a pool thread, as a servlet (by default). */
+    Invocable.InvocationType expectedInvocationType() {
+        return Invocable.InvocationType.BLOCKING;
+    }
+
+    @Test
+    void theUsualCallIsServedThroughJettysCoreApiAndMatchesTheReference() throws Exception {
+        assertThat(((JettyWebServer) context.getWebServer()).getServer().getInvocationType())
+                .isEqualTo(expectedInvocationType());
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        long before = core.served();
+        try (RawConnection raw = RawConnection.open(port, 10_000)) {
+            postEveryCaseInOneWrite(raw, ref);
+            RawConnection.Response bad = raw.exchange(RawConnection.post("/v2/models/demo-xnnpack/infer", "{\"inputs\": ["));
+            assertThat(bad.status()).isEqualTo(400);
+            assertThat(Http.JSON.readTree(bad.text()).path("error").asString()).contains("not valid JSON");
+            RawConnection.Response unknown = raw.exchange(RawConnection.post("/v2/models/nope/infer", "{\"inputs\": []}"));
+            assertThat(unknown.status()).isEqualTo(404);
+            assertThat(Http.JSON.readTree(unknown.text()).path("error").asString()).contains("nope");
+        }
+        assertThat(core.served() - before).isEqualTo(ref.cases().size() + 2L);
+    }
+
+    /**
+     * Every reference case of demo-xnnpack as JSON, head and body in one write (one segment on
+     * loopback), so the body comes with its head and the core path may serve it (HttpClient may
+     * write the two apart: the other tests check answers, not which path gave them).
+     */
+    static void postEveryCaseInOneWrite(RawConnection raw, Reference ref) throws Exception {
+        for (Reference.Case c : ref.cases()) {
+            String json = Http.JSON.writeValueAsString(
+                    Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+            RawConnection.Response r = raw.exchange(RawConnection.post("/v2/models/demo-xnnpack/infer", json));
+            assertThat(r.status()).as(r.text()).isEqualTo(200);
+            assertThat(r.header("Content-Type")).isEqualTo("application/json");
+            assertMatches(ref, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
+        }
+    }
+
+    @Test
+    void aBodyLargerThanOneReadTakesTheServletPathWhole() {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        Reference.Case c = ref.cases().get(0);
+        String json = Http.JSON.writeValueAsString(
+                Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+        // Valid JSON of 200 KB: whitespace before the closing brace, more than one 64 KB read.
+        String padded = json.substring(0, json.length() - 1) + " ".repeat(200_000) + "}";
+        long before = core.served();
+        Http.Response r = http.post("/v2/models/demo-xnnpack/infer", padded.getBytes(StandardCharsets.UTF_8),
+                Map.of("Content-Type", "application/json"));
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
+        assertThat(core.served()).isEqualTo(before);
     }
 
     static Map<String, Object> jsonInput(Reference.TensorValue t) {

@@ -9,6 +9,7 @@ import io.etserve.protocol.ErrorBody;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.security.RestrictedApis;
 import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
@@ -22,18 +23,20 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * An inference request served start to end on the thread that read it, through Jetty's core API
- * instead of the servlet stack: the usual small request to a model that will run it at once and
- * briefly, the way quick gRPC calls run on Netty's event loop. Handing a request from Jetty's
- * selector to a pool thread costs two thread wake-ups, more than such a request's whole work
- * when several connections keep the machine busy (bench/results/2026-12-05-2core-inline-rest.md). {@link InlineInferHandler} asks
- * {@link #quick} and serves here what it accepts; the rest takes the servlet path, whose answers
- * this one matches: the same exchange ({@link InferExchange#answer}), error bodies
- * ({@link ApiExceptionHandler}) and request metrics.
+ * The usual {@code /infer} request served through Jetty's core API instead of the servlet stack:
+ * a POST to a plain model path whose whole body came with its head. {@link InferHandler} asks
+ * {@link #target} and serves here what it accepts, on the pool thread Jetty gave the request or,
+ * with {@code etserve.http.inline-below} set and a model that will run it at once and briefly
+ * ({@link #quick}), on the selector thread that read it, the way quick gRPC calls run on Netty's
+ * event loop. Everything else (a body still arriving, {@code Expect}, a restricted inference
+ * API, tracing) takes the servlet path, whose answers this one matches: the same exchange
+ * ({@link InferExchange#answer}), error bodies ({@link ApiExceptionHandler}), request metrics and
+ * client watch. Skipping the servlet layer and Spring's filters spares a small request a
+ * fifth of its allocation and CPU (bench/results/2026-12-05-2core-core-infer.md).
  */
-public final class InlineInference {
+public final class CoreInference {
 
-    private static final Logger log = LoggerFactory.getLogger(InlineInference.class);
+    private static final Logger log = LoggerFactory.getLogger(CoreInference.class);
 
     private final InferExchange exchange;
     private final InferenceService inference;
@@ -42,20 +45,21 @@ public final class InlineInference {
     private final InflightBytes inflight;
     private final DirectBufferPool pool;
     private final long maxBodyBytes;
-    private final long maxInlineBytes;
+    private final long maxWholeBytes;
     private final Duration within;
     private final SlowInlineCalls slowCalls = new SlowInlineCalls();
     private final LongAdder served = new LongAdder();
+    private final LongAdder servedOnSelector = new LongAdder();
 
     /**
-     * @param maxInlineBytes the largest body served here: one read of the connection (Jetty's
+     * @param maxWholeBytes the largest body served here: one read of the connection (Jetty's
      *     request buffer), so a body that came with its head is one chunk
      * @param within a model's recent forward calls under this (its moving average) make its calls
-     *     quick; zero serves nothing here
+     *     quick enough for the selector; zero runs none there
      */
-    InlineInference(InferExchange exchange, InferenceService inference, RestrictedApis restricted,
+    CoreInference(InferExchange exchange, InferenceService inference, RestrictedApis restricted,
             ProtocolMetrics metrics, InflightBytes inflight, DirectBufferPool pool, long maxBodyBytes,
-            long maxInlineBytes, Duration within) {
+            long maxWholeBytes, Duration within) {
         this.exchange = exchange;
         this.inference = inference;
         this.restricted = restricted;
@@ -63,22 +67,22 @@ public final class InlineInference {
         this.inflight = inflight;
         this.pool = pool;
         this.maxBodyBytes = maxBodyBytes;
-        this.maxInlineBytes = maxInlineBytes;
+        this.maxWholeBytes = maxWholeBytes;
         this.within = within;
     }
 
+    /** Whether quick calls may run on the selector thread ({@code etserve.http.inline-below} set). */
+    boolean runsOnSelector() {
+        return !within.isZero();
+    }
+
     /**
-     * The target of a request to serve here, or null: everything about it but its body says it
-     * will be quick. A POST to a plain model path (what the servlet path serves directly too),
-     * media types the protocol's answers fit, a declared length that one read holds, no
-     * {@code Expect}, the inference API not restricted (its key is checked in one place, the
-     * servlet filter), and a model that would run it at once and briefly
-     * ({@link InferenceService#runsAtOnce}).
+     * The target of a request to serve here, or null: a POST to a plain model path (what the
+     * servlet path serves directly too), media types the protocol's answers fit, a declared length
+     * that one read holds, no {@code Expect}, and the inference API not restricted (its key is
+     * checked in one place, the servlet filter).
      */
-    InferExchange.Target quick(Request request) {
-        if (within.isZero()) {
-            return null;
-        }
+    InferExchange.Target target(Request request) {
         HttpFields headers = request.getHeaders();
         InferExchange.Target target = InferExchange.directTarget(request.getMethod(), request.getHttpURI().getPath(),
                 headers.get(HttpHeader.CONTENT_TYPE), headers.get(HttpHeader.ACCEPT));
@@ -86,22 +90,35 @@ public final class InlineInference {
             return null;
         }
         long length = request.getLength();
-        if (length <= 0 || length > maxInlineBytes || length > maxBodyBytes || headers.contains(HttpHeader.EXPECT)
-                || restricted.restricts(RestrictedApis.Group.INFERENCE)
-                || !inference.runsAtOnce(target.model(), target.version(), within)) {
+        if (length <= 0 || length > maxWholeBytes || length > maxBodyBytes || headers.contains(HttpHeader.EXPECT)
+                || restricted.restricts(RestrictedApis.Group.INFERENCE)) {
             return null;
         }
         return target;
     }
 
     /**
-     * Serves a request {@link #quick} took, whose whole body is {@code chunk} (released here),
+     * Whether the selector may run a call to {@code target}: its model would run it at once and
+     * briefly ({@link InferenceService#runsAtOnce}), and {@code etserve.http.inline-below} is set.
+     */
+    boolean quick(InferExchange.Target target) {
+        return runsOnSelector() && inference.runsAtOnce(target.model(), target.version(), within);
+    }
+
+    /**
+     * Serves a request {@link #target} took, whose whole body is {@code chunk} (released here),
      * and completes {@code callback} once the answer is written.
+     *
+     * @param onSelector whether this runs on the selector ({@link #quick}): the call then starts at
+     *     once, so nothing watches its client, and one that ran long is reported
      */
     void serve(Request request, Response response, Callback callback, InferExchange.Target target,
-            Content.Chunk chunk) {
+            Content.Chunk chunk, boolean onSelector) {
         long start = System.nanoTime();
         served.increment();
+        if (onSelector) {
+            servedOnSelector.increment();
+        }
         String headerLength = request.getHeaders().get(InferExchange.HEADER_LENGTH);
         RequestBody body = null;
         try {
@@ -112,23 +129,39 @@ public final class InlineInference {
             } finally {
                 chunk.release();
             }
+            // A client that closes its connection while the request waits for an instance or a
+            // batch has it dropped, as on the servlet path.
+            Caller caller = onSelector ? Caller.STAYS : exchange.caller(() -> channelOf(request));
             EncodedResponse encoded = exchange.answer(target.model(), target.version(),
-                    InferExchange.headerLength(headerLength), body, Caller.STAYS);
+                    InferExchange.headerLength(headerLength), body, caller);
             write(response, encoded, completion(target, response, callback, body, start));
         } catch (Throwable e) {
             refuse(response, e, completion(target, response, callback, body, start));
         }
-        long nanos = System.nanoTime() - start;
-        if (slowCalls.report(nanos)) {
-            log.warn("a REST inference call ran {} ms on the thread that read it, holding the connections it serves,"
-                    + " though its model's recent calls were quick; if a model's time follows its input's values,"
-                    + " set etserve.http.inline-below: 0", nanos / 1_000_000);
+        if (onSelector) {
+            long nanos = System.nanoTime() - start;
+            if (slowCalls.report(nanos)) {
+                log.warn("a REST inference call ran {} ms on the thread that read it, holding the connections it"
+                        + " serves, though its model's recent calls were quick; if a model's time follows its input's"
+                        + " values, set etserve.http.inline-below: 0", nanos / 1_000_000);
+            }
         }
+    }
+
+    /** The request's socket (Jetty's endpoint transport for plain HTTP/1.1), or null. */
+    private static SocketChannel channelOf(Request request) {
+        return request.getConnectionMetaData().getConnection().getEndPoint().getTransport() instanceof SocketChannel c
+                ? c : null;
     }
 
     /** Requests served here since start. */
     public long served() {
         return served.sum();
+    }
+
+    /** Of {@link #served}, those run on the selector thread that read them. */
+    public long servedOnSelector() {
+        return servedOnSelector.sum();
     }
 
     /**

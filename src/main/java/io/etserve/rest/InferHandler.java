@@ -1,0 +1,180 @@
+package io.etserve.rest;
+
+import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Supplier;
+import org.eclipse.jetty.http.HttpStatus;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.util.Callback;
+
+/**
+ * The public port's {@code /infer} in front of its servlet context. A POST to a plain model path
+ * whose whole body came with its head ({@link CoreInference#target}) is served through Jetty's
+ * core API, never entering the servlet layer or Spring's filters; every other request goes on to
+ * the servlet context, its first body chunk, when one was read to decide, read again first.
+ *
+ * <p>By default the handler is as blocking as the servlet context behind it: Jetty hands each
+ * request to a pool thread, which serves it to the end, as for a servlet. With
+ * {@code etserve.http.inline-below} set it declares itself non-blocking, so Jetty parses each
+ * request on the selector thread that read it and calls {@link #handle} there: a quick call
+ * ({@link CoreInference#quick}) is served right there (no hand-off, no wake-up), and everything
+ * else is handed to the pool. Jetty cannot tell a non-blocking handler whether it runs on the
+ * selector (a connection's next request may be read by the pool thread that finished the last
+ * one), so whatever may block is then always dispatched: the cost of that hand-off is why the
+ * selector is opt-in (bench/results/2026-12-05-2core-inline-rest.md).
+ */
+public final class InferHandler extends Handler.Wrapper {
+
+    private final Supplier<CoreInference> core;
+    private final boolean onSelector;
+    /** Resolved at the first request: the server is built before the beans that serve inference. */
+    private volatile CoreInference resolved;
+
+    InferHandler(Handler next, Supplier<CoreInference> core, boolean onSelector) {
+        super(next);
+        this.core = core;
+        this.onSelector = onSelector;
+    }
+
+    /**
+     * Puts the handler in front of {@code server}'s own (once; a customizer may run twice).
+     *
+     * @param core the core-API path, or null until the application's beans are there
+     * @param onSelector whether quick calls run on the selector ({@code etserve.http.inline-below} set)
+     */
+    public static void install(Server server, Supplier<CoreInference> core, boolean onSelector) {
+        if (server.getDescendant(InferHandler.class) == null) {
+            server.setHandler(new InferHandler(server.getHandler(), core, onSelector));
+        }
+    }
+
+    @Override
+    public InvocationType getInvocationType() {
+        // On the selector, whatever may block is dispatched to the pool (dispatch()): it never blocks here.
+        return onSelector ? InvocationType.NON_BLOCKING : super.getInvocationType();
+    }
+
+    @Override
+    public boolean handle(Request request, Response response, Callback callback) throws Exception {
+        CoreInference here = core();
+        InferExchange.Target target = here != null ? here.target(request) : null;
+        if (target == null) {
+            return next(request, response, callback);
+        }
+        Content.Chunk chunk = request.read();
+        if (chunk != null && !Content.Chunk.isFailure(chunk) && chunk.remaining() == request.getLength()) {
+            if (!chunk.isLast()) {
+                // The end of the body, parsed from bytes already read (no I/O): the exchange ends
+                // with its request consumed, as the servlet path's does.
+                Content.Chunk end = request.read();
+                if (end != null) {
+                    end.release();
+                }
+            }
+            if (!onSelector) {
+                here.serve(request, response, callback, target, chunk, false);
+            } else if (here.quick(target)) {
+                here.serve(request, response, callback, target, chunk, true);
+            } else {
+                dispatch(() -> here.serve(request, response, callback, target, chunk, false), request, response,
+                        callback, chunk);
+            }
+            return true;
+        }
+        Request next = request;
+        Callback done = callback;
+        if (chunk != null) {
+            Replay replay = new Replay(request, chunk);
+            next = replay;
+            done = Callback.from(replay::discard, callback);
+        }
+        return next(next, response, done);
+    }
+
+    /** The servlet context: here on a pool thread, handed to one from the selector. */
+    private boolean next(Request request, Response response, Callback callback) throws Exception {
+        if (!onSelector) {
+            return super.handle(request, response, callback);
+        }
+        dispatch(() -> handleNext(request, response, callback), request, response, callback, null);
+        return true;
+    }
+
+    private CoreInference core() {
+        CoreInference here = resolved;
+        if (here == null) {
+            here = core.get();
+            resolved = here;
+        }
+        return here;
+    }
+
+    /** {@code task} on a pool thread; a full pool answers 503 ({@code chunk}, if any, released). */
+    private void dispatch(Runnable task, Request request, Response response, Callback callback, Content.Chunk chunk) {
+        try {
+            getServer().getThreadPool().execute(task);
+        } catch (RejectedExecutionException e) {
+            if (chunk != null) {
+                chunk.release();
+            }
+            Response.writeError(request, response, callback, HttpStatus.SERVICE_UNAVAILABLE_503, "server is overloaded");
+        }
+    }
+
+    private void handleNext(Request request, Response response, Callback callback) {
+        try {
+            if (!super.handle(request, response, callback)) {
+                Response.writeError(request, response, callback, HttpStatus.NOT_FOUND_404);
+            }
+        } catch (Throwable x) {
+            Response.writeError(request, response, callback, x);
+        }
+    }
+
+    /** A request whose first body chunk was read to decide where it runs: read again first. */
+    private static final class Replay extends Request.Wrapper {
+
+        private Content.Chunk first;
+
+        Replay(Request request, Content.Chunk first) {
+            super(request);
+            this.first = first;
+        }
+
+        @Override
+        public Content.Chunk read() {
+            Content.Chunk chunk = take();
+            return chunk != null ? chunk : super.read();
+        }
+
+        @Override
+        public void demand(Runnable demandCallback) {
+            if (pending()) {
+                demandCallback.run();  // a chunk is there to read now
+            } else {
+                super.demand(demandCallback);
+            }
+        }
+
+        /** At the end of the exchange: a chunk never read again goes back to Jetty's pool. */
+        void discard() {
+            Content.Chunk chunk = take();
+            if (chunk != null) {
+                chunk.release();
+            }
+        }
+
+        private synchronized Content.Chunk take() {
+            Content.Chunk chunk = first;
+            first = null;
+            return chunk;
+        }
+
+        private synchronized boolean pending() {
+            return first != null;
+        }
+    }
+}
