@@ -1,12 +1,19 @@
 package io.etserve.config;
 
 import io.etserve.metrics.ProtocolMetrics;
-import io.etserve.rest.InferenceProtocolController;
 import io.etserve.rest.CoreInference;
 import io.etserve.rest.InferHandler;
+import io.etserve.rest.InferenceProtocolController;
+import io.etserve.rest.ResumingThreadPool;
 import io.etserve.security.RestrictedApis;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.SynchronousQueue;
+import org.eclipse.jetty.util.BlockingArrayQueue;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+import org.eclipse.jetty.util.thread.ThreadPool;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.jetty.autoconfigure.JettyServerProperties;
 import org.springframework.boot.jetty.servlet.JettyServletWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
 import org.springframework.context.annotation.Bean;
@@ -22,21 +29,45 @@ class HttpConfiguration {
 
     /**
      * {@link InferHandler} in front of the servlet context, unless tracing (a traced request's
-     * server span comes from the servlet filter, {@link TracingConfiguration}); with
-     * {@code etserve.http.inline-below} set, quick calls run on the selector that read them. The
+     * server span comes from the servlet filter, {@link TracingConfiguration}) or the context has
+     * a path of its own (the handler serves the protocol's paths from the server's root); with
+     * {@code etserve.http.inline-below} set, quick calls run on the selector that read them, and
+     * the request pool is a {@link ResumingThreadPool} (the same sizes, {@code server.jetty.threads.*}). The
      * core path's collaborators are looked up at the first request: the server is built before
      * them, and asking for them here would build the inference beans ahead of it.
      */
     @Bean
     WebServerFactoryCustomizer<JettyServletWebServerFactory> jettyServer(EtServeProperties props,
-            ObjectProvider<CoreInference> core, @Value("${etserve.tracing.enabled:false}") boolean tracing) {
+            ObjectProvider<CoreInference> core, @Value("${etserve.tracing.enabled:false}") boolean tracing,
+            @Value("${server.servlet.context-path:}") String contextPath, ObjectProvider<JettyServerProperties> jetty) {
         boolean onSelector = !props.http().inlineBelow().isZero();
+        boolean atRoot = contextPath.isEmpty() || contextPath.equals("/");
         return factory -> {
             factory.addServerCustomizers(new JettyServerSettings(props.http()));
-            if (!tracing) {
+            if (!tracing && atRoot && onSelector) {
+                factory.setThreadPool(resumingPool(jetty.getIfAvailable(JettyServerProperties::new).getThreads(),
+                        factory.getThreadPool()));
+            }
+            if (!tracing && atRoot) {
                 factory.addServerCustomizers(server -> InferHandler.install(server, core::getIfAvailable, onSelector));
             }
         };
+    }
+
+    /** Spring Boot's request pool (JettyThreadPool's rules) as a {@link ResumingThreadPool}. */
+    private static ResumingThreadPool resumingPool(JettyServerProperties.Threads threads,
+            ThreadPool configured) {
+        Integer capacity = threads.getMaxQueueCapacity();
+        BlockingQueue<Runnable> queue = capacity == null ? null
+                : capacity == 0 ? new SynchronousQueue<>() : new BlockingArrayQueue<>(capacity);
+        int max = threads.getMax() != null ? threads.getMax() : 200;
+        int min = threads.getMin() != null ? threads.getMin() : 8;
+        int idle = threads.getIdleTimeout() != null ? (int) threads.getIdleTimeout().toMillis() : 60_000;
+        ResumingThreadPool pool = new ResumingThreadPool(max, min, idle, queue);
+        if (configured instanceof QueuedThreadPool boot) {
+            pool.setVirtualThreadsExecutor(boot.getVirtualThreadsExecutor());  // spring.threads.virtual.enabled
+        }
+        return pool;
     }
 
     @Bean

@@ -21,10 +21,10 @@ import org.eclipse.jetty.util.Callback;
  * {@code etserve.http.inline-below} set it declares itself non-blocking, so Jetty parses each
  * request on the selector thread that read it and calls {@link #handle} there: a quick call
  * ({@link CoreInference#quick}) is served right there (no hand-off, no wake-up), and everything
- * else is handed to the pool. Jetty cannot tell a non-blocking handler whether it runs on the
- * selector (a connection's next request may be read by the pool thread that finished the last
- * one), so whatever may block is then always dispatched: the cost of that hand-off is why the
- * selector is opt-in (bench/results/2026-12-05-2core-inline-rest.md).
+ * else is handed to the pool ({@link ResumingThreadPool}: the thread that answers it goes on to
+ * read the connection's next request, and serves that one itself). What still makes the selector
+ * opt-in is one busy connection: the selector then sleeps and is woken for every request
+ * (bench/results/2026-12-05-2core-inline-rest.md).
  */
 public final class InferHandler extends Handler.Wrapper {
 
@@ -59,10 +59,13 @@ public final class InferHandler extends Handler.Wrapper {
 
     @Override
     public boolean handle(Request request, Response response, Callback callback) throws Exception {
+        // A pool thread may block: Jetty's own (default), or, on the selector's server, one that
+        // took a request from it and now reads its connection's next (ResumingThreadPool).
+        boolean mayBlock = !onSelector || ResumingThreadPool.onHandedOverThread();
         CoreInference here = core();
         InferExchange.Target target = here != null ? here.target(request) : null;
         if (target == null) {
-            return next(request, response, callback);
+            return next(request, response, callback, mayBlock);
         }
         Content.Chunk chunk = request.read();
         if (chunk != null && !Content.Chunk.isFailure(chunk) && chunk.remaining() == request.getLength()) {
@@ -74,7 +77,7 @@ public final class InferHandler extends Handler.Wrapper {
                     end.release();
                 }
             }
-            if (!onSelector) {
+            if (mayBlock) {
                 here.serve(request, response, callback, target, chunk, false);
             } else if (here.quick(target)) {
                 here.serve(request, response, callback, target, chunk, true);
@@ -91,12 +94,12 @@ public final class InferHandler extends Handler.Wrapper {
             next = replay;
             done = Callback.from(replay::discard, callback);
         }
-        return next(next, response, done);
+        return next(next, response, done, mayBlock);
     }
 
     /** The servlet context: here on a pool thread, handed to one from the selector. */
-    private boolean next(Request request, Response response, Callback callback) throws Exception {
-        if (!onSelector) {
+    private boolean next(Request request, Response response, Callback callback, boolean mayBlock) throws Exception {
+        if (mayBlock) {
             return super.handle(request, response, callback);
         }
         dispatch(() -> handleNext(request, response, callback), request, response, callback, null);
@@ -112,10 +115,14 @@ public final class InferHandler extends Handler.Wrapper {
         return here;
     }
 
-    /** {@code task} on a pool thread; a full pool answers 503 ({@code chunk}, if any, released). */
+    /**
+     * {@code task} on a pool thread, which goes on to read the connection's next request once
+     * this one is answered ({@link ResumingThreadPool}); a full pool answers 503 ({@code chunk},
+     * if any, released).
+     */
     private void dispatch(Runnable task, Request request, Response response, Callback callback, Content.Chunk chunk) {
         try {
-            getServer().getThreadPool().execute(task);
+            getServer().getThreadPool().execute(() -> ResumingThreadPool.runHere(task));
         } catch (RejectedExecutionException e) {
             if (chunk != null) {
                 chunk.release();

@@ -9,6 +9,7 @@ import io.etserve.support.TestPaths;
 import java.util.List;
 import org.eclipse.jetty.util.thread.Invocable;
 import org.junit.jupiter.api.Test;
+import org.springframework.boot.jetty.JettyWebServer;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -28,6 +29,12 @@ class InlineProtocolApiTest extends ProtocolApiTest {
     @Override
     Invocable.InvocationType expectedInvocationType() {
         return Invocable.InvocationType.NON_BLOCKING;
+    }
+
+    @Test
+    void theRequestPoolResumesConnectionsOnTheThreadThatAnswered() {
+        assertThat(((JettyWebServer) context.getWebServer()).getServer().getThreadPool())
+                .isInstanceOf(ResumingThreadPool.class);
     }
 
     @Test
