@@ -299,13 +299,14 @@ public record EtServeProperties(
      *     (the listen backlog; the kernel caps it at {@code net.core.somaxconn})
      * @param inputBufferSize bytes one read from a connection takes at most (Jetty's request
      *     buffer, held only while a thread parses what was read)
-     * @param inlineBelow when set, a REST inference whose body came with its head, to a model with
-     *     an idle CPU instance, no batching, static input shapes and forward calls under this
-     *     lately, runs on the thread that read it instead of a request thread (0, the default: the
-     *     public port runs as before; off while tracing; docs/api.md says when it pays)
+     * @param inlineBelow a REST inference whose body came with its head, to a model with an idle
+     *     CPU instance, no batching, static input shapes and forward calls under this lately, runs
+     *     on the selector thread that read it while requests of other connections keep that
+     *     selector busy, instead of a request thread (0: every request on a request thread; off
+     *     while tracing; docs/api.md)
      */
     public record Http(@DefaultValue("10s") Duration headerTimeout, @DefaultValue("4096") int acceptQueueSize,
-            @DefaultValue("64KB") DataSize inputBufferSize, @DefaultValue("0s") Duration inlineBelow) {
+            @DefaultValue("64KB") DataSize inputBufferSize, @DefaultValue("250us") Duration inlineBelow) {
 
         public Http {
             if (headerTimeout.isNegative() || headerTimeout.isZero()) {

@@ -31,8 +31,9 @@ class HttpConfiguration {
      * {@link InferHandler} in front of the servlet context, unless tracing (a traced request's
      * server span comes from the servlet filter, {@link TracingConfiguration}) or the context has
      * a path of its own (the handler serves the protocol's paths from the server's root); with
-     * {@code etserve.http.inline-below} set, quick calls run on the selector that read them, and
-     * the request pool is a {@link ResumingThreadPool} (the same sizes, {@code server.jetty.threads.*}). The
+     * {@code etserve.http.inline-below} set (the default), quick calls may run on the selector
+     * that read them, and the request pool is a {@link ResumingThreadPool} (the same sizes,
+     * {@code server.jetty.threads.*}). The
      * core path's collaborators are looked up at the first request: the server is built before
      * them, and asking for them here would build the inference beans ahead of it.
      */

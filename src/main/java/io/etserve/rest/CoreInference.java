@@ -25,10 +25,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The usual {@code /infer} request served through Jetty's core API instead of the servlet stack:
  * a POST to a plain model path whose whole body came with its head. {@link InferHandler} asks
- * {@link #target} and serves here what it accepts, on the pool thread Jetty gave the request or,
- * with {@code etserve.http.inline-below} set and a model that will run it at once and briefly
- * ({@link #quick}), on the selector thread that read it, the way quick gRPC calls run on Netty's
- * event loop. Everything else (a body still arriving, {@code Expect}, a restricted inference
+ * {@link #target} and serves here what it accepts, on a pool thread or, for a model that will
+ * run it at once and briefly ({@link #quick}) while other connections keep the selector busy, on
+ * the selector thread that read it, the way quick gRPC calls run on Netty's event loop. Everything else (a body still arriving, {@code Expect}, a restricted inference
  * API, tracing) takes the servlet path, whose answers this one matches: the same exchange
  * ({@link InferExchange#answer}), error bodies ({@link ApiExceptionHandler}), request metrics and
  * client watch. Skipping the servlet layer and Spring's filters spares a small request a

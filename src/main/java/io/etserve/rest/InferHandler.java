@@ -16,17 +16,23 @@ import org.eclipse.jetty.util.Callback;
  * core API, never entering the servlet layer or Spring's filters; every other request goes on to
  * the servlet context, its first body chunk, when one was read to decide, read again first.
  *
- * <p>By default the handler is as blocking as the servlet context behind it: Jetty hands each
- * request to a pool thread, which serves it to the end, as for a servlet. With
- * {@code etserve.http.inline-below} set it declares itself non-blocking, so Jetty parses each
- * request on the selector thread that read it and calls {@link #handle} there: a quick call
- * ({@link CoreInference#quick}) is served right there (no hand-off, no wake-up), and everything
- * else is handed to the pool ({@link ResumingThreadPool}: the thread that answers it goes on to
- * read the connection's next request, and serves that one itself). What still makes the selector
- * opt-in is one busy connection: the selector then sleeps and is woken for every request
- * (bench/results/2026-12-05-2core-inline-rest.md).
+ * <p>With {@code etserve.http.inline-below} set (the default) the handler declares itself
+ * non-blocking, so Jetty parses each request on the selector thread that read it and calls
+ * {@link #handle} there. A quick call ({@link CoreInference#quick}) is served right there while
+ * other connections' requests keep the selector busy ({@link #sharedSelector}): no hand-off, no
+ * wake-up. Everything else, and a connection alone, is handed to the pool
+ * ({@link ResumingThreadPool}: the thread that answers goes on to read the connection's next
+ * request and serves that one itself, as a thread Jetty dispatched to would). Jetty cannot tell
+ * a non-blocking handler whether it runs on the selector, so the pool's threads say so
+ * ({@link ResumingThreadPool#onHandedOverThread}). Set to 0, the handler is as blocking as the
+ * servlet context behind it and Jetty hands every request to a pool thread itself
+ * (bench/results/2026-12-05-2core-core-infer.md).
  */
 public final class InferHandler extends Handler.Wrapper {
+
+    /** How recently another connection's request must have come for a selector to count as busy. */
+    private static final long SHARED_WITHIN_NANOS = 1_000_000;
+    private static final ThreadLocal<LastRequest> LAST_REQUEST = ThreadLocal.withInitial(LastRequest::new);
 
     private final Supplier<CoreInference> core;
     private final boolean onSelector;
@@ -79,7 +85,7 @@ public final class InferHandler extends Handler.Wrapper {
             }
             if (mayBlock) {
                 here.serve(request, response, callback, target, chunk, false);
-            } else if (here.quick(target)) {
+            } else if (sharedSelector(request) && here.quick(target)) {
                 here.serve(request, response, callback, target, chunk, true);
             } else {
                 dispatch(() -> here.serve(request, response, callback, target, chunk, false), request, response,
@@ -104,6 +110,31 @@ public final class InferHandler extends Handler.Wrapper {
         }
         dispatch(() -> handleNext(request, response, callback), request, response, callback, null);
         return true;
+    }
+
+    /**
+     * Whether the selector running this request served another connection's just before it
+     * (within {@link #SHARED_WITHIN_NANOS}): requests of several connections are keeping it busy,
+     * so one served here saves a hand-off and a wake-up and the selector never sleeps between
+     * them. A connection alone sends its next request only once it has its answer, and a
+     * selector that served it would sleep and be woken for every one: handed to the pool, the
+     * thread that answers reads the next request itself (ResumingThreadPool) and is often in
+     * time to find it there.
+     */
+    private static boolean sharedSelector(Request request) {
+        LastRequest last = LAST_REQUEST.get();
+        int connection = System.identityHashCode(request.getConnectionMetaData().getConnection());
+        long now = System.nanoTime();
+        boolean shared = last.nanos != 0 && last.connection != connection && now - last.nanos < SHARED_WITHIN_NANOS;
+        last.connection = connection;
+        last.nanos = now;
+        return shared;
+    }
+
+    /** The last request a selector thread took: its connection (identity hash) and when. */
+    private static final class LastRequest {
+        int connection;
+        long nanos;
     }
 
     private CoreInference core() {

@@ -78,9 +78,42 @@ class ProtocolApiTest {
         http = Http.local(port);
     }
 
-    /** How Jetty calls the public port's handlers: on a pool thread, as a servlet (by default). */
+    /** How Jetty calls the public port's handlers: on the selector that read the request (by default). */
     Invocable.InvocationType expectedInvocationType() {
-        return Invocable.InvocationType.BLOCKING;
+        return Invocable.InvocationType.NON_BLOCKING;
+    }
+
+    /** Quick calls of several connections ran on the selector since {@code before} (by default). */
+    void assertSelectorServed(long before) {
+        assertThat(core.servedOnSelector()).isGreaterThan(before);
+        assertThat(((JettyWebServer) context.getWebServer()).getServer().getThreadPool())
+                .isInstanceOf(ResumingThreadPool.class);
+    }
+
+    @Test
+    void quickCallsOfBusyConnectionsRunOnTheSelectorAndMatchTheReference() throws Exception {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        for (Reference.Case c : ref.cases()) {  // its forward calls' recent times make it quick
+            assertThat(postBinary("demo-xnnpack", binaryRequest(c.inputs(), List.of("y"))).status()).isEqualTo(200);
+        }
+        long before = core.servedOnSelector();
+        // Two connections that each send before either reads: the selector takes the second
+        // request right after the first connection's, which is when it keeps one itself.
+        try (RawConnection a = RawConnection.open(port, 10_000); RawConnection b = RawConnection.open(port, 10_000)) {
+            for (int round = 0; round < 20; round++) {
+                for (Reference.Case c : ref.cases()) {
+                    String json = Http.JSON.writeValueAsString(
+                            Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+                    a.send(RawConnection.post("/v2/models/demo-xnnpack/infer", json));
+                    b.send(RawConnection.post("/v2/models/demo-xnnpack/infer", json));
+                    for (RawConnection.Response r : List.of(a.read(), b.read())) {
+                        assertThat(r.status()).as(r.text()).isEqualTo(200);
+                        assertMatches(ref, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
+                    }
+                }
+            }
+        }
+        assertSelectorServed(before);
     }
 
     @Test
