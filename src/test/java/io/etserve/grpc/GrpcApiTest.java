@@ -56,6 +56,7 @@ class GrpcApiTest {
         // The probe's time follows its input's value: after quick calls a slow one would run on its
         // connection's event loop (CallOnWorker) and hold the connections sharing that loop.
         r.add("etserve.grpc.inline-below", () -> "0");
+        r.add("etserve.http.inline-below", () -> "0");
         r.add("management.server.port", () -> "0");
     }
 
