@@ -9,8 +9,6 @@ import io.etserve.security.RestrictedApis;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.SynchronousQueue;
 import org.eclipse.jetty.util.BlockingArrayQueue;
-import org.eclipse.jetty.util.thread.QueuedThreadPool;
-import org.eclipse.jetty.util.thread.ThreadPool;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.jetty.autoconfigure.JettyServerProperties;
@@ -32,7 +30,8 @@ class HttpConfiguration {
      * server span comes from the servlet filter, {@link TracingConfiguration}) or the context has
      * a path of its own (the handler serves the protocol's paths from the server's root); with
      * {@code etserve.http.inline-below} set (the default), quick calls may run on the selector
-     * that read them, and the request pool is a {@link ResumingThreadPool} (the same sizes,
+     * that read them, there is a selector per core unless {@code server.jetty.threads.selectors}
+     * says otherwise, and the request pool is a {@link ResumingThreadPool} (the same sizes,
      * {@code server.jetty.threads.*}). The
      * core path's collaborators are looked up at the first request: the server is built before
      * them, and asking for them here would build the inference beans ahead of it.
@@ -40,14 +39,22 @@ class HttpConfiguration {
     @Bean
     WebServerFactoryCustomizer<JettyServletWebServerFactory> jettyServer(EtServeProperties props,
             ObjectProvider<CoreInference> core, @Value("${etserve.tracing.enabled:false}") boolean tracing,
-            @Value("${server.servlet.context-path:}") String contextPath, ObjectProvider<JettyServerProperties> jetty) {
-        boolean onSelector = !props.http().inlineBelow().isZero();
+            @Value("${server.servlet.context-path:}") String contextPath, ObjectProvider<JettyServerProperties> jetty,
+            @Value("${spring.threads.virtual.enabled:false}") boolean virtualThreads) {
+        // With virtual threads Spring Boot's pool stays: requests go to it, none run on the selector.
+        boolean onSelector = !props.http().inlineBelow().isZero() && !virtualThreads;
         boolean atRoot = contextPath.isEmpty() || contextPath.equals("/");
         return factory -> {
             factory.addServerCustomizers(new JettyServerSettings(props.http()));
             if (!tracing && atRoot && onSelector) {
-                factory.setThreadPool(resumingPool(jetty.getIfAvailable(JettyServerProperties::new).getThreads(),
-                        factory.getThreadPool()));
+                JettyServerProperties.Threads threads = jetty.getIfAvailable(JettyServerProperties::new).getThreads();
+                factory.setThreadPool(resumingPool(threads));
+                if (threads.getSelectors() == null || threads.getSelectors() < 1) {
+                    // A selector per core: quick calls run on the selectors, so fewer of them than
+                    // cores would cap how many run at once (Jetty's default is min(cores / 2,
+                    // max threads / 16): 4 on a 16-core host with 64 threads).
+                    factory.setSelectors(Runtime.getRuntime().availableProcessors());
+                }
             }
             if (!tracing && atRoot) {
                 factory.addServerCustomizers(server -> InferHandler.install(server, core::getIfAvailable, onSelector));
@@ -56,19 +63,14 @@ class HttpConfiguration {
     }
 
     /** Spring Boot's request pool (JettyThreadPool's rules) as a {@link ResumingThreadPool}. */
-    private static ResumingThreadPool resumingPool(JettyServerProperties.Threads threads,
-            ThreadPool configured) {
+    private static ResumingThreadPool resumingPool(JettyServerProperties.Threads threads) {
         Integer capacity = threads.getMaxQueueCapacity();
         BlockingQueue<Runnable> queue = capacity == null ? null
                 : capacity == 0 ? new SynchronousQueue<>() : new BlockingArrayQueue<>(capacity);
         int max = threads.getMax() != null ? threads.getMax() : 200;
         int min = threads.getMin() != null ? threads.getMin() : 8;
         int idle = threads.getIdleTimeout() != null ? (int) threads.getIdleTimeout().toMillis() : 60_000;
-        ResumingThreadPool pool = new ResumingThreadPool(max, min, idle, queue);
-        if (configured instanceof QueuedThreadPool boot) {
-            pool.setVirtualThreadsExecutor(boot.getVirtualThreadsExecutor());  // spring.threads.virtual.enabled
-        }
-        return pool;
+        return new ResumingThreadPool(max, min, idle, queue);
     }
 
     @Bean

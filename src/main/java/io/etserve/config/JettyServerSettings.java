@@ -40,9 +40,10 @@ final class JettyServerSettings implements JettyServerCustomizer {
 
     @Override
     public void customize(Server server) {
-        if (server.getHandler() instanceof TraceRefusal) {
+        if (server.getDescendant(TraceRefusal.class) != null) {
             // Applied already: the main context's component scan also finds
-            // ManagementServerConfiguration, so the public port's factory gets this twice.
+            // ManagementServerConfiguration, so the public port's factory gets this twice (and
+            // InferHandler may be installed in front of the first TraceRefusal in between).
             return;
         }
         // Spring Boot adds Jetty's limit (server.jetty.max-connections) before its customizers

@@ -16,7 +16,7 @@ final class ProtocolJson {
     static final JsonFactory FACTORY = JsonFactory.builder()
             .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING_DEPTH).build())
             // No STRICT_DUPLICATE_DETECTION: the decoder refuses a repeated field it reads itself
-            // (InferRequestDecoder.Fields) without a set of names per object.
+            // (InferRequestDecoder's once()) without a set of names per object.
             // Schubfach: the shortest text that reads back as the same float/double, faster
             // than Float.toString on large outputs.
             .enable(StreamWriteFeature.USE_FAST_DOUBLE_WRITER)

@@ -80,10 +80,13 @@ public final class InferExchange {
 
     /** As {@link #directTarget(HttpServletRequest)}, from the request's method, raw path and media-type headers. */
     static Target directTarget(String method, String path, String contentType, String accept) {
-        if (!"POST".equals(method) || !fits(contentType, false) || !fits(accept, true)) {
+        if (!"POST".equals(method)) {
             return null;
         }
-        return target(path);
+        // The path first: it is the cheap test, and it keeps the media-type parsing (which a
+        // selector thread runs) to inference requests.
+        Target target = target(path);
+        return target != null && fits(contentType, false) && fits(accept, true) ? target : null;
     }
 
     /**
@@ -146,9 +149,41 @@ public final class InferExchange {
         return false;
     }
 
+    /**
+     * Whether {@code s} from {@code from} on is a weight above zero: {@code 1}, {@code 1.}
+     * followed by zeros, or {@code 0.} followed by digits not all zero. By hand: a regular
+     * expression for it backtracks quadratically over a long run of digits, and this runs for
+     * every inference request, on the selector too.
+     */
+    static boolean nonZeroWeight(String s, int from) {
+        int n = s.length();
+        if (from >= n) {
+            return false;
+        }
+        char lead = s.charAt(from);
+        if (lead != '0' && lead != '1') {
+            return false;
+        }
+        if (from + 1 == n) {
+            return lead == '1';
+        }
+        if (s.charAt(from + 1) != '.') {
+            return false;
+        }
+        boolean nonZero = false;
+        for (int i = from + 2; i < n; i++) {
+            char c = s.charAt(i);
+            if (c < '0' || c > '9' || lead == '1' && c != '0') {
+                return false;
+            }
+            nonZero |= c != '0';
+        }
+        return lead == '1' || nonZero;
+    }
+
     private static boolean plainParameter(String param, boolean accept) {
         if (accept) {
-            return param.startsWith("q=") && param.substring(2).matches("(0\\.[0-9]*[1-9][0-9]*|1(\\.0*)?)");
+            return param.startsWith("q=") && nonZeroWeight(param, 2);
         }
         if (!param.startsWith("charset=")) {
             return false;

@@ -53,4 +53,20 @@ class InferExchangeTest {
                     + r.getContentType() + " " + r.getHeader("Accept")).isNull();
         }
     }
+
+    @Test
+    void weightsAboveZeroAreReadByHandAsTheProtocolWritesThem() {
+        for (String q : new String[] {"q=1", "q=1.", "q=1.000", "q=0.5", "q=0.001", "q=0.10", "q=0.0001"}) {
+            assertThat(InferExchange.nonZeroWeight(q, 2)).as(q).isTrue();
+        }
+        for (String q : new String[] {"q=", "q=0", "q=0.", "q=0.000", "q=1.5", "q=2", "q=.5", "q=0.5x", "q=01",
+                "q=-0.5", "q=0,5"}) {
+            assertThat(InferExchange.nonZeroWeight(q, 2)).as(q).isFalse();
+        }
+        // A long run of digits, ending well or badly (a regular expression backtracked over such a
+        // run quadratically, on the thread reading every connection's requests).
+        assertThat(InferExchange.directTarget(post("/v2/models/m/infer", null,
+                "application/json;q=0." + "1".repeat(8_000) + "x"))).isNull();
+        assertThat(InferExchange.nonZeroWeight("q=0." + "1".repeat(8_000), 2)).isTrue();
+    }
 }

@@ -20,6 +20,11 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import org.eclipse.jetty.server.AbstractConnector;
+import org.eclipse.jetty.server.Connector;
+import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.util.thread.Invocable;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -83,11 +88,16 @@ class ProtocolApiTest {
         return Invocable.InvocationType.NON_BLOCKING;
     }
 
-    /** Quick calls of several connections ran on the selector since {@code before} (by default). */
+    /**
+     * Quick calls of several connections ran on the selector since {@code before}, there is a
+     * selector per core, and the pool resumes connections where their requests ended (by default).
+     */
     void assertSelectorServed(long before) {
         assertThat(core.servedOnSelector()).isGreaterThan(before);
-        assertThat(((JettyWebServer) context.getWebServer()).getServer().getThreadPool())
-                .isInstanceOf(ResumingThreadPool.class);
+        Server server = ((JettyWebServer) context.getWebServer()).getServer();
+        assertThat(server.getThreadPool()).isInstanceOf(ResumingThreadPool.class);
+        assertThat(((ServerConnector) server.getConnectors()[0]).getSelectorManager().getSelectorCount())
+                .isEqualTo(Runtime.getRuntime().availableProcessors());
     }
 
     @Test
@@ -97,20 +107,30 @@ class ProtocolApiTest {
             assertThat(postBinary("demo-xnnpack", binaryRequest(c.inputs(), List.of("y"))).status()).isEqualTo(200);
         }
         long before = core.servedOnSelector();
-        // Two connections that each send before either reads: the selector takes the second
-        // request right after the first connection's, which is when it keeps one itself.
-        try (RawConnection a = RawConnection.open(port, 10_000); RawConnection b = RawConnection.open(port, 10_000)) {
-            for (int round = 0; round < 20; round++) {
+        // More connections than selectors (a selector per core), each sending before any reads: a
+        // selector takes a request right after another connection's, which is when it keeps one.
+        List<RawConnection> clients = new ArrayList<>();
+        try {
+            for (int i = 0; i < 2 * Runtime.getRuntime().availableProcessors() + 1; i++) {
+                clients.add(RawConnection.open(port, 10_000));
+            }
+            for (int round = 0; round < 5; round++) {
                 for (Reference.Case c : ref.cases()) {
                     String json = Http.JSON.writeValueAsString(
                             Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
-                    a.send(RawConnection.post("/v2/models/demo-xnnpack/infer", json));
-                    b.send(RawConnection.post("/v2/models/demo-xnnpack/infer", json));
-                    for (RawConnection.Response r : List.of(a.read(), b.read())) {
+                    for (RawConnection client : clients) {
+                        client.send(RawConnection.post("/v2/models/demo-xnnpack/infer", json));
+                    }
+                    for (RawConnection client : clients) {
+                        RawConnection.Response r = client.read();
                         assertThat(r.status()).as(r.text()).isEqualTo(200);
                         assertMatches(ref, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
                     }
                 }
+            }
+        } finally {
+            for (RawConnection client : clients) {
+                client.close();
             }
         }
         assertSelectorServed(before);
@@ -118,8 +138,17 @@ class ProtocolApiTest {
 
     @Test
     void theUsualCallIsServedThroughJettysCoreApiAndMatchesTheReference() throws Exception {
-        assertThat(((JettyWebServer) context.getWebServer()).getServer().getInvocationType())
-                .isEqualTo(expectedInvocationType());
+        Server server = ((JettyWebServer) context.getWebServer()).getServer();
+        assertThat(server.getInvocationType()).isEqualTo(expectedInvocationType());
+        // The server's settings applied once, whichever customizer came first (config's classes
+        // are package-private: by name).
+        assertThat(server.getDescendants(InferHandler.class)).hasSize(1);
+        assertThat(server.getDescendants(Handler.class).stream()
+                .filter(h -> h.getClass().getSimpleName().equals("TraceRefusal"))).hasSize(1);
+        for (Connector connector : server.getConnectors()) {
+            assertThat(((AbstractConnector) connector).getBeans().stream()
+                    .filter(b -> b.getClass().getSimpleName().equals("RequestHeadGuard"))).hasSize(1);
+        }
         Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
         long before = core.served();
         try (RawConnection raw = RawConnection.open(port, 10_000)) {
