@@ -101,6 +101,11 @@ final class Cancellation implements LeaseQueue.Abandon {
                 + " (0 or more), got " + value);
     }
 
+    /** Whether the request may wait for an instance ({@link Caller#mayWait}). */
+    boolean mayWait() {
+        return caller.mayWait();
+    }
+
     /** True once the caller is known to be gone. */
     boolean hasLeft() {
         return left || caller.hasLeft();

@@ -7,6 +7,7 @@ import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.RequestCancelledException;
+import io.etserve.inference.WouldWaitException;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
@@ -134,6 +135,9 @@ public final class InferenceService {
             List<ExecutionInput> inputs = TensorContract.bindInputs(model, request);
             TensorContract.OutputSelection selected = TensorContract.selectOutputs(model, request);
             Optional<DynamicBatcher> batcher = model.batcher();
+            if (batcher.isPresent() && !cancellation.mayWait()) {
+                throw new WouldWaitException(model.name());  // a batch always waits (reloaded since asked)
+            }
             bound = System.nanoTime();
             done = batcher.isPresent()
                     ? joinBatch(model, batcher.get(), inputs, outputs, cancellation)
@@ -146,6 +150,8 @@ public final class InferenceService {
             response = new InferenceResponse(model.name(), model.version(), request.id(),
                     TensorContract.nameOutputs(model, done.outputs(), selected.names()), selected.binary());
             return response;
+        } catch (WouldWaitException e) {
+            throw e;  // not an outcome: the request runs again on a thread that may wait
         } catch (RuntimeException e) {
             failure = InferenceException.of(e, model == null ? null : model.name());
             throw failure;

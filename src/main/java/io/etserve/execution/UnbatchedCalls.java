@@ -3,6 +3,7 @@ package io.etserve.execution;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
 import io.etserve.inference.RequestCancelledException;
+import io.etserve.inference.WouldWaitException;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
 import io.etserve.runtime.OutputBuffers;
@@ -50,6 +51,8 @@ final class UnbatchedCalls {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new ModelUnavailableException("interrupted while waiting for an instance");
+        } catch (WouldWaitException e) {
+            throw e;  // nothing ran and nothing failed: the transport runs it again elsewhere
         } catch (RuntimeException e) {
             if (call == null || !call.ran()) {
                 forward.notRun(e);
@@ -67,6 +70,8 @@ final class UnbatchedCalls {
             throws InterruptedException {
         try {
             return acquire(model, cancellation);
+        } catch (WouldWaitException e) {
+            throw e;
         } catch (InterruptedException | RuntimeException e) {
             queue.failed(e);
             throw e;
@@ -81,6 +86,17 @@ final class UnbatchedCalls {
      * @throws OverloadedException when the queue timeout passed first
      */
     private ExecutionSlot acquire(LoadedModel model, Cancellation cancellation) throws InterruptedException {
+        if (!cancellation.mayWait()) {
+            try {
+                ExecutionSlot free = model.instances().acquire(Duration.ZERO, cancellation);
+                if (free != null) {
+                    return free;
+                }
+            } catch (OverloadedException e) {
+                // none free now
+            }
+            throw new WouldWaitException(model.name());
+        }
         ExecutionSlot slot;
         try {
             slot = model.instances().acquire(

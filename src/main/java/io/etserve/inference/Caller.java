@@ -15,6 +15,23 @@ public interface Caller {
     Caller STAYS = gone -> () -> {};
 
     /**
+     * A caller on a thread that serves other connections too (Jetty's selector): it stays, and its
+     * request runs only on an instance free now; otherwise the request ends in
+     * {@link WouldWaitException} for its transport to hand to a thread that may wait.
+     */
+    Caller AT_ONCE = new Caller() {
+        @Override
+        public Watch watch(Runnable gone) {
+            return () -> {};
+        }
+
+        @Override
+        public boolean mayWait() {
+            return false;
+        }
+    };
+
+    /**
      * Starts watching: {@code gone} runs once, on any thread (possibly this one, at once), if the
      * caller goes before the returned watch is closed.
      */
@@ -23,6 +40,11 @@ public interface Caller {
     /** True once the caller is known to be gone without watching (a cancelled gRPC call); false when unknown. */
     default boolean hasLeft() {
         return false;
+    }
+
+    /** Whether its request may wait for an instance (false: {@link #AT_ONCE}). */
+    default boolean mayWait() {
+        return true;
     }
 
     /** When the caller stops waiting ({@link System#nanoTime()}), if it said (a gRPC deadline). */

@@ -3,6 +3,7 @@ package io.etserve.rest;
 import io.etserve.execution.InferenceService;
 import io.etserve.execution.SlowInlineCalls;
 import io.etserve.inference.Caller;
+import io.etserve.inference.WouldWaitException;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.EncodedResponse;
 import io.etserve.protocol.ErrorBody;
@@ -12,6 +13,8 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.LongAdder;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
@@ -21,6 +24,7 @@ import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.util.Callback;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpStatus;
 
 /**
  * The usual {@code /infer} request served through Jetty's core API instead of the servlet stack:
@@ -108,43 +112,73 @@ public final class CoreInference {
      * Serves a request {@link #target} took, whose whole body is {@code chunk} (released here),
      * and completes {@code callback} once the answer is written.
      *
-     * @param onSelector whether this runs on the selector ({@link #quick}): the call then starts at
-     *     once, so nothing watches its client, and one that ran long is reported
+     * @param onSelector whether this runs on the selector ({@link #quick}): the call then runs
+     *     only on an instance free now ({@link Caller#AT_ONCE}; none is: the request goes to
+     *     {@code pool} and runs there), nothing watches its client, and one that ran long is reported
+     * @param pool where a request the selector cannot run at once goes (unused off the selector)
      */
     void serve(Request request, Response response, Callback callback, InferExchange.Target target,
-            Content.Chunk chunk, boolean onSelector) {
+            Content.Chunk chunk, boolean onSelector, Executor pool) {
         long start = System.nanoTime();
         served.increment();
-        if (onSelector) {
-            servedOnSelector.increment();
-        }
-        String headerLength = request.getHeaders().get(InferExchange.HEADER_LENGTH);
         RequestBody body = null;
         try {
             try {
-                body = new RequestBody(inflight, pool, maxBodyBytes, request.getLength(),
-                        RequestBody.headerLength(headerLength));
+                body = new RequestBody(inflight, this.pool, maxBodyBytes, request.getLength(),
+                        RequestBody.headerLength(request.getHeaders().get(InferExchange.HEADER_LENGTH)));
                 body.readAll(chunk.getByteBuffer());
             } finally {
                 chunk.release();
             }
+        } catch (Throwable e) {
+            refuse(response, e, completion(target, response, callback, body, start));
+            return;
+        }
+        if (!onSelector) {
+            answer(request, response, callback, target, body, start, false);
+            return;
+        }
+        if (!answer(request, response, callback, target, body, start, true)) {
+            // Another thread took the instance this one saw idle: run it where waiting is allowed.
+            RequestBody read = body;
+            try {
+                pool.execute(() -> answer(request, response, callback, target, read, start, false));
+            } catch (RejectedExecutionException e) {
+                refuse(response, new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is overloaded",
+                        Duration.ofSeconds(1)), completion(target, response, callback, read, start));
+            }
+            return;
+        }
+        long nanos = System.nanoTime() - start;
+        if (slowCalls.report(nanos)) {
+            log.warn("a REST inference call ran {} ms on the thread that read it, holding the connections it"
+                    + " serves, though its model's recent calls were quick; if a model's time follows its input's"
+                    + " values, set etserve.http.inline-below: 0", nanos / 1_000_000);
+        }
+    }
+
+    /**
+     * Answers the request in {@code body} and completes {@code callback} once written; false
+     * (nothing written, nothing completed) when it may not wait and found no instance free.
+     */
+    private boolean answer(Request request, Response response, Callback callback, InferExchange.Target target,
+            RequestBody body, long start, boolean onSelector) {
+        try {
             // A client that closes its connection while the request waits for an instance or a
-            // batch has it dropped, as on the servlet path.
-            Caller caller = onSelector ? Caller.STAYS : exchange.caller(() -> channelOf(request));
+            // batch has it dropped, as on the servlet path; on the selector it never waits.
+            Caller caller = onSelector ? Caller.AT_ONCE : exchange.caller(() -> channelOf(request));
             EncodedResponse encoded = exchange.answer(target.model(), target.version(),
-                    InferExchange.headerLength(headerLength), body, caller);
+                    InferExchange.headerLength(request.getHeaders().get(InferExchange.HEADER_LENGTH)), body, caller);
+            if (onSelector) {
+                servedOnSelector.increment();
+            }
             write(response, encoded, completion(target, response, callback, body, start));
+        } catch (WouldWaitException e) {
+            return false;
         } catch (Throwable e) {
             refuse(response, e, completion(target, response, callback, body, start));
         }
-        if (onSelector) {
-            long nanos = System.nanoTime() - start;
-            if (slowCalls.report(nanos)) {
-                log.warn("a REST inference call ran {} ms on the thread that read it, holding the connections it"
-                        + " serves, though its model's recent calls were quick; if a model's time follows its input's"
-                        + " values, set etserve.http.inline-below: 0", nanos / 1_000_000);
-            }
-        }
+        return true;
     }
 
     /** The request's socket (Jetty's endpoint transport for plain HTTP/1.1), or null. */

@@ -1,5 +1,6 @@
 package io.etserve.rest;
 
+import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Supplier;
 import org.eclipse.jetty.http.HttpStatus;
@@ -36,6 +37,8 @@ public final class InferHandler extends Handler.Wrapper {
 
     private final Supplier<CoreInference> core;
     private final boolean onSelector;
+    /** A task to a pool thread, which goes on to read its connection's next request (ResumingThreadPool). */
+    private final Executor handOver = task -> getServer().getThreadPool().execute(() -> ResumingThreadPool.runHere(task));
     /** Resolved at the first request: the server is built before the beans that serve inference. */
     private volatile CoreInference resolved;
 
@@ -84,12 +87,12 @@ public final class InferHandler extends Handler.Wrapper {
                 }
             }
             if (mayBlock) {
-                here.serve(request, response, callback, target, chunk, false);
+                here.serve(request, response, callback, target, chunk, false, handOver);
             } else if (sharedSelector(request) && here.quick(target)) {
-                here.serve(request, response, callback, target, chunk, true);
+                here.serve(request, response, callback, target, chunk, true, handOver);
             } else {
-                dispatch(() -> here.serve(request, response, callback, target, chunk, false), request, response,
-                        callback, chunk);
+                dispatch(() -> here.serve(request, response, callback, target, chunk, false, handOver), request,
+                        response, callback, chunk);
             }
             return true;
         }
@@ -153,7 +156,7 @@ public final class InferHandler extends Handler.Wrapper {
      */
     private void dispatch(Runnable task, Request request, Response response, Callback callback, Content.Chunk chunk) {
         try {
-            getServer().getThreadPool().execute(() -> ResumingThreadPool.runHere(task));
+            handOver.execute(task);
         } catch (RejectedExecutionException e) {
             if (chunk != null) {
                 chunk.release();

@@ -14,6 +14,7 @@ import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
 import io.etserve.inference.RequestCancelledException;
 import io.etserve.inference.Tensor;
+import io.etserve.inference.WouldWaitException;
 import io.etserve.repository.CpuModelLoaders;
 import io.etserve.repository.ModelLoader;
 import io.etserve.repository.ModelRegistry;
@@ -170,6 +171,23 @@ class InferenceServiceTest {
             assertThat(service.runsAtOnce("demo-portable", null, Duration.ofSeconds(1))).as("would wait").isFalse();
         }
         assertThat(service.runsAtOnce("no-such-model", null, Duration.ofSeconds(1))).as("an immediate error").isTrue();
+    }
+
+    @Test
+    void aCallerThatMayNotWaitRunsOnAFreeInstanceOrIsHandedBackWithNoOutcome() throws Exception {
+        InferenceService service = service();
+        Reference.TensorValue x = input();
+        try (AutoCloseable held = holdTheInstances()) {
+            // Not the queue timeout's OverloadedException: it did not wait in line.
+            assertThatThrownBy(() -> service.infer("demo-portable", null, request(x, x.shape()),
+                    OutputBuffers.ALLOCATE, Caller.AT_ONCE)).isInstanceOf(WouldWaitException.class);
+        }
+        // Nothing heard of it: no admission, no breaker, no metrics, no fault.
+        assertThat(heard).isEmpty();
+        InferenceResponse r = service.infer("demo-portable", null, request(x, x.shape()), OutputBuffers.ALLOCATE,
+                Caller.AT_ONCE);
+        assertThat(r.outputs()).hasSize(1);
+        assertThat(heard).containsExactly("admit", "breaker:succeeded", "release", "metrics:success");
     }
 
     @Test
