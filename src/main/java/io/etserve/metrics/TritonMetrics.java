@@ -61,8 +61,11 @@ public final class TritonMetrics implements InferenceObserver {
             OUTPUT_US, "Cumulative output preparation time");
 
     private final MeterRegistry registry;
-    /** Each version's Triton series, looked up once per call; the statistics extension reads the same adders. */
-    private final Map<VersionKey, VersionSeries> versions = new ConcurrentHashMap<>();
+    /**
+     * Each version's Triton series by model, then version: looked up on every call without a key
+     * object; the statistics extension reads the same adders.
+     */
+    private final Map<String, Map<String, VersionSeries>> versions = new ConcurrentHashMap<>();
     private final Map<Key, Counter> completionWaits = new ConcurrentHashMap<>();
     private final Map<Key, LoadState> loadStates = new ConcurrentHashMap<>();
     private final Map<Key, Counter> cancelled = new ConcurrentHashMap<>();
@@ -73,7 +76,6 @@ public final class TritonMetrics implements InferenceObserver {
 
     private record Key(String name, String model, String version, String reason) {}
 
-    private record VersionKey(String model, String version) {}
 
     /** A version's load outcome (1 failed, 0 loaded) and the gauge that reads it. */
     private record LoadState(AtomicInteger failed, Gauge gauge) {}
@@ -225,9 +227,12 @@ public final class TritonMetrics implements InferenceObserver {
     }
 
     private VersionSeries version(String model, String version) {
-        VersionKey key = new VersionKey(model, version);
-        VersionSeries v = versions.get(key);
-        return v != null ? v : versions.computeIfAbsent(key, k -> new VersionSeries(model, version));
+        Map<String, VersionSeries> ofModel = versions.get(model);
+        if (ofModel == null) {
+            ofModel = versions.computeIfAbsent(model, m -> new ConcurrentHashMap<>());
+        }
+        VersionSeries v = ofModel.get(version);
+        return v != null ? v : ofModel.computeIfAbsent(version, k -> new VersionSeries(model, version));
     }
 
     /**
@@ -235,7 +240,7 @@ public final class TritonMetrics implements InferenceObserver {
      * Prometheus series export (zeros for a version that has seen no request).
      */
     public VersionStatistics statistics(String model, String version) {
-        VersionSeries v = versions.get(new VersionKey(model, version));
+        VersionSeries v = versions.getOrDefault(model, Map.of()).get(version);
         return v != null ? v.snapshot() : new VersionSeries(model, version).snapshot();
     }
 
@@ -271,7 +276,7 @@ public final class TritonMetrics implements InferenceObserver {
 
     @Override
     public void unloaded(String model, String version) {
-        VersionSeries v = versions.remove(new VersionKey(model, version));
+        VersionSeries v = versions.getOrDefault(model, Map.of()).remove(version);
         if (v != null) {
             v.removeGauges();
         }

@@ -207,7 +207,7 @@ public final class CoreInference {
             if (body != null) {
                 body.close();
             }
-            metrics.record("rest", target.model(), Integer.toString(response.getStatus()), System.nanoTime() - start);
+            metrics.record("rest", target.model(), response.getStatus(), System.nanoTime() - start);
         };
         return Callback.from(() -> {
             end.run();

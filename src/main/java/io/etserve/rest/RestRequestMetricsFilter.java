@@ -44,7 +44,7 @@ public final class RestRequestMetricsFilter implements Filter {
                 request.getAsyncContext().addListener(new AsyncListener() {
                     @Override
                     public void onComplete(AsyncEvent event) {
-                        metrics.record("rest", model, Integer.toString(response.getStatus()), System.nanoTime() - start);
+                        metrics.record("rest", model, response.getStatus(), System.nanoTime() - start);
                     }
 
                     @Override
@@ -57,7 +57,7 @@ public final class RestRequestMetricsFilter implements Filter {
                     public void onStartAsync(AsyncEvent event) {}
                 });
             } else {
-                metrics.record("rest", model, Integer.toString(response.getStatus()), System.nanoTime() - start);
+                metrics.record("rest", model, response.getStatus(), System.nanoTime() - start);
             }
         }
     }
