@@ -171,6 +171,32 @@ jvm_options_bench() {
   return $st
 }
 
+# REST calls to a quick CPU model (the probe on a CPU instance per core, no kernel) for each set
+# of service arguments in ETSERVE_SELECTOR_VARIANTS (';'-separated; "" = the defaults): whether
+# quick calls on the selectors (etserve.http.inline-below, a selector per core) pay on this host.
+# Into $RESULTS/gpu-h200-selectors.txt.
+selectors_bench() {
+  local out="$RESULTS/gpu-h200-selectors.txt" st=0 v c variants args repo="$WORK/selectors-repo"
+  { echo "# REST calls to a quick CPU model by service arguments ($(nproc) cores)"
+    echo; echo "$THR_HEADER"; } > "$out"
+  IFS=';' read -r -a variants <<< "${ETSERVE_SELECTOR_VARIANTS:-;--etserve.http.inline-below=0;--server.jetty.threads.selectors=4}"
+  for v in "${variants[@]}"; do
+    rm -rf "$repo" && mkdir -p "$repo/probe-cpu/1"
+    cp "$ROOT/src/test/resources/models/caller-stream-probe/1/model.pte" "$repo/probe-cpu/1/"
+    printf 'inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: %s\n' "$(nproc)" > "$repo/probe-cpu/config.yml"
+    read -r -a args <<< "$v"
+    start_service "$repo" "${args[@]}"
+    for c in 1 4 16 32; do
+      check throughput port=$PORT model=probe-cpu spin=0 clients=$c seconds=4 pid=$SERVICE_PID \
+        label="${v:-(defaults)}" >> "$out" || st=1
+    done
+    stop_service
+  done
+  { echo; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
+  cat "$out"
+  return $st
+}
+
 # The packaged service: start table, throughput, dynamic batching, startup, first request,
 # the sticky fault; all into $RESULTS/gpu-h200-service.txt.
 service() {
