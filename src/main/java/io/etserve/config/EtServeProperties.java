@@ -302,11 +302,11 @@ public record EtServeProperties(
      * @param inlineBelow a REST inference whose body came with its head, to a model with an idle
      *     CPU instance, no batching, static input shapes and forward calls under this lately, runs
      *     on the selector thread that read it while requests of other connections keep that
-     *     selector busy, instead of a request thread (0: every request on a request thread; off
-     *     while tracing; docs/api.md)
+     *     selector busy, instead of a request thread (0, the default: every request on a request
+     *     thread; off while tracing; docs/api.md)
      */
     public record Http(@DefaultValue("10s") Duration headerTimeout, @DefaultValue("4096") int acceptQueueSize,
-            @DefaultValue("64KB") DataSize inputBufferSize, @DefaultValue("250us") Duration inlineBelow) {
+            @DefaultValue("64KB") DataSize inputBufferSize, @DefaultValue("0s") Duration inlineBelow) {
 
         public Http {
             if (headerTimeout.isNegative() || headerTimeout.isZero()) {
