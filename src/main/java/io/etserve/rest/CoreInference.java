@@ -31,8 +31,9 @@ import org.springframework.http.HttpStatus;
  * a POST to a plain model path whose whole body came with its head. {@link InferHandler} asks
  * {@link #target} and serves here what it accepts, on a pool thread or, for a model that will
  * run it at once and briefly ({@link #quick}) while other connections keep the selector busy, on
- * the selector thread that read it, the way quick gRPC calls run on Netty's event loop. Everything else (a body still arriving, {@code Expect}, a restricted inference
- * API, tracing) takes the servlet path, whose answers this one matches: the same exchange
+ * the selector thread that read it, the way quick gRPC calls run on Netty's event loop.
+ * Everything else (a body still arriving, {@code Expect}, a restricted inference API, tracing)
+ * takes the servlet path, whose answers this one matches: the same exchange
  * ({@link InferExchange#answer}), error bodies ({@link ApiExceptionHandler}), request metrics and
  * client watch. Skipping the servlet layer and Spring's filters spares a small request a
  * fifth of its allocation and CPU (bench/results/2026-12-05-2core-core-infer.md).
@@ -114,17 +115,17 @@ public final class CoreInference {
      *
      * @param onSelector whether this runs on the selector ({@link #quick}): the call then runs
      *     only on an instance free now ({@link Caller#AT_ONCE}; none is: the request goes to
-     *     {@code pool} and runs there), nothing watches its client, and one that ran long is reported
-     * @param pool where a request the selector cannot run at once goes (unused off the selector)
+     *     {@code handOver} and runs there), nothing watches its client, and one that ran long is reported
+     * @param handOver where a request the selector cannot run at once goes (unused off the selector)
      */
     void serve(Request request, Response response, Callback callback, InferExchange.Target target,
-            Content.Chunk chunk, boolean onSelector, Executor pool) {
+            Content.Chunk chunk, boolean onSelector, Executor handOver) {
         long start = System.nanoTime();
         served.increment();
         RequestBody body = null;
         try {
             try {
-                body = new RequestBody(inflight, this.pool, maxBodyBytes, request.getLength(),
+                body = new RequestBody(inflight, pool, maxBodyBytes, request.getLength(),
                         RequestBody.headerLength(request.getHeaders().get(InferExchange.HEADER_LENGTH)));
                 body.readAll(chunk.getByteBuffer());
             } finally {
@@ -142,7 +143,7 @@ public final class CoreInference {
             // Another thread took the instance this one saw idle: run it where waiting is allowed.
             RequestBody read = body;
             try {
-                pool.execute(() -> answer(request, response, callback, target, read, start, false));
+                handOver.execute(() -> answer(request, response, callback, target, read, start, false));
             } catch (RejectedExecutionException e) {
                 refuse(response, new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is overloaded",
                         Duration.ofSeconds(1)), completion(target, response, callback, read, start));
