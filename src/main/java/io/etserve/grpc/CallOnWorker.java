@@ -31,6 +31,11 @@ import org.slf4j.LoggerFactory;
  * share its event loop: run there, they would run one after another): then it crosses no thread
  * at all. The connections' call counts need {@link #connections()} on the server.
  *
+ * <p>A handler running on the event loop finds {@link #EVENT_LOOP} in its context: one that would
+ * have to wait after all (another call took the instance it was to run on) gives the rest of its
+ * work to {@link HandOver#toWorker}, which runs it on a worker once the handler returns, as if
+ * the call had gone there from the start.
+ *
  * <p>The listener's callbacks still run one at a time and in their order, as grpc-java promises a
  * listener: one arriving while the worker runs (a cancellation) waits and runs after it, on the
  * worker. Outermost of the interceptors, so the inner ones see every callback on one thread.
@@ -41,6 +46,16 @@ final class CallOnWorker implements ServerInterceptor {
 
     /** Calls of a connection started and not yet completed or cancelled. */
     private static final Attributes.Key<AtomicInteger> CALLS = Attributes.Key.create("etserve.calls-in-flight");
+
+    /** In a handler's context only while it runs on the event loop: where it may not wait. */
+    static final Context.Key<HandOver> EVENT_LOOP = Context.key("etserve.grpc.event-loop");
+
+    /** How a handler on the event loop that would wait moves the rest of its work to a worker. */
+    @FunctionalInterface
+    interface HandOver {
+        /** Runs {@code rest} on a worker, in the call's context, after the handler returns; at most once per call. */
+        void toWorker(Runnable rest);
+    }
 
     private final Executor workers;
     private final Predicate<Object> runsHere;
@@ -87,6 +102,7 @@ final class CallOnWorker implements ServerInterceptor {
         private final SlowInlineCalls slowCalls;
         private final AtomicBoolean ended = new AtomicBoolean();
         private Object request;  // written and read by the steps, which run in order
+        private Runnable rest;  // what the handler on the event loop handed over; read after it returns
         private final ArrayDeque<Step> pending = new ArrayDeque<>(2);  // guarded by this
         private boolean draining;  // guarded by this: a thread runs the steps, or a worker was asked to
 
@@ -172,6 +188,12 @@ final class CallOnWorker implements ServerInterceptor {
                 }
                 if (step.handler() && !onWorker) {
                     runOnEventLoop(step);
+                    Runnable moved = rest;
+                    if (moved != null) {
+                        rest = null;
+                        handOff(new Step(moved, true, step.context()));
+                        return;  // the worker drains what arrives meanwhile, after the rest
+                    }
                 } else {
                     run(step, onWorker);
                 }
@@ -181,7 +203,18 @@ final class CallOnWorker implements ServerInterceptor {
         /** The handler of a quick call, here; one that was not quick is told to the operator. */
         private void runOnEventLoop(Step step) {
             long start = System.nanoTime();
-            run(step, false);
+            HandOver handOver = moved -> {
+                if (rest != null) {
+                    throw new IllegalStateException("the handler already handed its work to a worker");
+                }
+                rest = moved;
+            };
+            try {
+                run(new Step(step.action(), true, step.context().withValue(EVENT_LOOP, handOver)), false);
+            } catch (RuntimeException | Error e) {
+                rest = null;  // the transport closes the call: nothing left to run
+                throw e;
+            }
             long nanos = System.nanoTime() - start;
             if (slowCalls.report(nanos)) {
                 log.warn("a gRPC call ({}) ran {} ms on Netty's event loop, holding the connections that share it,"
@@ -199,6 +232,22 @@ final class CallOnWorker implements ServerInterceptor {
                 return runsHere.test(message);
             } catch (RuntimeException e) {
                 return false;  // a question that fails is answered on a worker, as any call
+            }
+        }
+
+        /**
+         * Asks a worker to run what a handler on the event loop handed over, then drain; when
+         * refused, the call closes as unavailable and the steps left drain here.
+         */
+        private void handOff(Step first) {
+            try {
+                workers.execute(() -> {
+                    run(first, true);
+                    drain(true);
+                });
+            } catch (RejectedExecutionException e) {
+                call.close(Status.UNAVAILABLE.withDescription("the server is shutting down"), new Metadata());
+                drain(false);
             }
         }
 

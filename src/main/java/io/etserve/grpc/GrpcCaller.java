@@ -15,10 +15,21 @@ import java.util.concurrent.TimeUnit;
 final class GrpcCaller implements Caller {
 
     private final Context context;
+    private final boolean mayWait;
 
-    /** @param context the call's context ({@code Context.current()} in the service method) */
-    GrpcCaller(Context context) {
+    /**
+     * @param context the call's context ({@code Context.current()} in the service method)
+     * @param mayWait false on Netty's event loop ({@link CallOnWorker#EVENT_LOOP}): the request
+     *     then runs only on an instance free now
+     */
+    GrpcCaller(Context context, boolean mayWait) {
         this.context = context;
+        this.mayWait = mayWait;
+    }
+
+    @Override
+    public boolean mayWait() {
+        return mayWait;
     }
 
     @Override

@@ -27,9 +27,11 @@ import io.etserve.grpc.protocol.ServerReadyRequest;
 import io.etserve.grpc.protocol.ServerReadyResponse;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
+import io.etserve.inference.WouldWaitException;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.PublicMessages;
@@ -188,18 +190,43 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
                 out.onCompleted();
             }
         };
-        answer(counted, () -> {
+        InferenceRequest decoded;
+        try {
             var refused = readiness.whyNotAccepting();
             if (refused.isPresent()) {
                 throw statuses.status(Status.UNAVAILABLE, "server is not ready: " + refused.get(), Duration.ofSeconds(1));
             }
+            decoded = tensors.decode(request);
+        } catch (RuntimeException e) {
+            counted.onError(statuses.of(e));
+            return;
+        }
+        infer(request, decoded, counted, CallOnWorker.EVENT_LOOP.get());
+    }
+
+    /**
+     * Runs a decoded request and answers it. On the event loop ({@code handOver} not null) it
+     * runs only on an instance free now; none is, and the rest goes to a worker, where it may wait.
+     */
+    private void infer(ModelInferRequest request, InferenceRequest decoded, StreamObserver<ModelInferResponse> out,
+            CallOnWorker.HandOver handOver) {
+        ModelInferResponse answer;
+        try {
             InferenceResponse response = inference.infer(request.getModelName(),
-                    emptyToNull(request.getModelVersion()), tensors.decode(request), OutputBuffers.ALLOCATE,
-                    new GrpcCaller(Context.current()));
+                    emptyToNull(request.getModelVersion()), decoded, OutputBuffers.ALLOCATE,
+                    new GrpcCaller(Context.current(), handOver == null));
             try (var span = inference.spans().encode(response.modelName(), "grpc")) {
-                return GrpcTensors.encode(response);
+                answer = GrpcTensors.encode(response);
             }
-        });
+        } catch (WouldWaitException e) {
+            handOver.toWorker(() -> infer(request, decoded, out, null));
+            return;
+        } catch (RuntimeException e) {
+            out.onError(statuses.of(e));
+            return;
+        }
+        out.onNext(answer);
+        out.onCompleted();
     }
 
     /**

@@ -110,6 +110,64 @@ class CallOnWorkerTest {
     }
 
     @Test
+    void aHandlerOnTheEventLoopThatWouldWaitHandsTheRestToAWorkerAndLaterCallbacksRunAfterIt() throws Exception {
+        CountDownLatch restRunning = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        List<String> rest = new CopyOnWriteArrayList<>();
+        CallOnWorker interceptor = new CallOnWorker(worker, "quick"::equals);
+        ServerCall.Listener<String> listener = interceptor.interceptCall(call, new Metadata(),
+                (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get().toWorker(() -> {
+                    rest.add(Thread.currentThread().getName() + " " + CALL.get() + " "
+                            + (CallOnWorker.EVENT_LOOP.get() == null ? "may wait" : "on the event loop"));
+                    restRunning.countDown();
+                    await(release);
+                }), null));
+
+        Context.current().withValue(CALL, "call 9").run(() -> {
+            listener.onMessage("quick");
+            listener.onHalfClose();
+        });
+        assertThat(restRunning.await(10, TimeUnit.SECONDS)).isTrue();
+        listener.onCancel();  // arrives while the rest runs: waits for it
+        String here = Thread.currentThread().getName();
+        assertThat(seen).containsExactly("message@" + here, "halfClose@" + here);
+
+        release.countDown();
+        awaitSeen(3);
+        assertThat(seen.get(2)).isEqualTo("cancel@worker");
+        assertThat(rest).containsExactly("worker call 9 may wait");
+    }
+
+    @Test
+    void aHandOverTheWorkersRefuseClosesTheCallAsUnavailableAndLaterCallbacksRunHere() {
+        List<String> rest = new CopyOnWriteArrayList<>();
+        ServerCall.Listener<String> listener = new CallOnWorker(r -> {
+            throw new RejectedExecutionException("shut down");
+        }, "quick"::equals).interceptCall(call, new Metadata(),
+                (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran")), null));
+
+        listener.onMessage("quick");
+        listener.onHalfClose();
+        listener.onCancel();
+
+        assertThat(call.status.getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+        assertThat(rest).isEmpty();
+        String here = Thread.currentThread().getName();
+        assertThat(seen).containsExactly("message@" + here, "halfClose@" + here, "cancel@" + here);
+    }
+
+    @Test
+    void aHandlerOnAWorkerFindsNoHandOver() throws Exception {
+        List<Boolean> handOver = new CopyOnWriteArrayList<>();
+        ServerCall.Listener<String> listener = start(new Recording(
+                () -> handOver.add(CallOnWorker.EVENT_LOOP.get() != null), null));
+        listener.onMessage("request");
+        listener.onHalfClose();
+        awaitSeen(2);
+        assertThat(handOver).containsExactly(false);
+    }
+
+    @Test
     void aCancellationArrivingWhileTheHandlerRunsWaitsForItAndRunsAfterItOnTheWorker() throws Exception {
         CountDownLatch running = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
