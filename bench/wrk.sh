@@ -3,8 +3,11 @@
 # service on loopback, JSON and binary, at each concurrency, in BENCH_ROUNDS rounds, with the
 # server's whole-process CPU per request from /proc/PID/stat (every thread: request threads, GC,
 # JIT) and wrk's own latency percentiles. Writes target/bench/wrk.md and wrk.jsonl.
+# The format `grpc` sends the same tensor as a gRPC ModelInfer (raw_input_contents, as Triton's
+# clients do) with h2load (Debian: nghttp2-client), one HTTP/2 connection per client, one call in
+# flight on each; percentiles from h2load's per-request log, corrected as wrk corrects its own.
 #
-# Knobs (environment): BENCH_MODEL (demo-portable), BENCH_FORMATS ("json binary"),
+# Knobs (environment): BENCH_MODEL (demo-portable), BENCH_FORMATS ("json binary", add grpc),
 # BENCH_CONCURRENCY ("1 2 4"), BENCH_ROUNDS (3), BENCH_DURATION (8, seconds per row),
 # BENCH_WARMUP (20, seconds of unrecorded load per format first), BENCH_PORT (18080),
 # BENCH_MGMT_PORT (18081), BENCH_JAR (this tree's jar, rebuilt when older than the sources),
@@ -25,13 +28,17 @@ DURATION=${BENCH_DURATION:-8}
 WARMUP=${BENCH_WARMUP:-20}
 
 command -v wrk > /dev/null || { echo "wrk is missing (Debian: apt-get install wrk)" >&2; exit 1; }
+if [[ " $FORMATS " == *" grpc "* ]]; then
+  command -v h2load > /dev/null || { echo "h2load is missing (Debian: apt-get install nghttp2-client)" >&2; exit 1; }
+fi
+GRPC_PORT=${BENCH_GRPC_PORT:-18001}
 log() { printf '[wrk %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
 mkdir -p "$OUT"
 [[ -n ${BENCH_JAR:-} ]] || bench_build
-bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT" "$PORT" "$MGMT_PORT"
+bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_GRPC_PORT" "$PORT" "$MGMT_PORT" "$GRPC_PORT"
 cp "${BENCH_JAR:-$ROOT/target/etserve-0.1.0-SNAPSHOT.jar}" "$OUT/etserve.jar"
 
 # The first reference case as each format's body, and a wrk script that posts it. The expected
@@ -52,11 +59,29 @@ with open(f"{out}/wrk-binary.body", "wb") as f:
     f.write(header + raw)
 with open(f"{out}/wrk-binary.header-length", "w") as f:
     f.write(str(len(header)))
+# gRPC: a ModelInferRequest (model_name = 1, inputs = 5 {name 1, datatype 2, packed shape 3},
+# raw_input_contents = 7) in its length-prefixed frame, written field by field.
+def varint(n):
+    b = bytearray()
+    while True:
+        b.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(b)
+def field(num, payload):
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+model = sys.argv[1].split("/")[-3].encode()
+shape = b"".join(varint(d) for d in inp["shape"])
+tensor_msg = field(1, inp["name"].encode()) + field(2, inp["datatype"].encode()) + field(3, shape)
+message = field(1, model) + field(5, tensor_msg) + field(7, raw)
+with open(f"{out}/wrk-grpc.body", "wb") as f:
+    f.write(b"\0" + struct.pack(">I", len(message)) + message)
 tol = ref["tolerance"]
 json.dump({"expected": want["data"], "atol": tol["atol"], "rtol": tol["rtol"]},
           open(f"{out}/wrk-expected.json", "w"))
 PY
 for f in $FORMATS; do
+  [[ $f != grpc ]] || continue
   headers='wrk.headers["Content-Type"] = "application/json"'
   if [[ $f == binary ]]; then
     headers='wrk.headers["Content-Type"] = "application/octet-stream"
@@ -73,15 +98,23 @@ done
 
 log "starting the service (log: $OUT/wrk-server.log)"
 # shellcheck disable=SC2086  # a list of arguments
-SERVICE_JAR=$OUT/etserve.jar bench_start_service "$OUT/wrk-server.log" "$ROOT/models" --etserve.grpc.port=0 \
+SERVICE_JAR=$OUT/etserve.jar bench_start_service "$OUT/wrk-server.log" "$ROOT/models" --etserve.grpc.port="$GRPC_PORT" \
   ${BENCH_SERVICE_ARGS:-}
 trap 'kill "$SERVER_PID" 2> /dev/null || true; wait "$SERVER_PID" 2> /dev/null || true' EXIT
 URL="http://127.0.0.1:$PORT/v2/models/$MODEL/infer"
+GRPC_URL="http://127.0.0.1:$GRPC_PORT/inference.GRPCInferenceService/ModelInfer"
+# h2load's arguments for one gRPC run (then: -c, -D or -n, more options).
+grpc_load() {
+  h2load -t1 -m1 -d "$OUT/wrk-grpc.body" -H 'content-type: application/grpc' -H 'te: trailers' "$@" "$GRPC_URL"
+}
 
 # One answer checked value by value against PyTorch's per format: wrk itself checks only statuses.
 for f in $FORMATS; do
   if [[ $f == json ]]; then
     curl -sf -H 'Content-Type: application/json' --data-binary "@$OUT/wrk-json.body" "$URL" > "$OUT/wrk-answer"
+  elif [[ $f == grpc ]]; then
+    curl -sf --http2-prior-knowledge -H 'content-type: application/grpc' -H 'te: trailers' \
+      --data-binary "@$OUT/wrk-grpc.body" "$GRPC_URL" > "$OUT/wrk-answer"
   else
     curl -sf -H 'Content-Type: application/octet-stream' \
       -H "Inference-Header-Content-Length: $(cat "$OUT/wrk-binary.header-length")" \
@@ -92,8 +125,30 @@ import json, re, struct, sys
 fmt, out = sys.argv[1], sys.argv[2]
 exp = json.load(open(f"{out}/wrk-expected.json"))
 body = open(f"{out}/wrk-answer", "rb").read()
+def varint(b, i):
+    n = shift = 0
+    while True:
+        n |= (b[i] & 0x7F) << shift
+        i += 1
+        if b[i - 1] < 0x80:
+            return n, i
+        shift += 7
 if fmt == "json":
     got = json.loads(body)["outputs"][0]["data"]
+elif fmt == "grpc":
+    # The frame's ModelInferResponse: the first raw_output_contents (field 6) holds the floats.
+    msg, i, got = body[5:5 + int.from_bytes(body[1:5], "big")], 0, []
+    while i < len(msg):
+        key, i = varint(msg, i)
+        if key & 7 == 2:
+            n, i = varint(msg, i)
+            if key >> 3 == 6 and not got:
+                got = list(struct.unpack(f"<{n // 4}f", msg[i:i + n]))
+            i += n
+        elif key & 7 == 0:
+            _, i = varint(msg, i)
+        else:
+            sys.exit(f"grpc: unexpected wire type in the answer: {key & 7}")
 else:
     n = int(re.search(rb"(?i)inference-header-content-length:\s*(\d+)", open(f"{out}/wrk-answer.headers", "rb").read()).group(1))
     got = list(struct.unpack(f"<{(len(body) - n) // 4}f", body[n:]))
@@ -115,8 +170,53 @@ micros() {
 
 for f in $FORMATS; do
   log "warm-up: $f, ${WARMUP}s at c = 2 (not recorded)"
-  wrk -t1 -c2 -d"${WARMUP}s" -s "$OUT/wrk-$f.lua" "$URL" > /dev/null
+  if [[ $f == grpc ]]; then
+    grpc_load -c2 -D "$WARMUP" > /dev/null
+  else
+    wrk -t1 -c2 -d"${WARMUP}s" -s "$OUT/wrk-$f.lua" "$URL" > /dev/null
+  fi
 done
+
+# One timed run of format $1 at concurrency $2 into $OUT/wrk-run.txt, in wrk's terms
+# ("N requests in", "Requests/sec:", "50%"/"99%" latency lines, "Non-2xx" when any failed).
+timed_run() {
+  if [[ $1 != grpc ]]; then
+    wrk -t1 -c"$2" -d"${DURATION}s" --latency -s "$OUT/wrk-$1.lua" "$URL" > "$OUT/wrk-run.txt"
+    return
+  fi
+  # A failed call is HTTP 200 with a non-zero grpc-status and no message: count the answers
+  # that came without their message's bytes as failures.
+  : > "$OUT/wrk-grpc.log"  # h2load appends
+  grpc_load -c"$2" -D "$DURATION" --log-file="$OUT/wrk-grpc.log" > "$OUT/wrk-h2load.txt"
+  python3 - "$OUT/wrk-h2load.txt" "$OUT/wrk-grpc.log" "$DURATION" "$(stat -c %s "$OUT/wrk-answer")" "$2" \
+    > "$OUT/wrk-run.txt" << 'PY'
+import re, statistics, sys
+text = open(sys.argv[1]).read()
+done = int(re.search(r"requests: \d+ total, \d+ started, (\d+) done", text).group(1))
+data = re.search(r"\((\d+)\) data", text)
+lat = [int(l.split()[2]) for l in open(sys.argv[2]) if l.strip()]
+# wrk's percentiles are corrected for coordinated omission (stats_correct: a request that took
+# n >= 2 x the mean interval between a connection's requests also counts as n - interval,
+# n - 2 x interval, ... down to the interval, the requests a stall held back); the same here, so
+# gRPC's percentiles read as REST's. The log's own percentiles: wrk-grpc.log.
+interval = float(sys.argv[3]) * 1e6 / (len(lat) / int(sys.argv[5]))
+held = []
+for n in lat:
+    m = n - interval
+    while n >= 2 * interval and m > interval:
+        held.append(m)
+        m -= interval
+lat = sorted(lat + held)
+q = lambda p: int(lat[min(len(lat) - 1, int(p * len(lat)))])
+short = done - int(data.group(1)) // int(sys.argv[4]) if data else 0
+print(f"  {done} requests in {sys.argv[3]}s")
+print(f"Requests/sec: {done / float(sys.argv[3]):.2f}")
+print(f"     50%   {q(0.50)}us")
+print(f"     99%   {q(0.99)}us")
+if short > 0:
+    print(f"Non-2xx or socket errors: {short}")
+PY
+}
 
 : > "$OUT/wrk.jsonl"
 for r in $(seq "$ROUNDS"); do
@@ -124,7 +224,7 @@ for r in $(seq "$ROUNDS"); do
     for c in $CONCURRENCY; do
       load=$(cut -d' ' -f1 /proc/loadavg)
       before=$(cpu_ticks)
-      wrk -t1 -c"$c" -d"${DURATION}s" --latency -s "$OUT/wrk-$f.lua" "$URL" > "$OUT/wrk-run.txt"
+      timed_run "$f" "$c"
       after=$(cpu_ticks)
       n=$(awk '/requests in/ {print $1}' "$OUT/wrk-run.txt")
       non2xx=$(awk '/Non-2xx/ {print $NF}' "$OUT/wrk-run.txt")
@@ -143,7 +243,7 @@ done
 python3 - "$OUT/wrk.jsonl" "$MODEL" > "$OUT/wrk.md" << 'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"wrk 4.x, -t1, model {sys.argv[2]}; server CPU = whole process from /proc per request; rounds separated by /")
+print(f"wrk 4.x, -t1 (grpc: h2load -t1 -m1), model {sys.argv[2]}; server CPU = whole process from /proc per request; rounds separated by /")
 print()
 print("| format | c | server CPU us/req | p50 us | p99 us | p99/p50 | req/s | median CPU | median p99/p50 |")
 print("|---|---|---|---|---|---|---|---|---|")

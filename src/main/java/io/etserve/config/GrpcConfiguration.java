@@ -9,6 +9,7 @@ import io.etserve.health.ServerReadiness;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.PublicMessages;
+import io.etserve.runtime.DirectBufferPool;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.security.RestrictedApis;
@@ -32,7 +33,7 @@ class GrpcConfiguration {
     GrpcServer grpcServer(EtServeProperties props, ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, PublicMessages messages, ProtocolMetrics metrics,
             RepositoryControl repository, RestrictedApis restricted, TritonExtensions triton,
-            ObjectProvider<GrpcTracingInterceptor> tracing,
+            ObjectProvider<GrpcTracingInterceptor> tracing, DirectBufferPool tensorBuffers,
             @Value("${spring.lifecycle.timeout-per-shutdown-phase:30s}") Duration drainTimeout) {
         EtServeProperties.Grpc grpc = props.grpc();
         EtServeProperties.Inference limits = props.inference();
@@ -40,7 +41,8 @@ class GrpcConfiguration {
                 : limits.maxRequestSize().toBytes();
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
-                RestConfiguration.serverVersion(), TritonExtensions.EXTENSIONS, metrics, repository, triton);
+                RestConfiguration.serverVersion(), TritonExtensions.EXTENSIONS, metrics, repository, triton,
+                tensorBuffers);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), drainTimeout, traced(RestrictedApiInterceptor.guard(service, restricted),
                 tracing.getIfAvailable()), service.quickCalls(grpc.inlineBelow()), probes);

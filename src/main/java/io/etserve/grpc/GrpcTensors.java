@@ -13,8 +13,8 @@ import io.etserve.inference.Tensor;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.InvalidRequestException;
 import io.etserve.protocol.TensorChecks;
+import io.etserve.runtime.BufferLease;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -28,9 +28,10 @@ import java.util.function.IntToLongFunction;
  * allocating); whether the tensors fit the model's method is {@code TensorContract}'s question,
  * as for REST. Typed contents fields are chosen from the datatype's kind and width.
  *
- * <p>Copies: in, each raw section or typed list into one direct buffer (the bridge reads it in
- * place); out, none here: each output's direct buffer is wrapped as the response's raw section
- * and serialized from there.
+ * <p>Copies: in, each raw section or typed list into one pooled direct buffer of the call's
+ * {@link BufferLease} (the bridge reads it in place); out, none here: each output's buffer (the
+ * lease's too) is wrapped as the response's raw section and serialized from there, before the
+ * lease gives the buffers back.
  */
 final class GrpcTensors {
 
@@ -40,7 +41,8 @@ final class GrpcTensors {
         this.limits = limits;
     }
 
-    InferenceRequest decode(ModelInferRequest request) {
+    /** The request's tensors, their data in buffers of {@code buffers}. */
+    InferenceRequest decode(ModelInferRequest request, BufferLease buffers) {
         int count = request.getInputsCount();
         boolean raw = request.getRawInputContentsCount() > 0;
         if (raw && request.getRawInputContentsCount() != count) {
@@ -63,8 +65,8 @@ final class GrpcTensors {
                 throw new InvalidRequestException(label + " has contents, but the request uses raw_input_contents;"
                         + " use one or the other.");
             }
-            ByteBuffer data = raw ? fromRaw(label, type, shape, elements, request.getRawInputContents(i))
-                    : fromContents(label, type, shape, elements, in.getContents());
+            ByteBuffer data = raw ? fromRaw(label, type, shape, elements, request.getRawInputContents(i), buffers)
+                    : fromContents(label, type, shape, elements, in.getContents(), buffers);
             inputs.add(new Tensor(in.getName(), type, shape, data));
         }
         List<InferenceRequest.RequestedOutput> outputs = new ArrayList<>();
@@ -90,15 +92,17 @@ final class GrpcTensors {
             for (long d : t.shape()) {
                 out.addShape(d);
             }
-            // The buffer is this response's alone (fresh per call) and never written again.
+            // The buffer is this call's alone, written no more, and given back only once the
+            // message is serialized (grpc-java does that inside onNext).
             b.addRawOutputContents(UnsafeByteOperations.unsafeWrap(t.data().duplicate()));
         }
         return b.build();
     }
 
     /** The section is in the message already, so copying it first allocates nothing a client did not send. */
-    private static ByteBuffer fromRaw(String label, DataType type, long[] shape, long elements, ByteString bytes) {
-        ByteBuffer data = ByteBuffer.allocateDirect(bytes.size()).order(ByteOrder.LITTLE_ENDIAN);
+    private static ByteBuffer fromRaw(String label, DataType type, long[] shape, long elements, ByteString bytes,
+            BufferLease buffers) {
+        ByteBuffer data = buffers.acquire(bytes.size());
         bytes.copyTo(data);
         data.flip();
         TensorChecks.requireBytes(label, "has " + bytes.size() + " bytes of raw contents", type, shape, elements, data);
@@ -107,10 +111,10 @@ final class GrpcTensors {
 
     /** Typed contents: counted against the shape before the tensor's buffer is allocated. */
     private static ByteBuffer fromContents(String label, DataType type, long[] shape, long elements,
-            InferTensorContents c) {
+            InferTensorContents c, BufferLease buffers) {
         if (type.kind() == DataType.Kind.BYTES) {
             TensorChecks.requireValueCount(label, c.getBytesContentsCount(), "values in bytes_contents", shape, elements);
-            return lengthPrefixed(c.getBytesContentsList());
+            return lengthPrefixed(c.getBytesContentsList(), buffers);
         }
         Contents field = Contents.of(type, c);
         if (field == null) {
@@ -118,8 +122,7 @@ final class GrpcTensors {
                     + ", which travels only in raw_input_contents.");
         }
         TensorChecks.requireValueCount(label, field.count(), "values in " + field.name(), shape, elements);
-        ByteBuffer data = ByteBuffer.allocateDirect(TensorChecks.byteSize(label, type, elements))
-                .order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer data = buffers.acquire(TensorChecks.byteSize(label, type, elements));
         // A 32-bit field carries the narrower integer types too: their values are range-checked.
         boolean narrower = field.bits() > type.byteSize() * Byte.SIZE;
         for (int i = 0; i < field.count(); i++) {
@@ -134,13 +137,13 @@ final class GrpcTensors {
     }
 
     /** BYTES elements as the REST decoder stores them: a 4-byte little-endian length, then the bytes. */
-    private static ByteBuffer lengthPrefixed(List<ByteString> elements) {
+    private static ByteBuffer lengthPrefixed(List<ByteString> elements, BufferLease buffers) {
         long size = 0;
         for (ByteString e : elements) {
             size += Integer.BYTES + e.size();
         }
         // Bounded by the message, which gRPC already held to its size limit.
-        ByteBuffer data = ByteBuffer.allocateDirect(Math.toIntExact(size)).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer data = buffers.acquire(size);
         for (ByteString e : elements) {
             data.putInt(e.size());
             e.copyTo(data);

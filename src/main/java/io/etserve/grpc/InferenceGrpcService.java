@@ -38,7 +38,8 @@ import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.ModelVersionState;
 import io.etserve.repository.RepositoryControl;
-import io.etserve.runtime.OutputBuffers;
+import io.etserve.runtime.BufferLease;
+import io.etserve.runtime.DirectBufferPool;
 import io.etserve.triton.TritonExtensions;
 import io.grpc.Context;
 import io.grpc.Status;
@@ -67,10 +68,12 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     private final RepositoryControl repository;
     private final PublicMessages messages;
     private final TritonExtensions triton;
+    private final DirectBufferPool tensorBuffers;
 
     public InferenceGrpcService(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             ProbeHealth probes, DecodeLimits limits, PublicMessages messages, String version, List<String> extensions,
-            ProtocolMetrics metrics, RepositoryControl repository, TritonExtensions triton) {
+            ProtocolMetrics metrics, RepositoryControl repository, TritonExtensions triton,
+            DirectBufferPool tensorBuffers) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
@@ -83,6 +86,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         this.repository = repository;
         this.messages = messages;
         this.triton = triton;
+        this.tensorBuffers = tensorBuffers;
     }
 
     @Override
@@ -190,43 +194,54 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
                 out.onCompleted();
             }
         };
+        BufferLease buffers = new BufferLease(tensorBuffers);
         InferenceRequest decoded;
         try {
             var refused = readiness.whyNotAccepting();
             if (refused.isPresent()) {
                 throw statuses.status(Status.UNAVAILABLE, "server is not ready: " + refused.get(), Duration.ofSeconds(1));
             }
-            decoded = tensors.decode(request);
+            decoded = tensors.decode(request, buffers);
         } catch (RuntimeException e) {
+            buffers.close();
             counted.onError(statuses.of(e));
             return;
         }
-        infer(request, decoded, counted, CallOnWorker.EVENT_LOOP.get());
+        infer(request, decoded, buffers, counted, CallOnWorker.EVENT_LOOP.get());
     }
 
     /**
-     * Runs a decoded request and answers it. On the event loop ({@code handOver} not null) it
-     * runs only on an instance free now; none is, and the rest goes to a worker, where it may wait.
+     * Runs a decoded request, answers it and gives its buffers back. On the event loop
+     * ({@code handOver} not null) it runs only on an instance free now; none is, and the rest
+     * goes to a worker, where it may wait.
      */
-    private void infer(ModelInferRequest request, InferenceRequest decoded, StreamObserver<ModelInferResponse> out,
-            CallOnWorker.HandOver handOver) {
-        ModelInferResponse answer;
+    private void infer(ModelInferRequest request, InferenceRequest decoded, BufferLease buffers,
+            StreamObserver<ModelInferResponse> out, CallOnWorker.HandOver handOver) {
         try {
-            InferenceResponse response = inference.infer(request.getModelName(),
-                    emptyToNull(request.getModelVersion()), decoded, OutputBuffers.ALLOCATE,
-                    new GrpcCaller(Context.current(), handOver == null));
-            try (var span = inference.spans().encode(response.modelName(), "grpc")) {
-                answer = GrpcTensors.encode(response);
+            ModelInferResponse answer;
+            try {
+                InferenceResponse response = inference.infer(request.getModelName(),
+                        emptyToNull(request.getModelVersion()), decoded, buffers,
+                        new GrpcCaller(Context.current(), handOver == null));
+                try (var span = inference.spans().encode(response.modelName(), "grpc")) {
+                    answer = GrpcTensors.encode(response);
+                }
+            } catch (WouldWaitException e) {
+                BufferLease kept = buffers;
+                buffers = null;  // the worker's now
+                handOver.toWorker(() -> infer(request, decoded, kept, out, null));
+                return;
+            } catch (RuntimeException e) {
+                out.onError(statuses.of(e));
+                return;
             }
-        } catch (WouldWaitException e) {
-            handOver.toWorker(() -> infer(request, decoded, out, null));
-            return;
-        } catch (RuntimeException e) {
-            out.onError(statuses.of(e));
-            return;
+            out.onNext(answer);  // serializes the message: the outputs' buffers are read here
+            out.onCompleted();
+        } finally {
+            if (buffers != null) {
+                buffers.close();
+            }
         }
-        out.onNext(answer);
-        out.onCompleted();
     }
 
     /**

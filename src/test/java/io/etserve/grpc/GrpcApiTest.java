@@ -38,6 +38,7 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /** The Open Inference Protocol over gRPC, on the real runtime: a grpc-java client on loopback. */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@org.junit.jupiter.api.TestMethodOrder(org.junit.jupiter.api.MethodOrderer.OrderAnnotation.class)
 class GrpcApiTest {
 
     static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-grpc-")
@@ -121,6 +122,47 @@ class GrpcApiTest {
                 assertMatches(ref, c, res);
             }
         }
+    }
+
+    @Test
+    @org.junit.jupiter.api.Order(1)  // first: no REST call has left buffers in the pool yet
+    void aCallsTensorBuffersGoBackToThePoolAndTheNextCallsReuseThem(@Autowired io.etserve.runtime.DirectBufferPool pool) {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        Reference.Case c = ref.cases().get(0);
+        ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName("demo-xnnpack");
+        for (Reference.TensorValue in : c.inputs()) {
+            req.addInputsBuilder().setName(in.name()).setDatatype(in.datatype())
+                    .addAllShape(java.util.Arrays.stream(in.shape()).boxed().toList());
+            req.addRawInputContents(ByteString.copyFrom(in.bytes()));
+        }
+        ModelInferRequest request = req.build();
+        assertThat(pool.retainedBytes()).isZero();
+        assertMatches(ref, c, stub.modelInfer(request));
+        // Given back once the server's handler returns, which may be just after the client has the answer.
+        long retained = settled(pool);
+        assertThat(retained).as("the input's and output's buffers, given back").isPositive();
+        for (int i = 0; i < 20; i++) {
+            assertMatches(ref, c, stub.modelInfer(request));
+        }
+        assertThat(settled(pool)).as("reused, not allocated anew").isEqualTo(retained);
+    }
+
+    /** The pool's idle bytes once they stop changing (a call's buffers come back after its answer left). */
+    private static long settled(io.etserve.runtime.DirectBufferPool pool) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        long last = -1;
+        long now = pool.retainedBytes();
+        while ((now == 0 || now != last) && System.nanoTime() < deadline) {
+            last = now;
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+            now = pool.retainedBytes();
+        }
+        return now;
     }
 
     @Test
@@ -251,7 +293,7 @@ class GrpcApiTest {
                         new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
                                 registry::knows),
                         new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
-                        triton),
+                        triton, new io.etserve.runtime.DirectBufferPool(1 << 20)),
                 request -> false, probes);
         second.start();
         ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),

@@ -10,6 +10,8 @@ import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.Tensor;
 import io.etserve.protocol.DecodeLimits;
+import io.etserve.runtime.BufferLease;
+import io.etserve.runtime.DirectBufferPool;
 import io.etserve.protocol.InferRequestDecoder;
 import io.etserve.protocol.InvalidRequestException;
 import java.nio.ByteBuffer;
@@ -24,6 +26,11 @@ class GrpcTensorsTest {
 
     private static final DecodeLimits LIMITS = new DecodeLimits(1000, 4);
     private final GrpcTensors tensors = new GrpcTensors(LIMITS);
+    private final DirectBufferPool pool = new DirectBufferPool(1 << 20);
+
+    private InferenceRequest decode(ModelInferRequest request) {
+        return tensors.decode(request, new BufferLease(pool));
+    }
 
     private static ModelInferRequest.Builder request() {
         return ModelInferRequest.newBuilder().setModelName("m");
@@ -54,12 +61,30 @@ class GrpcTensorsTest {
     }
 
     private void assertRefused(ModelInferRequest request, String message) {
-        assertThatThrownBy(() -> tensors.decode(request)).isInstanceOf(InvalidRequestException.class).hasMessage(message);
+        assertThatThrownBy(() -> decode(request)).isInstanceOf(InvalidRequestException.class).hasMessage(message);
+    }
+
+    @Test
+    void inputsLiveInTheCallsLeaseAndGoBackToThePoolWhenItCloses() {
+        ModelInferRequest request = request().addInputs(input("x", "FP32", 2))
+                .addRawInputContents(ByteString.copyFrom(le(8).putFloat(1.5f).putFloat(-2f).array())).build();
+        BufferLease lease = new BufferLease(pool);
+        ByteBuffer first = tensors.decode(request, lease).inputs().get(0).data();
+        assertThat(first.isDirect()).isTrue();
+        assertThat(first.getFloat(4)).isEqualTo(-2f);
+        assertThat(pool.retainedBytes()).isZero();
+
+        lease.close();
+        assertThat(pool.retainedBytes()).isEqualTo(first.capacity());
+        assertThatThrownBy(() -> lease.acquire(8)).isInstanceOf(IllegalStateException.class);
+        ByteBuffer second = tensors.decode(request, new BufferLease(pool)).inputs().get(0).data();
+        assertThat(pool.retainedBytes()).as("the next call reuses the buffer").isZero();
+        assertThat(second.getFloat(0)).isEqualTo(1.5f);
     }
 
     @Test
     void typedContentsBecomeLittleEndianElementsOfTheirType() {
-        InferenceRequest r = tensors.decode(request()
+        InferenceRequest r = decode(request()
                 .addInputs(input("b", "BOOL", 3).setContents(InferTensorContents.newBuilder()
                         .addBoolContents(true).addBoolContents(false).addBoolContents(true)))
                 .addInputs(input("i8", "INT8", 2).setContents(InferTensorContents.newBuilder()
@@ -76,7 +101,7 @@ class GrpcTensorsTest {
         // uint64 carries the full unsigned range: 2^64 - 1.
         assertThat(bytes(r.inputs().get(3))).containsExactly(0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF);
 
-        InferenceRequest wide = tensors.decode(request()
+        InferenceRequest wide = decode(request()
                 .addInputs(input("i32", "INT32", 1).setContents(InferTensorContents.newBuilder().addIntContents(-2)))
                 .addInputs(input("i64", "INT64", 1).setContents(InferTensorContents.newBuilder()
                         .addInt64Contents(Long.MIN_VALUE)))
@@ -124,7 +149,7 @@ class GrpcTensorsTest {
 
     @Test
     void rawSectionsMustFitTheShape() {
-        InferenceRequest r = tensors.decode(request().addInputs(input("h", "FP16", 2))
+        InferenceRequest r = decode(request().addInputs(input("h", "FP16", 2))
                 .addRawInputContents(ByteString.copyFrom(new byte[] {0, 0x3C, 0, (byte) 0xC0})).build());
         assertThat(bytes(r.inputs().get(0))).containsExactly(0, 0x3C, 0, 0xC0);
 
@@ -143,9 +168,9 @@ class GrpcTensorsTest {
     @Test
     void bytesElementsAreLengthPrefixedFromRawOrContents() {
         byte[] expected = le(4 + 2 + 4).putInt(2).put("ab".getBytes(StandardCharsets.UTF_8)).putInt(0).array();
-        InferenceRequest contents = tensors.decode(one(input("s", "BYTES", 2).setContents(InferTensorContents.newBuilder()
+        InferenceRequest contents = decode(one(input("s", "BYTES", 2).setContents(InferTensorContents.newBuilder()
                 .addBytesContents(ByteString.copyFromUtf8("ab")).addBytesContents(ByteString.EMPTY))));
-        InferenceRequest raw = tensors.decode(request().addInputs(input("s", "BYTES", 2))
+        InferenceRequest raw = decode(request().addInputs(input("s", "BYTES", 2))
                 .addRawInputContents(ByteString.copyFrom(expected)).build());
 
         assertThat(bytes(contents.inputs().get(0))).containsExactly(expected);
