@@ -115,6 +115,7 @@ for f in $FORMATS; do
   elif [[ $f == grpc ]]; then
     curl -sf --http2-prior-knowledge -H 'content-type: application/grpc' -H 'te: trailers' \
       --data-binary "@$OUT/wrk-grpc.body" "$GRPC_URL" > "$OUT/wrk-answer"
+    stat -c %s "$OUT/wrk-answer" > "$OUT/wrk-grpc.answer-bytes"  # what a whole answer brings (timed_run)
   else
     curl -sf -H 'Content-Type: application/octet-stream' \
       -H "Inference-Header-Content-Length: $(cat "$OUT/wrk-binary.header-length")" \
@@ -188,7 +189,7 @@ timed_run() {
   # that came without their message's bytes as failures.
   : > "$OUT/wrk-grpc.log"  # h2load appends
   grpc_load -c"$2" -D "$DURATION" --log-file="$OUT/wrk-grpc.log" > "$OUT/wrk-h2load.txt"
-  python3 - "$OUT/wrk-h2load.txt" "$OUT/wrk-grpc.log" "$DURATION" "$(stat -c %s "$OUT/wrk-answer")" "$2" \
+  python3 - "$OUT/wrk-h2load.txt" "$OUT/wrk-grpc.log" "$DURATION" "$(cat "$OUT/wrk-grpc.answer-bytes")" "$2" \
     > "$OUT/wrk-run.txt" << 'PY'
 import re, statistics, sys
 text = open(sys.argv[1]).read()
