@@ -29,7 +29,9 @@
 #                                       in ETSERVE_JVM_VARIANTS (';'-separated), optionally pinned
 #                                       (SERVICE_CPUS)
 #                                       selectors: REST calls to a quick CPU model with the service
-#                                       arguments in ETSERVE_SELECTOR_VARIANTS (';'-separated)
+#                                       arguments in ETSERVE_SELECTOR_VARIANTS (';'-separated);
+#                                       ETSERVE_SELECTOR_GRPC=1: gRPC calls instead (default variants:
+#                                       the defaults against etserve.grpc.inline-below=0)
 #   scripts/gpu-suite.sh cuda-latency [MODEL...]
 #                                       batch-1 latency of the exported CUDA models
 #   scripts/gpu-suite.sh cuda-profile [MODEL...]

@@ -176,10 +176,13 @@ jvm_options_bench() {
 # quick calls on the selectors (etserve.http.inline-below, a selector per core) pay on this host.
 # Into $RESULTS/gpu-h200-selectors.txt.
 selectors_bench() {
-  local out="$RESULTS/gpu-h200-selectors.txt" st=0 v c variants args repo="$WORK/selectors-repo"
-  { echo "# REST calls to a quick CPU model by service arguments ($(nproc) cores)"
+  local out="$RESULTS/gpu-h200-selectors.txt" st=0 v c variants args repo="$WORK/selectors-repo" via=() what=REST
+  if [[ -n ${ETSERVE_SELECTOR_GRPC:-} ]]; then via=(grpc-port="$GRPC"); what=gRPC; out="$RESULTS/gpu-h200-selectors-grpc.txt"; fi
+  { echo "# $what calls to a quick CPU model by service arguments ($(nproc) cores)"
     echo; echo "$THR_HEADER"; } > "$out"
-  IFS=';' read -r -a variants <<< "${ETSERVE_SELECTOR_VARIANTS:-;--etserve.http.inline-below=0;--server.jetty.threads.selectors=4}"
+  local defaults=";--etserve.http.inline-below=0;--server.jetty.threads.selectors=4"
+  [[ $what == REST ]] || defaults=";--etserve.grpc.inline-below=0"
+  IFS=';' read -r -a variants <<< "${ETSERVE_SELECTOR_VARIANTS:-$defaults}"
   for v in "${variants[@]}"; do
     rm -rf "$repo" && mkdir -p "$repo/probe-cpu/1"
     cp "$ROOT/src/test/resources/models/caller-stream-probe/1/model.pte" "$repo/probe-cpu/1/"
@@ -187,7 +190,7 @@ selectors_bench() {
     read -r -a args <<< "$v"
     start_service "$repo" "${args[@]}"
     for c in 1 4 16 32; do
-      check throughput port=$PORT model=probe-cpu spin=0 clients=$c seconds=4 pid=$SERVICE_PID \
+      check throughput port=$PORT "${via[@]}" model=probe-cpu spin=0 clients=$c seconds=4 pid=$SERVICE_PID \
         label="${v:-(defaults)}" >> "$out" || st=1
     done
     stop_service

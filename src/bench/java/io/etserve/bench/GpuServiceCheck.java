@@ -30,9 +30,10 @@ import java.util.regex.Pattern;
  * GpuServiceCheck handshake  port=8080 model=probe clients=16 calls=200 expect=16 [mgmt=8081 [waits-before=0]]
  *                            (with mgmt: etserve_gpu_completion_waits_total must have counted every call)
  * GpuServiceCheck grpc       grpc-port=8001 model=probe clients=16 calls=50 expect=16
- * GpuServiceCheck throughput port=8080 model=probe spin=2000 clients=16 seconds=5 pid=1234 [pause-us=0]
+ * GpuServiceCheck throughput port=8080 model=probe spin=2000 clients=16 seconds=5 pid=1234 [pause-us=0] [grpc-port=8001]
  *                            (pause-us: each client waits that long after each answer, so the service
- *                            idles between calls as it does while a GPU works, without the GPU)
+ *                            idles between calls as it does while a GPU works, without the GPU;
+ *                            grpc-port: ModelInfer calls with raw tensors, a channel per client, instead of REST)
  * GpuServiceCheck batching   port=8080 mgmt=8081 model=probe-batched rows=1 spin=2000 clients=16 seconds=4 pid=1234
  * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
  *                            [gpu-model=cuda-resnet18 gpu-reference=.../reference.json] (refused after the fault too)
@@ -198,11 +199,7 @@ public final class GpuServiceCheck {
         int expect = Integer.parseInt(a.get("expect"));
         String model = a.get("model");
         float spin = Float.parseFloat(a.getOrDefault("spin", "200"));
-        var request = io.etserve.grpc.protocol.ModelInferRequest.newBuilder().setModelName(model);
-        request.addInputsBuilder().setName("x").setDatatype("FP32").addShape(2);
-        request.addRawInputContents(com.google.protobuf.ByteString.copyFrom(ByteBuffer.allocate(8)
-                .order(ByteOrder.LITTLE_ENDIAN).putFloat(spin).putFloat(0f).array()));
-        var built = request.build();
+        var built = probeMessage(model, spin);
         var channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", port(a, "grpc-port"),
                 io.grpc.InsecureChannelCredentials.create()).build();
         Set<Long> handles = ConcurrentHashMap.newKeySet();
@@ -240,6 +237,15 @@ public final class GpuServiceCheck {
                 + "(streams %d) | unguarded %d | failed %d | %s |%n", live, model, ready, clients, calls, handles.size(),
                 expect, unguarded.get(), failed.get(), ok ? "ok" : "FAILED");
         return ok;
+    }
+
+    /** The probe's request as a ModelInfer: x = [spin, 0] as a raw section. */
+    static io.etserve.grpc.protocol.ModelInferRequest probeMessage(String model, float spin) {
+        var request = io.etserve.grpc.protocol.ModelInferRequest.newBuilder().setModelName(model);
+        request.addInputsBuilder().setName("x").setDatatype("FP32").addShape(2);
+        request.addRawInputContents(com.google.protobuf.ByteString.copyFrom(ByteBuffer.allocate(8)
+                .order(ByteOrder.LITTLE_ENDIAN).putFloat(spin).putFloat(0f).array()));
+        return request.build();
     }
 
     /** The sum over {@code ended} of a model's etserve_gpu_completion_waits_total. */
@@ -325,19 +331,22 @@ public final class GpuServiceCheck {
         // second of the measured kernel, so the completion wait has learned its duration.
         // Without this, compile threads and interpreted code showed up as CPU per call.
         byte[] shortKernel = rows > 0 ? batchedProbeRequest(a.get("model"), 20f, rows) : probeRequest(a.get("model"), 20f);
+        CallsFactory connect = a.containsKey("grpc-port")
+                ? grpcCalls(port(a, "grpc-port"), a.get("model"), spin, rows)
+                : () -> httpCalls(new LoopbackHttpConnection(port, 30_000), request, shortKernel);
         long jitEnd = System.nanoTime() + (long) (Double.parseDouble(a.getOrDefault("warmup", "8")) * 1e9);
         long jitCalls = Long.parseLong(a.getOrDefault("jit-calls", "30000"));
         long learnSeconds = 1;
         AtomicLong warmed = new AtomicLong();
         runClients(clients, c -> {
-            try (LoopbackHttpConnection conn = new LoopbackHttpConnection(port, 30_000)) {
+            try (Calls conn = connect.open()) {
                 while (System.nanoTime() < jitEnd && warmed.get() < jitCalls) {
-                    conn.exchange(shortKernel);
+                    conn.call(true);
                     warmed.incrementAndGet();
                 }
                 long learnEnd = System.nanoTime() + learnSeconds * 1_000_000_000L;
                 while (System.nanoTime() < learnEnd) {
-                    conn.exchange(request);
+                    conn.call(false);
                     warmed.incrementAndGet();
                 }
             }
@@ -351,10 +360,10 @@ public final class GpuServiceCheck {
         List<long[]> perClient = runClients(clients, c -> {
             long[] lat = new long[2_000_000];
             int n = 0;
-            try (LoopbackHttpConnection conn = new LoopbackHttpConnection(port, 30_000)) {
+            try (Calls conn = connect.open()) {
                 while (System.nanoTime() < end && n < lat.length) {
                     long s = System.nanoTime();
-                    if (observed(conn.exchange(request)) == null) {
+                    if (!conn.call(false)) {
                         failed.incrementAndGet();
                     }
                     lat[n++] = System.nanoTime() - s;
@@ -467,6 +476,63 @@ public final class GpuServiceCheck {
         System.out.printf("| first request, %s | %.0f us kernel | first %d us | second %d us | %s |%n",
                 a.getOrDefault("label", "-"), Float.parseFloat(a.get("spin")), micros[0], micros[1], ok ? "ok" : "FAILED");
         return ok;
+    }
+
+    /** One client's connection for {@link #measure}: a probe call with the measured kernel or the warm-up's short one. */
+    interface Calls extends AutoCloseable {
+        /** False when the call failed or did not answer as the probe does. */
+        boolean call(boolean shortKernel) throws Exception;
+
+        @Override
+        void close() throws IOException;
+    }
+
+    interface CallsFactory {
+        Calls open() throws IOException;
+    }
+
+    static Calls httpCalls(LoopbackHttpConnection conn, byte[] request, byte[] shortKernel) {
+        return new Calls() {
+            @Override
+            public boolean call(boolean shortKernel2) throws IOException {
+                return observed(conn.exchange(shortKernel2 ? shortKernel : request)) != null;
+            }
+
+            @Override
+            public void close() throws IOException {
+                conn.close();
+            }
+        };
+    }
+
+    /** ModelInfer with the probe's tensor as a raw section, on a channel of its own per client. */
+    static CallsFactory grpcCalls(int port, String model, float spin, int rows) {
+        if (rows > 0) {
+            throw new IllegalArgumentException("rows= is for REST: the batched probe is not sent over gRPC here");
+        }
+        var measured = probeMessage(model, spin);
+        var shortOne = probeMessage(model, 20f);
+        return () -> {
+            var channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", port,
+                    io.grpc.InsecureChannelCredentials.create()).build();
+            var stub = io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.newBlockingStub(channel);
+            return new Calls() {
+                @Override
+                public boolean call(boolean shortKernel) {
+                    try {
+                        return stub.withDeadlineAfter(30, TimeUnit.SECONDS)
+                                .modelInfer(shortKernel ? shortOne : measured).getRawOutputContentsCount() == 1;
+                    } catch (RuntimeException e) {
+                        return false;
+                    }
+                }
+
+                @Override
+                public void close() {
+                    channel.shutdownNow();
+                }
+            };
+        };
     }
 
     interface Client<T> {
