@@ -59,7 +59,10 @@ final class GrpcTensors {
             String label = TensorChecks.label(in.getName());
             TensorChecks.requireFirstUse(inputs, in.getName());
             DataType type = TensorChecks.dataType(label, in.getDatatype());
-            long[] shape = in.getShapeList().stream().mapToLong(Long::longValue).toArray();
+            long[] shape = new long[in.getShapeCount()];
+            for (int d = 0; d < shape.length; d++) {
+                shape[d] = in.getShape(d);
+            }
             long elements = TensorChecks.elementCount(label, shape, limits);
             if (raw && in.hasContents()) {
                 throw new InvalidRequestException(label + " has contents, but the request uses raw_input_contents;"
@@ -183,6 +186,9 @@ final class GrpcTensors {
     }
 
     private static Map<String, Object> parameters(Map<String, InferParameter> in) {
+        if (in.isEmpty()) {
+            return Map.of();  // the usual call: no map to build
+        }
         Map<String, Object> out = new LinkedHashMap<>();
         in.forEach((k, p) -> {
             switch (p.getParameterChoiceCase()) {
