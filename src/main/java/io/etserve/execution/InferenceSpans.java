@@ -62,6 +62,14 @@ public interface InferenceSpans {
     /** Encoding the answer of {@code protocol} (rest, grpc). */
     Phase encode(String model, String protocol);
 
+    /**
+     * {@code task}, to run later on another thread inside the span current here (the request's),
+     * so what it records stays in the request's trace; {@code task} itself when none is current.
+     */
+    default Runnable carry(Runnable task) {
+        return task;
+    }
+
     /** Tracing off: no span, no allocation. */
     InferenceSpans OFF = new InferenceSpans() {
         @Override

@@ -53,8 +53,12 @@ final class CallOnWorker implements ServerInterceptor {
     /** How a handler on the event loop that would wait moves the rest of its work to a worker. */
     @FunctionalInterface
     interface HandOver {
-        /** Runs {@code rest} on a worker, in the call's context, after the handler returns; at most once per call. */
-        void toWorker(Runnable rest);
+        /**
+         * Runs {@code rest} on a worker, in the call's context, after the handler returns; at most
+         * once per call. Should the workers refuse it (a pool shut down), {@code refused} runs
+         * instead, on the event loop, and the call is closed as unavailable.
+         */
+        void toWorker(Runnable rest, Runnable refused);
     }
 
     private final Executor workers;
@@ -103,6 +107,7 @@ final class CallOnWorker implements ServerInterceptor {
         private final AtomicBoolean ended = new AtomicBoolean();
         private Object request;  // written and read by the steps, which run in order
         private Runnable rest;  // what the handler on the event loop handed over; read after it returns
+        private Runnable restRefused;  // what to run instead should the workers refuse it
         private final ArrayDeque<Step> pending = new ArrayDeque<>(2);  // guarded by this
         private boolean draining;  // guarded by this: a thread runs the steps, or a worker was asked to
 
@@ -190,8 +195,10 @@ final class CallOnWorker implements ServerInterceptor {
                     runOnEventLoop(step);
                     Runnable moved = rest;
                     if (moved != null) {
+                        Runnable refused = restRefused;
                         rest = null;
-                        handOff(new Step(moved, true, step.context()));
+                        restRefused = null;
+                        handOff(new Step(moved, true, step.context()), refused);
                         return;  // the worker drains what arrives meanwhile, after the rest
                     }
                 } else {
@@ -203,16 +210,22 @@ final class CallOnWorker implements ServerInterceptor {
         /** The handler of a quick call, here; one that was not quick is told to the operator. */
         private void runOnEventLoop(Step step) {
             long start = System.nanoTime();
-            HandOver handOver = moved -> {
+            HandOver handOver = (moved, refused) -> {
                 if (rest != null) {
                     throw new IllegalStateException("the handler already handed its work to a worker");
                 }
                 rest = moved;
+                restRefused = refused;
             };
             try {
                 run(new Step(step.action(), true, step.context().withValue(EVENT_LOOP, handOver)), false);
             } catch (RuntimeException | Error e) {
-                rest = null;  // the transport closes the call: nothing left to run
+                Runnable refused = restRefused;
+                rest = null;  // the transport closes the call: nothing left to run but what it held
+                restRefused = null;
+                if (refused != null) {
+                    refused.run();
+                }
                 throw e;
             }
             long nanos = System.nanoTime() - start;
@@ -239,14 +252,26 @@ final class CallOnWorker implements ServerInterceptor {
          * Asks a worker to run what a handler on the event loop handed over, then drain; when
          * refused, the call closes as unavailable and the steps left drain here.
          */
-        private void handOff(Step first) {
+        private void handOff(Step first, Runnable refused) {
             try {
                 workers.execute(() -> {
                     run(first, true);
                     drain(true);
                 });
             } catch (RejectedExecutionException e) {
-                call.close(Status.UNAVAILABLE.withDescription("the server is shutting down"), new Metadata());
+                Context previous = first.context().attach();
+                try {
+                    refused.run();
+                } catch (RuntimeException failed) {
+                    log.warn("a refused gRPC hand-over failed to clean up", failed);
+                } finally {
+                    first.context().detach(previous);
+                }
+                try {
+                    call.close(Status.UNAVAILABLE.withDescription("the server is shutting down"), new Metadata());
+                } catch (IllegalStateException alreadyClosed) {
+                    // refused closed it, with the same status
+                }
                 drain(false);
             }
         }

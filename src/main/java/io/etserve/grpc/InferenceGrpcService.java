@@ -227,15 +227,23 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
                     answer = GrpcTensors.encode(response);
                 }
             } catch (WouldWaitException e) {
+                if (handOver == null) {
+                    throw e;  // only a call that may not wait is refused so
+                }
                 BufferLease kept = buffers;
-                buffers = null;  // the worker's now
-                handOver.toWorker(() -> infer(request, decoded, kept, out, null));
+                buffers = null;  // the worker's now, or refused's
+                handOver.toWorker(inference.spans().carry(() -> infer(request, decoded, kept, out, null)), () -> {
+                    kept.close();
+                    out.onError(Status.UNAVAILABLE.withDescription("the server is shutting down").asRuntimeException());
+                });
                 return;
             } catch (RuntimeException e) {
                 out.onError(statuses.of(e));
                 return;
             }
-            out.onNext(answer);  // serializes the message: the outputs' buffers are read here
+            // Netty's transport (the only one this server runs) serializes the message inside
+            // onNext: the outputs' buffers are read here, and may go back to the pool after.
+            out.onNext(answer);
             out.onCompleted();
         } finally {
             if (buffers != null) {

@@ -76,6 +76,19 @@ public final class TracedInferenceSpans implements InferenceSpans {
         return child(ENCODE, model, "etserve.protocol", protocol);
     }
 
+    @Override
+    public Runnable carry(Runnable task) {
+        Span request = tracer.currentSpan();
+        if (request == null) {
+            return task;
+        }
+        return () -> {
+            try (Tracer.SpanInScope scope = tracer.withSpan(request)) {
+                task.run();
+            }
+        };
+    }
+
     private InferenceSpans.Phase child(String name, String model, String key, String value) {
         Span parent = tracer.currentSpan();
         if (parent == null) {

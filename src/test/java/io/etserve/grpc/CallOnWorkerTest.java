@@ -121,7 +121,7 @@ class CallOnWorkerTest {
                             + (CallOnWorker.EVENT_LOOP.get() == null ? "may wait" : "on the event loop"));
                     restRunning.countDown();
                     await(release);
-                }), null));
+                }, () -> rest.add("refused")), null));
 
         Context.current().withValue(CALL, "call 9").run(() -> {
             listener.onMessage("quick");
@@ -144,14 +144,37 @@ class CallOnWorkerTest {
         ServerCall.Listener<String> listener = new CallOnWorker(r -> {
             throw new RejectedExecutionException("shut down");
         }, "quick"::equals).interceptCall(call, new Metadata(),
-                (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran")), null));
+                (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"),
+                        () -> rest.add("refused on " + Thread.currentThread().getName())), null));
 
         listener.onMessage("quick");
         listener.onHalfClose();
         listener.onCancel();
 
         assertThat(call.status.getCode()).isEqualTo(Status.Code.UNAVAILABLE);
-        assertThat(rest).isEmpty();
+        assertThat(rest).containsExactly("refused on " + Thread.currentThread().getName());
+        String here = Thread.currentThread().getName();
+        assertThat(seen).containsExactly("message@" + here, "halfClose@" + here, "cancel@" + here);
+    }
+
+    @Test
+    void aHandlerThatThrowsAfterHandingOverRunsTheRefusalAndLaterCallbacksStillRunHere() {
+        List<String> rest = new CopyOnWriteArrayList<>();
+        ServerCall.Listener<String> listener = new CallOnWorker(worker, "quick"::equals).interceptCall(call,
+                new Metadata(), (c, h) -> new Recording(() -> {
+                    CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"), () -> rest.add("refused"));
+                    throw new IllegalArgumentException("bug");
+                }, null));
+
+        listener.onMessage("quick");
+        try {
+            listener.onHalfClose();
+        } catch (IllegalArgumentException expected) {
+            // grpc-java closes the call for a listener that throws
+        }
+        listener.onCancel();
+
+        assertThat(rest).containsExactly("refused");
         String here = Thread.currentThread().getName();
         assertThat(seen).containsExactly("message@" + here, "halfClose@" + here, "cancel@" + here);
     }
