@@ -258,7 +258,9 @@ final class CallOnWorker implements ServerInterceptor {
                     run(first, true);
                     drain(true);
                 });
-            } catch (RejectedExecutionException e) {
+            } catch (RejectedExecutionException | OutOfMemoryError e) {
+                // Refused (a pool shut down), or no thread could be started for it: either way the
+                // call must still end and its later callbacks run, here.
                 Context previous = first.context().attach();
                 try {
                     refused.run();
@@ -281,7 +283,7 @@ final class CallOnWorker implements ServerInterceptor {
             try {
                 workers.execute(() -> drain(true));
                 return true;
-            } catch (RejectedExecutionException e) {
+            } catch (RejectedExecutionException | OutOfMemoryError e) {  // as in handOff(Step, Runnable)
                 synchronized (this) {
                     pending.poll();
                 }

@@ -180,6 +180,21 @@ class CallOnWorkerTest {
     }
 
     @Test
+    void aWorkerPoolThatCannotStartAThreadIsTreatedAsARefusal() {
+        ServerCall.Listener<String> listener = new CallOnWorker(r -> {
+            throw new OutOfMemoryError("unable to create native thread");
+        }, request -> false).interceptCall(call, new Metadata(), (c, h) -> new Recording(() -> {}, null));
+
+        listener.onMessage("request");
+        listener.onHalfClose();
+        listener.onCancel();
+
+        assertThat(call.status.getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+        String here = Thread.currentThread().getName();
+        assertThat(seen).containsExactly("message@" + here, "cancel@" + here);
+    }
+
+    @Test
     void aHandlerOnAWorkerFindsNoHandOver() throws Exception {
         List<Boolean> handOver = new CopyOnWriteArrayList<>();
         ServerCall.Listener<String> listener = start(new Recording(
