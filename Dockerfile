@@ -73,6 +73,7 @@ RUN jars=(target/etserve-*.jar); \
     unzip -q -j /out/opt/etserve/app.jar '*META-INF/etserve/native/linux-x86_64/*' -d /out/opt/etserve/native; \
     test -f /out/opt/etserve/native/libraries.txt; \
     cp -r models/. /out/models/; \
+    cp scripts/aot-training.sh /out/opt/etserve/aot-training.sh; \
     bash native/scripts/check-linkage.sh --dir /out/opt/etserve/native
 
 FROM ${RUNTIME_BASE} AS runtime
@@ -98,11 +99,14 @@ RUN unresolved=""; \
     if [[ -n "$unresolved" ]]; then echo "unresolved in the runtime image:"; echo "$unresolved"; exit 1; fi
 
 # Startup: the extracted jar (plain jars on the class path, no nested-jar loading) and an
-# ahead-of-time cache of the classes a start loads and links (Java 25: -XX:AOTCacheOutput; a CDS
-# archive on older JREs), from one training run that exits after the context refresh (demo
-# models, CPU: there is no GPU at build time; the classes are the same). The JVM options the
-# entrypoint needs for either go to an argument file. Should the training fail, or the cache not
-# fit the JVM at run time (another GC, for one), the service starts without it.
+# ahead-of-time cache from one training run on the demo models (CPU: there is no GPU at build
+# time; the classes are the same). Java 25 (-XX:AOTCacheOutput): the service answers 2 x 2,000
+# JSON inference calls first (scripts/aot-training.sh), so the cache holds the request path's
+# classes and method profiles too: ready ~0.1-0.3 s sooner, and the first 10,000 requests cost
+# ~0.65x the CPU (bench/results/2026-12-05-2core-grpc-and-tail.md); older JREs: a CDS archive of
+# a run that exits after the context refresh. The JVM options the entrypoint needs for either go
+# to an argument file. Should the training fail, or the cache not fit the JVM at run time
+# (another GC, for one), the service starts without it.
 # Transparent huge pages (where the host allows them per mapping, `madvise`, the usual default)
 # for the heap and the code: a request thread that slept through GPU work comes back with cold
 # TLBs, which huge pages make cheaper, so the request threads spend less CPU per GPU call
@@ -118,14 +122,20 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
       train=(-XX:ArchiveClassesAtExit=/opt/etserve/app.jsa); \
       run=(-XX:SharedArchiveFile=/opt/etserve/app.jsa -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off); cache=/opt/etserve/app.jsa; \
     fi; \
-    ETSERVE_MODEL_REPOSITORY=/models ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native TMPDIR=/tmp/aot-training \
-      java --enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp \
-      "${train[@]}" -Dspring.context.exit=onRefresh \
-      -jar /opt/etserve/app/app.jar --server.port=0 --management.server.port=0 --etserve.grpc.port=0 >/tmp/aot-training.log 2>&1 \
+    mkdir -p /tmp/aot-training; \
+    jvm=(--enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp "${train[@]}"); \
+    if (( feature >= 25 )); then \
+      ETSERVE_MODEL_REPOSITORY=/models ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native TMPDIR=/tmp/aot-training \
+        timeout 300 bash /opt/etserve/aot-training.sh /tmp/aot-training.log 2000 "${jvm[@]}"; \
+    else \
+      ETSERVE_MODEL_REPOSITORY=/models ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native TMPDIR=/tmp/aot-training \
+        java "${jvm[@]}" -Dspring.context.exit=onRefresh \
+        -jar /opt/etserve/app/app.jar --server.port=0 --management.server.port=0 --etserve.grpc.port=0 >/tmp/aot-training.log 2>&1; \
+    fi \
       && [[ -s "$cache" ]] \
       || { echo "AOT/CDS training run failed; the image starts without a cache:"; tail -5 /tmp/aot-training.log; rm -f "$cache"; run=(); }; \
     printf '%s\n' --enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages "${run[@]}" > /opt/etserve/jvm.args; \
-    rm -rf /tmp/aot-training /tmp/aot-training.log; \
+    rm -rf /tmp/aot-training /tmp/aot-training.log /opt/etserve/aot-training.sh; \
     chmod -R a+rX /opt/etserve
 
 LABEL org.opencontainers.image.title="etserve" \
