@@ -232,6 +232,18 @@ class ServiceImageIT {
         assertTrue(listed.getStdout().contains("libetserve_jni.so"), listed.getStdout());
     }
 
+    @Test
+    void startsFromTheAotCacheItsTrainingRunMade() throws Exception {
+        // The image's training run (scripts/aot-training.sh) served inference calls; had it failed,
+        // the image would start without a cache, and only slower.
+        ExecResult args = service.execInContainer("cat", "/opt/etserve/jvm.args");
+        assertTrue(args.getStdout().contains("-XX:AOTCache=/opt/etserve/app.aot"), args.getStdout());
+        ExecResult cache = service.execInContainer("test", "-s", "/opt/etserve/app.aot");
+        assertEquals(0, cache.getExitCode(), "no AOT cache in the image");
+        ExecResult script = service.execInContainer("test", "-e", "/opt/etserve/aot-training.sh");
+        assertNotEquals(0, script.getExitCode(), "the training script was left in the image");
+    }
+
     private static JsonNode outputNamed(JsonNode outputs, String name) {
         for (JsonNode o : outputs) {
             if (name.equals(o.path("name").asString())) {
