@@ -1,5 +1,6 @@
 package io.etserve.rest;
 
+import io.etserve.runtime.BufferLease;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.runtime.OutputBuffers;
 import jakarta.servlet.ServletInputStream;
@@ -55,7 +56,8 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
     /** The binary sections: pooled chunks, all full but the last; position = bytes received. */
     private final List<ByteBuffer> binary = new ArrayList<>();
     private long binaryLength;
-    private final List<ByteBuffer> taken = new ArrayList<>();
+    /** Buffers for inputs decoded from JSON and for the forward call's outputs. */
+    private final BufferLease tensors;
     private boolean closed;
 
     /**
@@ -72,6 +74,7 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         this.declared = declared;
         this.jsonCap = headerLength >= 0 ? Math.min(headerLength, cap()) : cap();
         this.reservation = inflight.open();
+        this.tensors = new BufferLease(pool);
     }
 
     /**
@@ -254,22 +257,13 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
 
     /** A pooled direct buffer for an input decoded from JSON; given back with the body. */
     ByteBuffer tensorBuffer(int bytes) {
-        return take(bytes);
+        return tensors.acquire(bytes);
     }
 
     /** Outputs of the forward call go to pooled buffers too, written to the response from there. */
     @Override
     public ByteBuffer allocate(int output, long bytes) {
-        return take(bytes);
-    }
-
-    private synchronized ByteBuffer take(long bytes) {
-        if (closed) {
-            throw new IllegalStateException("the request body was released");
-        }
-        ByteBuffer b = pool.acquire(bytes);
-        taken.add(b);
-        return b;
+        return tensors.acquire(bytes);
     }
 
     /** Gives every buffer back (once); nothing of this exchange may be used after. */
@@ -282,8 +276,7 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         json.clear();
         binary.forEach(pool::release);
         binary.clear();
-        taken.forEach(pool::release);
-        taken.clear();
+        tensors.close();
         reservation.close();
     }
 
