@@ -122,11 +122,12 @@ public final class CoreInference {
             Content.Chunk chunk, boolean onSelector, Executor handOver) {
         long start = System.nanoTime();
         served.increment();
+        String headerLength = request.getHeaders().get(InferExchange.HEADER_LENGTH);
         RequestBody body = null;
         try {
             try {
                 body = new RequestBody(inflight, pool, maxBodyBytes, request.getLength(),
-                        RequestBody.headerLength(request.getHeaders().get(InferExchange.HEADER_LENGTH)));
+                        RequestBody.headerLength(headerLength));
                 body.readAll(chunk.getByteBuffer());
             } finally {
                 chunk.release();
@@ -136,14 +137,14 @@ public final class CoreInference {
             return;
         }
         if (!onSelector) {
-            answer(request, response, callback, target, body, start, false);
+            answer(request, response, callback, target, headerLength, body, start, false);
             return;
         }
-        if (!answer(request, response, callback, target, body, start, true)) {
+        if (!answer(request, response, callback, target, headerLength, body, start, true)) {
             // Another thread took the instance this one saw idle: run it where waiting is allowed.
             RequestBody read = body;
             try {
-                handOver.execute(() -> answer(request, response, callback, target, read, start, false));
+                handOver.execute(() -> answer(request, response, callback, target, headerLength, read, start, false));
             } catch (RejectedExecutionException e) {
                 refuse(response, new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is overloaded",
                         Duration.ofSeconds(1)), completion(target, response, callback, read, start));
@@ -163,13 +164,13 @@ public final class CoreInference {
      * (nothing written, nothing completed) when it may not wait and found no instance free.
      */
     private boolean answer(Request request, Response response, Callback callback, InferExchange.Target target,
-            RequestBody body, long start, boolean onSelector) {
+            String headerLength, RequestBody body, long start, boolean onSelector) {
         try {
             // A client that closes its connection while the request waits for an instance or a
             // batch has it dropped, as on the servlet path; on the selector it never waits.
             Caller caller = onSelector ? Caller.AT_ONCE : exchange.caller(() -> channelOf(request));
             EncodedResponse encoded = exchange.answer(target.model(), target.version(),
-                    InferExchange.headerLength(request.getHeaders().get(InferExchange.HEADER_LENGTH)), body, caller);
+                    InferExchange.headerLength(headerLength), body, caller);
             if (onSelector) {
                 servedOnSelector.increment();
             }
