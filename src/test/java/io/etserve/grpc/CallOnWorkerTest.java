@@ -181,17 +181,9 @@ class CallOnWorkerTest {
 
     @Test
     void aWorkerPoolThatCannotStartAThreadIsTreatedAsARefusal() {
-        ServerCall.Listener<String> listener = new CallOnWorker(r -> {
+        assertRefusedWithoutRunningTheHandler(r -> {
             throw new OutOfMemoryError("unable to create native thread");
-        }, request -> false).interceptCall(call, new Metadata(), (c, h) -> new Recording(() -> {}, null));
-
-        listener.onMessage("request");
-        listener.onHalfClose();
-        listener.onCancel();
-
-        assertThat(call.status.getCode()).isEqualTo(Status.Code.UNAVAILABLE);
-        String here = Thread.currentThread().getName();
-        assertThat(seen).containsExactly("message@" + here, "cancel@" + here);
+        });
     }
 
     @Test
@@ -259,9 +251,15 @@ class CallOnWorkerTest {
 
     @Test
     void aWorkerPoolThatRefusesClosesTheCallAsUnavailableWithoutRunningTheHandler() {
-        ServerCall.Listener<String> listener = new CallOnWorker(r -> {
+        assertRefusedWithoutRunningTheHandler(r -> {
             throw new RejectedExecutionException("shut down");
-        }, request -> false).interceptCall(call, new Metadata(), (c, h) -> new Recording(() -> {}, null));
+        });
+    }
+
+    /** A pool that cannot take the half-close: the call ends UNAVAILABLE, its later callbacks run here. */
+    private void assertRefusedWithoutRunningTheHandler(java.util.concurrent.Executor refusingPool) {
+        ServerCall.Listener<String> listener = new CallOnWorker(refusingPool, request -> false)
+                .interceptCall(call, new Metadata(), (c, h) -> new Recording(() -> {}, null));
 
         listener.onMessage("request");
         listener.onHalfClose();
