@@ -102,8 +102,8 @@ RUN unresolved=""; \
 # ahead-of-time cache from one training run on the demo models (CPU: there is no GPU at build
 # time; the classes are the same). Java 25 (-XX:AOTCacheOutput): the service answers 2 x 2,000
 # JSON inference calls first (scripts/aot-training.sh), so the cache holds the request path's
-# classes and method profiles too: ready up to ~0.4 s sooner, and the first 10,000 requests cost
-# ~0.65x the CPU (bench/results/2026-12-05-2core-grpc-and-tail.md); older JREs: a CDS archive of
+# classes and method profiles too, and a new container's first requests cost less
+# (bench/results/2026-12-05-2core-grpc-and-tail.md, section 6); older JREs: a CDS archive of
 # a run that exits after the context refresh. The JVM options the entrypoint needs for either go
 # to an argument file. Should the training fail, or the cache not fit the JVM at run time
 # (another GC, for one), the service starts without it.

@@ -32,8 +32,8 @@ for _ in $(seq 600); do  # two minutes at most
 done
 ready 2>/dev/null || { echo "the training service never became ready" >&2; exit 1; }
 
-# A connection per call (Connection: close), read to its end: keep-alive calls from bash met a
-# ~40 ms stall each (its byte-wise reads against delayed ACKs), a new connection costs far less.
+# A connection per call (Connection: close), read to its end: keep-alive calls from bash stall
+# on delayed ACKs (bash reads byte by byte); a new connection costs far less.
 body='{"inputs":[{"name":"x","shape":[1,16],"datatype":"FP32","data":[0.5,-1,2,0,1.5,-0.25,3,1,0,2,-2,0.75,1,-1.5,0.25,4]}]}'
 infer() {
   local model=$1 n=$2 i status rest request
