@@ -12,7 +12,6 @@ import io.etserve.runtime.ExecutionOutput;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
@@ -165,8 +164,11 @@ public final class TensorContract {
         if (request.outputs().isEmpty()) {  // the usual request: every output, no set built but the answer's
             return new OutputSelection(all, request.binaryOutputByDefault() ? Set.copyOf(all) : Set.of());
         }
-        Set<String> binary = new HashSet<>();
-        List<String> names = new ArrayList<>();
+        // Names are unique once checked, so the binary ones become an immutable set as they are,
+        // which the response keeps without a copy.
+        String[] binary = new String[request.outputs().size()];
+        int binaryCount = 0;
+        List<String> names = new ArrayList<>(request.outputs().size());
         for (InferenceRequest.RequestedOutput o : request.outputs()) {
             if (!all.contains(o.name())) {
                 throw new InvalidInputException("model '" + model.name() + "' has no output '"
@@ -177,10 +179,10 @@ public final class TensorContract {
             }
             names.add(o.name());
             if (o.binary() != null ? o.binary() : request.binaryOutputByDefault()) {
-                binary.add(o.name());
+                binary[binaryCount++] = o.name();
             }
         }
-        return new OutputSelection(names, binary);
+        return new OutputSelection(names, Set.of(Arrays.copyOf(binary, binaryCount)));
     }
 
     /** The forward call's outputs that were asked for, named as the model's config names them. */

@@ -11,7 +11,8 @@ import java.util.OptionalInt;
  * An encoded {@code /infer} response body: the JSON part, then the binary output sections, kept
  * apart so they go to the connection as they are (no body array assembling both).
  *
- * @param json the JSON part's bytes; only the first {@code jsonLength} are valid
+ * @param json the JSON part's bytes; only the first {@code jsonLength} are valid (a small body's
+ *     binary sections may be copied behind them, see {@link #buffers()})
  * @param jsonLength length of the JSON part
  * @param binary binary output data, in order, after the JSON part
  * @param inferenceHeaderContentLength length of the JSON part, for the
@@ -83,7 +84,9 @@ public record EncodedResponse(byte[] json, int jsonLength, List<ByteBuffer> bina
         }
         long length = contentLength();
         if (length <= ONE_WRITE_BYTES) {
-            ByteBuffer whole = ByteBuffer.allocate((int) length).put(head);
+            // Behind the JSON in its own array when it has the room (the encoder sizes it so).
+            ByteBuffer whole = json.length >= length ? ByteBuffer.wrap(json).position(jsonLength)
+                    : ByteBuffer.allocate((int) length).put(head);
             binary.forEach(b -> whole.put(b.duplicate()));
             return List.of(whole.flip());
         }

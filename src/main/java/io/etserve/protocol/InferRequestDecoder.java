@@ -47,6 +47,8 @@ public final class InferRequestDecoder {
     static final int MAX_DATA_NESTING = MAX_RANK;
     /** Requested outputs checked for repeats by a scan; past this many, by a set. */
     private static final int FEW_OUTPUTS = 8;
+    private static final NumberedLabels INPUT_LABELS = new NumberedLabels("Input #");
+    private static final NumberedLabels REQUESTED_OUTPUT_LABELS = new NumberedLabels("Requested output #");
 
     /**
      * A whole body in one array (tests and tools): the binary sections are copied once into a
@@ -120,6 +122,8 @@ public final class InferRequestDecoder {
         private final IntFunction<ByteBuffer> tensorBuffers;
         /** What is being read, for the message when Jackson rejects the JSON. */
         private String context = "The request";
+        /** One input's or requested output's parameters at a time. */
+        private final TensorParameters tensorParameters = new TensorParameters();
 
         Decoding(byte[] body, int headerLength, ByteBuffer binary, boolean hasBinarySection, DecodeLimits limits,
                 IntFunction<ByteBuffer> tensorBuffers) {
@@ -151,7 +155,7 @@ public final class InferRequestDecoder {
                 p.nextToken();
                 seen = once(seen, field, "The request");
                 switch (field) {
-                    case "id" -> id = readString(p, "The request 'id'");
+                    case "id" -> id = readString(p, "The request", "id");
                     case "parameters" -> parameters = readParameters(p, "The request");
                     case "inputs" -> inputs = readInputs(p);
                     case "outputs" -> outputs = readOutputs(p);
@@ -194,12 +198,12 @@ public final class InferRequestDecoder {
         }
 
         private Tensor readInput(JsonParser p, int index) {
-            String label = "Input #" + index;
+            String label = INPUT_LABELS.of(index);
             context = label;
             String name = null;
             DataType type = null;
             long[] shape = null;
-            Map<String, Object> parameters = Map.of();
+            TensorParameters parameters = tensorParameters.reset();
             boolean hasData = false;
             ByteBuffer data = null;
             int deferredDataOffset = -1;
@@ -209,13 +213,13 @@ public final class InferRequestDecoder {
                 seen = once(seen, field, label);
                 switch (field) {
                     case "name" -> {
-                        name = readString(p, label + " 'name'");
+                        name = readString(p, label, "name");
                         label = TensorChecks.label(name);
                         context = label;
                     }
                     case "datatype" -> type = readDataType(p, label);
                     case "shape" -> shape = readShape(p, label);
-                    case "parameters" -> parameters = readParameters(p, label);
+                    case "parameters" -> readTensorParameters(p, label, parameters);
                     case "data" -> {
                         hasData = true;
                         if (name != null && type != null && shape != null) {
@@ -238,10 +242,10 @@ public final class InferRequestDecoder {
             if (shape == null) {
                 throw new InvalidRequestException(label + " has no 'shape'.");
             }
-            if (parameters.containsKey("shared_memory_region")) {
+            if (parameters.sharedMemory) {
                 throw new InvalidRequestException(label + " uses shared memory, which this server does not support.");
             }
-            Object binarySize = parameters.get("binary_data_size");
+            Object binarySize = parameters.binaryDataSize;
             if (binarySize != null) {
                 if (hasData) {
                     throw new InvalidRequestException(label + " has both 'data' and binary_data_size.");
@@ -272,7 +276,7 @@ public final class InferRequestDecoder {
         }
 
         private static DataType readDataType(JsonParser p, String label) {
-            return TensorChecks.dataType(label, readString(p, label + " 'datatype'"));
+            return TensorChecks.dataType(label, readString(p, label, "datatype"));
         }
 
         private static long[] readShape(JsonParser p, String label) {
@@ -331,35 +335,35 @@ public final class InferRequestDecoder {
             List<RequestedOutput> outputs = new ArrayList<>();
             Set<String> names = null;  // a scan while few (no set per request); a set once many, which nothing else bounds
             for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
-                String label = "Requested output #" + outputs.size();
+                String label = REQUESTED_OUTPUT_LABELS.of(outputs.size());
                 if (t != JsonToken.START_OBJECT) {
                     throw new InvalidRequestException(label + " must be a JSON object.");
                 }
                 String name = null;
-                Map<String, Object> parameters = Map.of();
+                TensorParameters parameters = tensorParameters.reset();
                 int seen = 0;
                 for (String field = p.nextName(); field != null; field = p.nextName()) {
                     p.nextToken();
                     seen = once(seen, field, label);
                     switch (field) {
                         case "name" -> {
-                            name = readString(p, label + " 'name'");
-                            label = "Requested output " + TensorChecks.quote(name);
+                            name = readString(p, label, "name");
+                            label = TensorChecks.requestedOutputLabel(name);
                         }
-                        case "parameters" -> parameters = readParameters(p, label);
+                        case "parameters" -> readTensorParameters(p, label, parameters);
                         default -> p.skipChildren();
                     }
                 }
                 if (name == null) {
                     throw new InvalidRequestException(label + " has no 'name'.");
                 }
-                if (parameters.containsKey("classification")) {
+                if (parameters.classification) {
                     throw new InvalidRequestException(label + " asks for classification, which this server does not support.");
                 }
-                if (parameters.containsKey("shared_memory_region")) {
+                if (parameters.sharedMemory) {
                     throw new InvalidRequestException(label + " uses shared memory, which this server does not support.");
                 }
-                Object binary = parameters.get("binary_data");
+                Object binary = parameters.binaryData;
                 if (binary != null && !(binary instanceof Boolean)) {
                     throw new InvalidRequestException(label + " parameter 'binary_data' must be a boolean.");
                 }
@@ -382,29 +386,72 @@ public final class InferRequestDecoder {
          * {@link Long} (or {@link BigInteger} past its range), other numbers {@link Double}.
          */
         private static Map<String, Object> readParameters(JsonParser p, String owner) {
-            if (p.currentToken() != JsonToken.START_OBJECT) {
-                throw new InvalidRequestException(owner + " 'parameters' must be a JSON object.");
-            }
+            requireParametersObject(p, owner);
             Map<String, Object> parameters = new LinkedHashMap<>();
             for (String key = p.nextName(); key != null; key = p.nextName()) {
-                JsonToken t = p.nextToken();
-                Object value = switch (t) {
-                    case VALUE_STRING -> p.getString();
-                    case VALUE_TRUE -> Boolean.TRUE;
-                    case VALUE_FALSE -> Boolean.FALSE;
-                    case VALUE_NUMBER_INT -> p.getNumberType() == JsonParser.NumberType.BIG_INTEGER
-                            ? p.getBigIntegerValue()
-                            : (Object) p.getLongValue();
-                    case VALUE_NUMBER_FLOAT -> p.getDoubleValue();
-                    default -> throw new InvalidRequestException(owner + " parameter " + TensorChecks.quote(key)
-                            + " must be a string, number or boolean.");
-                };
-                if (parameters.put(key, value) != null) {
-                    throw new InvalidRequestException(owner + " parameter " + TensorChecks.quote(key)
-                            + " appears more than once.");
+                p.nextToken();
+                if (parameters.put(key, parameterValue(p, owner, key, true)) != null) {
+                    throw repeatedParameter(owner, key);
                 }
             }
             return parameters;
+        }
+
+        /**
+         * An input's or requested output's parameters into {@code into}: checked as
+         * {@link #readParameters} checks them, but only the few this decoder acts on are kept (no
+         * map per tensor).
+         */
+        private static void readTensorParameters(JsonParser p, String owner, TensorParameters into) {
+            requireParametersObject(p, owner);
+            for (String key = p.nextName(); key != null; key = p.nextName()) {
+                p.nextToken();
+                boolean kept = key.equals("binary_data_size") || key.equals("binary_data");
+                Object value = parameterValue(p, owner, key, kept);
+                if (!into.firstTime(key)) {
+                    throw repeatedParameter(owner, key);
+                }
+                switch (key) {
+                    case "binary_data_size" -> into.binaryDataSize = value;
+                    case "binary_data" -> into.binaryData = value;
+                    case "shared_memory_region" -> into.sharedMemory = true;
+                    case "classification" -> into.classification = true;
+                    default -> { }
+                }
+            }
+        }
+
+        private static void requireParametersObject(JsonParser p, String owner) {
+            if (p.currentToken() != JsonToken.START_OBJECT) {
+                throw new InvalidRequestException(owner + " 'parameters' must be a JSON object.");
+            }
+        }
+
+        /** The value at the parser, refused unless a string, number or boolean; null unless {@code keep}. */
+        private static Object parameterValue(JsonParser p, String owner, String key, boolean keep) {
+            JsonToken t = p.currentToken();
+            switch (t) {
+                case VALUE_STRING, VALUE_TRUE, VALUE_FALSE, VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> {
+                    if (!keep) {
+                        return null;
+                    }
+                }
+                default -> throw new InvalidRequestException(owner + " parameter " + TensorChecks.quote(key)
+                        + " must be a string, number or boolean.");
+            }
+            return switch (t) {
+                case VALUE_STRING -> p.getString();
+                case VALUE_TRUE -> Boolean.TRUE;
+                case VALUE_FALSE -> Boolean.FALSE;
+                case VALUE_NUMBER_INT -> p.getNumberType() == JsonParser.NumberType.BIG_INTEGER
+                        ? p.getBigIntegerValue()
+                        : (Object) p.getLongValue();
+                default -> p.getDoubleValue();
+            };
+        }
+
+        private static InvalidRequestException repeatedParameter(String owner, String key) {
+            return new InvalidRequestException(owner + " parameter " + TensorChecks.quote(key) + " appears more than once.");
         }
 
         /**
@@ -443,11 +490,78 @@ public final class InferRequestDecoder {
             return false;
         }
 
-        private static String readString(JsonParser p, String what) {
+        private static String readString(JsonParser p, String owner, String field) {
             if (p.currentToken() != JsonToken.VALUE_STRING) {
-                throw new InvalidRequestException(what + " must be a string.");
+                throw new InvalidRequestException(owner + " '" + field + "' must be a string.");
             }
             return p.getString();
+        }
+    }
+
+    /**
+     * What the decoder acts on among an input's or requested output's parameters, read into one
+     * object per decode call (reset per tensor) rather than a map per tensor. Repeated keys are
+     * found by a scan while few, by a set once many, which nothing else bounds.
+     */
+    private static final class TensorParameters {
+        private static final int FEW_KEYS = 8;
+
+        Object binaryDataSize;
+        Object binaryData;
+        boolean sharedMemory;
+        boolean classification;
+        private final String[] keys = new String[FEW_KEYS];
+        private int keyCount;
+        private Set<String> manyKeys;
+
+        TensorParameters reset() {
+            binaryDataSize = null;
+            binaryData = null;
+            sharedMemory = false;
+            classification = false;
+            Arrays.fill(keys, 0, keyCount, null);
+            keyCount = 0;
+            manyKeys = null;
+            return this;
+        }
+
+        /** Records {@code key}; false when this tensor's parameters had it already. */
+        boolean firstTime(String key) {
+            if (manyKeys != null) {
+                return manyKeys.add(key);
+            }
+            for (int i = 0; i < keyCount; i++) {
+                if (keys[i].equals(key)) {
+                    return false;
+                }
+            }
+            if (keyCount < FEW_KEYS) {
+                keys[keyCount++] = key;
+            } else {
+                manyKeys = new HashSet<>(Arrays.asList(keys));
+                manyKeys.add(key);
+            }
+            return true;
+        }
+    }
+
+    /**
+     * How messages name a tensor until its name is read ({@code Input #0}); read only by messages,
+     * so the usual indexes are built once rather than per request.
+     */
+    private static final class NumberedLabels {
+        private final String prefix;
+        private final String[] first = new String[16];
+
+        NumberedLabels(String prefix) {
+            this.prefix = prefix;
+            for (int i = 0; i < first.length; i++) {
+                first[i] = prefix + i;
+            }
+        }
+
+        String of(int index) {
+            return index < first.length ? first[index] : prefix + index;
         }
     }
 }

@@ -3,7 +3,6 @@ package io.etserve.protocol;
 import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.Tensor;
-import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.CharBuffer;
 import java.nio.charset.CharacterCodingException;
@@ -14,8 +13,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.OptionalInt;
-import tools.jackson.core.JsonGenerator;
-import tools.jackson.core.ObjectWriteContext;
 
 /**
  * Encodes an {@link InferenceResponse} as a KServe v2 {@code /infer} response body.
@@ -40,8 +37,6 @@ public final class InferResponseEncoder {
     /** Rough JSON bytes per element, to size the buffer once for typical outputs. */
     private static final int ESTIMATED_JSON_BYTES_PER_ELEMENT = 12;
     private static final int MAX_INITIAL_BUFFER = 64 << 20;
-    /** One scratch text per thread: an encode call uses it start to end on its thread. */
-    private static final ThreadLocal<Decimals> DECIMALS = ThreadLocal.withInitial(Decimals::new);
 
     public EncodedResponse encode(InferenceResponse response) {
         Objects.requireNonNull(response.modelName(), "modelName");
@@ -50,6 +45,7 @@ public final class InferResponseEncoder {
         boolean[] binary = new boolean[n];
         List<List<String>> strings = new ArrayList<>(n);
         long estimate = 256;
+        long binaryBytes = 0;
         for (int i = 0; i < n; i++) {
             Tensor t = outputs.get(i);
             boolean bytes = t.dataType().kind() == DataType.Kind.BYTES;
@@ -63,56 +59,55 @@ public final class InferResponseEncoder {
             }
             if (!binary[i]) {
                 estimate += t.elementCount() * ESTIMATED_JSON_BYTES_PER_ELEMENT;
+            } else {
+                binaryBytes += t.byteSize();
             }
+        }
+        if (estimate + binaryBytes <= EncodedResponse.ONE_WRITE_BYTES) {
+            estimate += binaryBytes;  // room for a small body's binary sections (EncodedResponse.buffers)
         }
 
-        ExposedByteArrayOutputStream json = new ExposedByteArrayOutputStream((int) Math.min(estimate, MAX_INITIAL_BUFFER));
-        Decimals decimals = DECIMALS.get();
-        try (JsonGenerator g = ProtocolJson.FACTORY.createGenerator(ObjectWriteContext.empty(), json)) {
-            g.writeStartObject();
-            g.writeStringProperty("model_name", response.modelName());
-            if (response.modelVersion() != null) {
-                g.writeStringProperty("model_version", response.modelVersion());
-            }
-            if (response.id() != null) {
-                g.writeStringProperty("id", response.id());
-            }
-            g.writeName("outputs");
-            g.writeStartArray();
-            for (int i = 0; i < n; i++) {
-                Tensor t = outputs.get(i);
-                g.writeStartObject();
-                g.writeStringProperty("name", t.name());
-                g.writeStringProperty("datatype", t.dataType().protocolName());
-                g.writeName("shape");
-                g.writeStartArray();
-                for (int d = 0; d < t.rank(); d++) {
-                    g.writeNumber(t.dim(d));
-                }
-                g.writeEndArray();
-                if (binary[i]) {
-                    int size = t.byteSize();
-                    g.writeName("parameters");
-                    g.writeStartObject();
-                    g.writeNumberProperty("binary_data_size", size);
-                    g.writeEndObject();
-                } else {
-                    g.writeName("data");
-                    g.writeStartArray();
-                    if (strings.get(i) != null) {
-                        for (String s : strings.get(i)) {
-                            g.writeString(s);
-                        }
-                    } else {
-                        writeFixed(g, t.dataType(), t.data(), t.elementCount(), decimals);
-                    }
-                    g.writeEndArray();
-                }
-                g.writeEndObject();
-            }
-            g.writeEndArray();
-            g.writeEndObject();
+        JsonBytes json = new JsonBytes((int) Math.min(estimate, MAX_INITIAL_BUFFER));
+        json.ascii("{\"model_name\":").string(response.modelName());
+        if (response.modelVersion() != null) {
+            json.ascii(",\"model_version\":").string(response.modelVersion());
         }
+        if (response.id() != null) {
+            json.ascii(",\"id\":").string(response.id());
+        }
+        json.ascii(",\"outputs\":[");
+        for (int i = 0; i < n; i++) {
+            Tensor t = outputs.get(i);
+            json.ascii(i == 0 ? "{\"name\":" : ",{\"name\":").string(t.name())
+                    .ascii(",\"datatype\":").string(t.dataType().protocolName())
+                    .ascii(",\"shape\":[");
+            for (int d = 0; d < t.rank(); d++) {
+                if (d > 0) {
+                    json.ascii(',');
+                }
+                json.number(t.dim(d));
+            }
+            json.ascii(']');
+            if (binary[i]) {
+                json.ascii(",\"parameters\":{\"binary_data_size\":").number(t.byteSize()).ascii('}');
+            } else {
+                json.ascii(",\"data\":[");
+                if (strings.get(i) != null) {
+                    List<String> elements = strings.get(i);
+                    for (int e = 0; e < elements.size(); e++) {
+                        if (e > 0) {
+                            json.ascii(',');
+                        }
+                        json.string(elements.get(e));
+                    }
+                } else {
+                    writeFixed(json, t.dataType(), t.data(), t.elementCount());
+                }
+                json.ascii(']');
+            }
+            json.ascii('}');
+        }
+        json.ascii("]}");
 
         int jsonLength = json.size();
         if (!anyTrue(binary)) {
@@ -130,26 +125,25 @@ public final class InferResponseEncoder {
                 EncodedResponse.OCTET_STREAM);
     }
 
-    private static void writeFixed(JsonGenerator g, DataType type, ByteBuffer d, long count, Decimals decimals) {
+    private static void writeFixed(JsonBytes json, DataType type, ByteBuffer d, long count) {
         for (long i = 0; i < count; i++) {
+            if (i > 0) {
+                json.ascii(',');
+            }
             long bits = type.getBits(d);
             switch (type.kind()) {
-                case BOOL -> g.writeBoolean(bits != 0);
-                case SIGNED -> g.writeNumber(bits);
-                case UNSIGNED -> {
-                    // getBits zero-extends, so only a UINT64 past Long.MAX_VALUE reads negative.
-                    if (bits >= 0) {
-                        g.writeNumber(bits);
-                    } else {
-                        g.writeNumber(Long.toUnsignedString(bits));
-                    }
-                }
+                case BOOL -> json.ascii(bits != 0 ? "true" : "false");
+                case SIGNED -> json.number(bits);
+                // getBits zero-extends, so only a UINT64 past Long.MAX_VALUE reads negative.
+                case UNSIGNED -> json.unsignedNumber(bits);
                 case FLOAT -> {
                     double v = type.byteSize() == Float.BYTES ? Float.intBitsToFloat((int) bits) : Double.longBitsToDouble(bits);
                     if (!Double.isFinite(v)) {
-                        g.writeString(nonFiniteName(v));
+                        json.string(nonFiniteName(v));
+                    } else if (type.byteSize() == Float.BYTES) {
+                        json.number((float) v);
                     } else {
-                        decimals.write(g, v, type.byteSize() == Float.BYTES);
+                        json.number(v);
                     }
                 }
                 case BYTES -> throw new IllegalStateException("no fixed-size JSON form for " + type);
@@ -214,58 +208,5 @@ public final class InferResponseEncoder {
             }
         }
         return false;
-    }
-
-    /**
-     * Floating-point elements as JSON numbers without a String each: from Java 19 on,
-     * {@code StringBuilder.append(float)} writes the shortest decimal that reads back as the same
-     * value (Schubfach, the algorithm Jackson's own writer uses: the same text) straight into the
-     * builder, where Jackson's {@code writeNumber(float)} makes two objects and a String per
-     * element. Older JDKs format differently, so they keep Jackson's writer.
-     */
-    private static final class Decimals {
-        private static final boolean SHORTEST_APPEND = Runtime.version().feature() >= 19;
-
-        private final StringBuilder text = new StringBuilder(32);
-        private char[] chars = new char[32];
-
-        /** {@code v} as a float ({@code single}: FP32, written as one) or a double. */
-        void write(JsonGenerator g, double v, boolean single) {
-            if (!SHORTEST_APPEND) {
-                if (single) {
-                    g.writeNumber((float) v);
-                } else {
-                    g.writeNumber(v);
-                }
-                return;
-            }
-            text.setLength(0);
-            if (single) {
-                text.append((float) v);
-            } else {
-                text.append(v);
-            }
-            flush(g);
-        }
-
-        private void flush(JsonGenerator g) {
-            int n = text.length();
-            if (n > chars.length) {
-                chars = new char[n];
-            }
-            text.getChars(0, n, chars, 0);
-            g.writeNumber(chars, 0, n);
-        }
-    }
-
-    /** Lets the encoder hand out its buffer (and the valid length) without a final copy. */
-    private static final class ExposedByteArrayOutputStream extends ByteArrayOutputStream {
-        ExposedByteArrayOutputStream(int size) {
-            super(size);
-        }
-
-        byte[] buffer() {
-            return buf;
-        }
     }
 }

@@ -132,8 +132,12 @@ final class JsonTensorData {
 
         private float fp32(JsonParser p, JsonToken t, String label, long index) {
             if (t == JsonToken.VALUE_NUMBER_FLOAT || t == JsonToken.VALUE_NUMBER_INT) {
-                // Jackson parses the decimal text straight to the nearest float, no double rounding.
-                float value = p.getFloatValue();
+                // Straight to the nearest float, no double rounding: DecimalText where it can
+                // tell without allocating, else Jackson.
+                float value = DecimalText.parseFloat(p.getStringCharacters(), p.getStringOffset(), p.getStringLength());
+                if (Float.isNaN(value)) {
+                    value = p.getFloatValue();
+                }
                 if (Float.isInfinite(value)) {
                     throw outOfRange(p, label, index);
                 }
@@ -147,7 +151,10 @@ final class JsonTensorData {
 
         private double fp64(JsonParser p, JsonToken t, String label, long index) {
             if (t == JsonToken.VALUE_NUMBER_FLOAT || t == JsonToken.VALUE_NUMBER_INT) {
-                double value = p.getDoubleValue();
+                double value = DecimalText.parseDouble(p.getStringCharacters(), p.getStringOffset(), p.getStringLength());
+                if (Double.isNaN(value)) {
+                    value = p.getDoubleValue();
+                }
                 if (Double.isInfinite(value)) {
                     throw outOfRange(p, label, index);
                 }

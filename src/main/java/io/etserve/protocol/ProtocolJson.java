@@ -1,7 +1,6 @@
 package io.etserve.protocol;
 
 import tools.jackson.core.StreamReadConstraints;
-import tools.jackson.core.StreamWriteFeature;
 import tools.jackson.core.json.JsonFactory;
 
 /** The one Jackson factory the codecs share; factories are thread-safe and costly to build. */
@@ -17,9 +16,7 @@ final class ProtocolJson {
             .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_NESTING_DEPTH).build())
             // No STRICT_DUPLICATE_DETECTION: the decoder refuses a repeated field it reads itself
             // (InferRequestDecoder's once()) without a set of names per object.
-            // Schubfach: the shortest text that reads back as the same float/double, faster
-            // than Float.toString on large outputs.
-            .enable(StreamWriteFeature.USE_FAST_DOUBLE_WRITER)
+            // Responses are written by JsonBytes; this factory writes only error bodies.
             .build();
 
     private ProtocolJson() {}

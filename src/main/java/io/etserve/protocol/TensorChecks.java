@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * What the REST and gRPC decoders both check about a request's inputs on their own, before any
@@ -21,11 +22,19 @@ public final class TensorChecks {
     static final long MAX_TENSOR_BYTES = Integer.MAX_VALUE;
     private static final int MAX_QUOTED_LENGTH = 100;
 
+    private static final KeptLabels INPUT_LABELS = new KeptLabels("Input ");
+    private static final KeptLabels REQUESTED_OUTPUT_LABELS = new KeptLabels("Requested output ");
+
     private TensorChecks() {}
 
     /** How messages name an input: {@code Input 'x'}. */
     public static String label(String name) {
-        return "Input " + quote(name);
+        return INPUT_LABELS.of(name);
+    }
+
+    /** How messages name an output the request asks for: {@code Requested output 'x'}. */
+    static String requestedOutputLabel(String name) {
+        return REQUESTED_OUTPUT_LABELS.of(name);
     }
 
     /** Refuses the input at {@code index} (0-based) when the request already has the most allowed. */
@@ -146,5 +155,33 @@ public final class TensorChecks {
 
     static String abbreviate(String s) {
         return s.length() <= MAX_QUOTED_LENGTH ? s : s.substring(0, MAX_QUOTED_LENGTH) + "...";
+    }
+
+    /**
+     * Labels are passed along every decode but read only by error messages, and a model's requests
+     * carry the same few names, so a name's label is built once and kept rather than built per
+     * request. Bounded in count and name length, so that hostile names cannot grow it.
+     */
+    private static final class KeptLabels {
+        private static final int MAX_KEPT = 1024;
+        private static final int MAX_KEPT_NAME_LENGTH = 64;
+
+        private final String prefix;
+        private final ConcurrentHashMap<String, String> labels = new ConcurrentHashMap<>();
+
+        KeptLabels(String prefix) {
+            this.prefix = prefix;
+        }
+
+        String of(String name) {
+            String label = labels.get(name);
+            if (label == null) {
+                label = prefix + quote(name);
+                if (name.length() <= MAX_KEPT_NAME_LENGTH && labels.size() < MAX_KEPT) {
+                    labels.putIfAbsent(name, label);
+                }
+            }
+            return label;
+        }
     }
 }

@@ -2,14 +2,20 @@ package io.etserve.protocol;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceResponse;
+import io.etserve.inference.Tensor;
 import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.WriteListener;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.OptionalInt;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** How a response body reaches the container's stream: small ones as one write, large sections as they are. */
@@ -115,5 +121,34 @@ class EncodedResponseTest {
         assertThat(parts.get(1).isDirect()).as("the section as the bridge left it, not copied").isTrue();
         assertThat(joined(parts)).isEqualTo(expectedBody(large));
         assertThat(joined(r.buffers())).as("the response's own buffers are left as they were").isEqualTo(expectedBody(large));
+    }
+
+    @Test
+    void aSmallBodyWhoseJsonArrayHasRoomTakesItsSectionsThereWithoutAnotherArray() {
+        byte[] json = "{\"outputs\":[]}".getBytes(StandardCharsets.UTF_8);
+        byte[] roomy = Arrays.copyOf(json, json.length + 64);
+        EncodedResponse fits = new EncodedResponse(roomy, json.length, response(16).binary(), OptionalInt.of(json.length),
+                EncodedResponse.OCTET_STREAM);
+        List<ByteBuffer> once = fits.buffers();
+        assertThat(once).hasSize(1);
+        assertThat(once.get(0).array()).as("the JSON's own array").isSameAs(roomy);
+        assertThat(joined(once)).isEqualTo(expectedBody(16));
+        assertThat(joined(fits.buffers())).as("asked again, the same body").isEqualTo(expectedBody(16));
+        assertThat(fits.body()).isEqualTo(expectedBody(16));
+    }
+
+    @Test
+    void theEncoderLeavesASmallBinaryBodyRoomBehindItsJson() {
+        ByteBuffer data = ByteBuffer.allocateDirect(64).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < 16; i++) {
+            data.putFloat(i);
+        }
+        Tensor out = new Tensor("y", DataType.FP32, new long[] {16}, data.flip());
+        EncodedResponse r = new InferResponseEncoder().encode(
+                new InferenceResponse("m", "1", null, List.of(out), Set.of("y")));
+        List<ByteBuffer> body = r.buffers();
+        assertThat(body).hasSize(1);
+        assertThat(body.get(0).array()).as("no second array for the section").isSameAs(r.json());
+        assertThat(joined(body)).isEqualTo(r.body());
     }
 }

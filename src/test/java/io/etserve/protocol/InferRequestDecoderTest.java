@@ -378,6 +378,18 @@ class InferRequestDecoderTest {
                     "Requested output 'y' has 'name' more than once.");
             assertRefused("{\"inputs\":[],\"parameters\":{\"a\":1,\"a\":2}}",
                     "The request parameter 'a' appears more than once.");
+            // A tensor's parameters too, whether few (a scan) or many (a set), kept or not.
+            String keys = IntStream.range(0, 12).mapToObj(i -> "\"k" + i + "\":" + i).collect(Collectors.joining(","));
+            for (String params : new String[] {"\"k1\":1,\"k1\":2", keys + ",\"k3\":0", keys + ",\"binary_data\":true,\"binary_data\":true"}) {
+                String repeated = params.substring(params.lastIndexOf(',') + 1, params.lastIndexOf(':'));
+                assertRefused("{\"inputs\":[],\"outputs\":[{\"name\":\"y\",\"parameters\":{" + params + "}}]}",
+                        "Requested output 'y' parameter '" + repeated.replace("\"", "") + "' appears more than once.");
+            }
+            assertRefused(oneInput("\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],\"data\":[1],\"parameters\":{"
+                    + keys + ",\"k11\":[1]}"), "Input 'x' parameter 'k11' must be a string, number or boolean.");
+            assertThat(decoder.decode(utf8("{\"inputs\":[],\"outputs\":[{\"name\":\"y\",\"parameters\":{" + keys
+                    + ",\"binary_data\":true}},{\"name\":\"z\",\"parameters\":{\"k1\":1}}]}"), null, LIMITS).outputs())
+                    .extracting(InferenceRequest.RequestedOutput::binary).containsExactly(true, null);
             // Fields the decoder does not read are skipped, repeats and all.
             assertThat(decoder.decode(utf8("{\"inputs\":[],\"extra\":1,\"extra\":2}"), null, LIMITS).inputs()).isEmpty();
             assertRefused("{\"inputs\":[],\"outputs\":[{\"name\":\"y\"},{\"name\":\"y\"}]}",
