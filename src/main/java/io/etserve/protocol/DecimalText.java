@@ -73,29 +73,32 @@ final class DecimalText {
         if (negative) {
             i++;
         }
+        // The integer part (JSON allows no leading zero but "0" itself), then the fraction,
+        // whose leading zeros after "0." only scale; digits past MAX_DIGITS may have overflowed
+        // m, which is then not used.
         long m = 0;
-        int digits = 0;  // significant digits in m (leading zeros are not)
-        int scale = 0;   // digits read after the point
-        boolean point = false;
-        for (; i < end; i++) {
-            char c = text[i];
-            if (c == '.') {
-                point = true;
-                continue;
+        int intStart = i;
+        for (; i < end && isDigit(text[i]); i++) {
+            m = m * 10 + (text[i] - '0');
+        }
+        int digits = intStart < end && text[intStart] == '0' ? 0 : i - intStart;  // significant digits in m
+        int scale = 0;  // digits after the point
+        if (i < end && text[i] == '.') {
+            int fractionStart = ++i;
+            if (digits == 0) {
+                while (i < end && text[i] == '0') {
+                    i++;
+                }
             }
-            if (c < '0' || c > '9') {
-                break;
+            int significantStart = i;
+            for (; i < end && isDigit(text[i]); i++) {
+                m = m * 10 + (text[i] - '0');
             }
-            if (point) {
-                scale++;
-            }
-            if (m == 0 && c == '0') {
-                continue;
-            }
-            if (++digits > MAX_DIGITS) {
-                return Double.NaN;
-            }
-            m = m * 10 + (c - '0');
+            digits += i - significantStart;
+            scale = i - fractionStart;
+        }
+        if (digits > MAX_DIGITS) {
+            return Double.NaN;
         }
         int e = 0;
         if (i < end) {  // 'e' or 'E'
@@ -120,6 +123,10 @@ final class DecimalText {
         }
         double d = single ? nearestFloat(m, e) : nearestDouble(m, e);
         return negative ? -d : d;
+    }
+
+    private static boolean isDigit(char c) {
+        return c >= '0' && c <= '9';
     }
 
     /** Clinger: both factors exact, so the one operation rounds once. */

@@ -27,6 +27,8 @@ final class JsonBytes {
 
     private byte[] bytes;
     private int size;
+    /** This thread's {@link #NUMBER_TEXT}, looked up once per response rather than per number. */
+    private StringBuilder numberText;
 
     JsonBytes(int initialCapacity) {
         bytes = new byte[Math.max(initialCapacity, 64)];
@@ -73,9 +75,7 @@ final class JsonBytes {
         if (!SHORTEST_APPEND) {
             return ascii(NumberOutput.toString(value, true));
         }
-        StringBuilder text = NUMBER_TEXT.get();
-        text.setLength(0);
-        return ascii(text.append(value));
+        return ascii(numberText().append(value));
     }
 
     /** A finite double as the shortest decimal that reads back as it. */
@@ -83,9 +83,15 @@ final class JsonBytes {
         if (!SHORTEST_APPEND) {
             return ascii(NumberOutput.toString(value, true));
         }
-        StringBuilder text = NUMBER_TEXT.get();
-        text.setLength(0);
-        return ascii(text.append(value));
+        return ascii(numberText().append(value));
+    }
+
+    private StringBuilder numberText() {
+        if (numberText == null) {
+            numberText = NUMBER_TEXT.get();
+        }
+        numberText.setLength(0);
+        return numberText;
     }
 
     /** {@code value} as a JSON string, quoted and escaped. */
