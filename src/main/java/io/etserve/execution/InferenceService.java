@@ -107,6 +107,12 @@ public final class InferenceService {
         return infer(modelName, version, request, outputs, Caller.STAYS);
     }
 
+    /** As {@link #infer(String, String, InferenceRequest, OutputBuffers, Caller, long)}, arrived now. */
+    public InferenceResponse infer(String modelName, String version, InferenceRequest request, OutputBuffers outputs,
+            Caller caller) {
+        return infer(modelName, version, request, outputs, caller, System.nanoTime());
+    }
+
     /**
      * Runs {@code request}; its outputs are copied once, out of the Module, into buffers from
      * {@code outputs} (the caller's to give back once the response is written). Every call ends
@@ -115,10 +121,13 @@ public final class InferenceService {
      *
      * @param caller who waits for the answer: a request whose caller goes before it runs is
      *     dropped ({@link RequestCancelledException})
+     * @param arrivedNanos when the transport received the request ({@code System.nanoTime()}):
+     *     its {@code timeout} counts from there, and a second attempt (after
+     *     {@link WouldWaitException}) counts the time since as waiting
      * @throws InferenceException whatever failed, as its kind
      */
     public InferenceResponse infer(String modelName, String version, InferenceRequest request, OutputBuffers outputs,
-            Caller caller) {
+            Caller caller, long arrivedNanos) {
         long start = System.nanoTime();
         LoadedModel model = null;
         Cancellation cancellation = null;
@@ -131,7 +140,7 @@ public final class InferenceService {
             model = use(modelName, version);
             spans.resolved(model.name(), model.version());
             observer.pending(model.name(), model.version(), 1);
-            cancellation = Cancellation.of(caller, request.parameters(), start);
+            cancellation = Cancellation.of(caller, request.parameters(), arrivedNanos);
             List<ExecutionInput> inputs = TensorContract.bindInputs(model, request);
             TensorContract.OutputSelection selected = TensorContract.selectOutputs(model, request);
             Optional<DynamicBatcher> batcher = model.batcher();
@@ -164,9 +173,9 @@ public final class InferenceService {
                 model.release();
             }
             if (failure != null) {
-                recordFailure(modelName, model, failure, System.nanoTime() - start);
+                recordFailure(modelName, model, failure, System.nanoTime() - arrivedNanos);
             } else if (response != null) {
-                observer.success(model.name(), model.version(), done.rows(), done.queueNanos(),
+                observer.success(model.name(), model.version(), done.rows(), (start - arrivedNanos) + done.queueNanos(),
                         (bound - start) + done.inputNanos(), done.inferNanos(),
                         done.outputNanos() + (System.nanoTime() - named));
             }

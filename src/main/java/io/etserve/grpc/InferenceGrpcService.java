@@ -207,7 +207,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
             counted.onError(statuses.of(e));
             return;
         }
-        infer(request, decoded, buffers, counted, CallOnWorker.EVENT_LOOP.get());
+        infer(request, decoded, buffers, counted, CallOnWorker.EVENT_LOOP.get(), start);
     }
 
     /**
@@ -216,13 +216,13 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
      * goes to a worker, where it may wait.
      */
     private void infer(ModelInferRequest request, InferenceRequest decoded, BufferLease buffers,
-            StreamObserver<ModelInferResponse> out, CallOnWorker.HandOver handOver) {
+            StreamObserver<ModelInferResponse> out, CallOnWorker.HandOver handOver, long arrivedNanos) {
         try {
             ModelInferResponse answer;
             try {
                 InferenceResponse response = inference.infer(request.getModelName(),
                         emptyToNull(request.getModelVersion()), decoded, buffers,
-                        new GrpcCaller(Context.current(), handOver == null));
+                        new GrpcCaller(Context.current(), handOver == null), arrivedNanos);
                 try (var span = inference.spans().encode(response.modelName(), "grpc")) {
                     answer = GrpcTensors.encode(response);
                 }
@@ -232,7 +232,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
                 }
                 BufferLease kept = buffers;
                 buffers = null;  // the worker's now, or refused's
-                handOver.toWorker(inference.spans().carry(() -> infer(request, decoded, kept, out, null)), () -> {
+                handOver.toWorker(inference.spans().carry(() -> infer(request, decoded, kept, out, null, arrivedNanos)), () -> {
                     kept.close();
                     out.onError(Status.UNAVAILABLE.withDescription("the server is shutting down").asRuntimeException());
                 });

@@ -170,7 +170,7 @@ public final class CoreInference {
             // batch has it dropped, as on the servlet path; on the selector it never waits.
             Caller caller = onSelector ? Caller.AT_ONCE : exchange.caller(() -> channelOf(request));
             EncodedResponse encoded = exchange.answer(target.model(), target.version(),
-                    InferExchange.headerLength(headerLength), body, caller);
+                    InferExchange.headerLength(headerLength), body, caller, start);
             if (onSelector) {
                 servedOnSelector.increment();
             }

@@ -219,9 +219,10 @@ public final class InferExchange {
     void serve(String model, String version, HttpServletRequest http, HttpServletResponse reply, RequestBody body)
             throws IOException {
         // A client that closes its connection while the request waits for an instance or a
-        // batch has it dropped (ClientConnections); the answer then goes nowhere.
+        // batch has it dropped (ClientConnections); the answer then goes nowhere. Its timeout
+        // counts from here, once the whole body has come, as Triton counts from its queue.
         EncodedResponse encoded = answer(model, version, headerLength(http.getHeader(HEADER_LENGTH)), body,
-                clients.caller(http));
+                clients.caller(http), System.nanoTime());
         reply.setStatus(HttpServletResponse.SC_OK);
         reply.setContentType(encoded.contentType());
         encoded.inferenceHeaderContentLength().ifPresent(n -> reply.setHeader(HEADER_LENGTH, Integer.toString(n)));
@@ -234,8 +235,10 @@ public final class InferExchange {
      * path, or {@link CoreInference} through Jetty's core API); throws what failed.
      *
      * @param headerLength {@code Inference-Header-Content-Length}, or null when absent
+     * @param arrivedNanos when the request came ({@code System.nanoTime()}), kept by a second attempt
      */
-    EncodedResponse answer(String model, String version, Integer headerLength, RequestBody body, Caller caller) {
+    EncodedResponse answer(String model, String version, Integer headerLength, RequestBody body, Caller caller,
+            long arrivedNanos) {
         var refused = readiness.whyNotAccepting();
         if (refused.isPresent()) {
             // Shutting down or not yet started: another replica (or this one, soon) can take it.
@@ -244,7 +247,7 @@ public final class InferExchange {
         }
         InferenceRequest request = decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(),
                 limits, body::tensorBuffer);
-        InferenceResponse response = inference.infer(model, version, request, body, caller);
+        InferenceResponse response = inference.infer(model, version, request, body, caller, arrivedNanos);
         try (var span = inference.spans().encode(response.modelName(), "rest")) {
             return encoder.encode(response);
         }

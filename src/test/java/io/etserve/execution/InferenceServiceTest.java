@@ -52,6 +52,7 @@ class InferenceServiceTest {
 
     final List<String> heard = new ArrayList<>();
     RuntimeException admitFails;
+    long queueNanos = -1;
 
     @BeforeAll
     static void load() {
@@ -71,6 +72,7 @@ class InferenceServiceTest {
 
             public void success(String model, String version, long n, long q, long i, long c, long o) {
                 heard.add("metrics:success");
+                queueNanos = q;
             }
 
             public void failure(String model, String version, FailureReason reason, long requestNanos) {
@@ -289,6 +291,29 @@ class InferenceServiceTest {
                     .isLessThan(TimeUnit.MILLISECONDS.toNanos(900));
         }
         assertThat(heard).containsExactly("cancelled:queue/timeout", "metrics:REJECTED");
+    }
+
+    @Test
+    void aSecondAttemptCountsItsTimeoutAndQueueTimeFromTheRequestsArrival() throws Exception {
+        // A transport tries a call first on a thread that may not wait and, refused
+        // (WouldWaitException), again on one that may: the second attempt passes the time the
+        // request came. Here it came 3 s ago with a 2 s timeout, and no instance is free: it has
+        // waited past its timeout already (counted from the attempt, it would wait in line until
+        // the queue's limit and be refused as overloaded instead).
+        InferenceService service = service();
+        Reference.TensorValue x = input();
+        long arrived = System.nanoTime() - TimeUnit.SECONDS.toNanos(3);
+        try (AutoCloseable held = holdTheInstances()) {
+            assertThatThrownBy(() -> service.infer("demo-portable", null, request(x, x.shape(), Map.of("timeout", 2_000_000L)),
+                    OutputBuffers.ALLOCATE, Caller.STAYS, arrived))
+                    .isInstanceOf(RequestCancelledException.class)
+                    .satisfies(e -> assertThat(((RequestCancelledException) e).reason())
+                            .isEqualTo(RequestCancelledException.Reason.TIMEOUT));
+        }
+        heard.clear();
+        service.infer("demo-portable", null, request(x, x.shape()), OutputBuffers.ALLOCATE, Caller.STAYS, arrived);
+        assertThat(heard).containsExactly("admit", "breaker:succeeded", "release", "metrics:success");
+        assertThat(queueNanos).as("the time since it came counts as waiting").isGreaterThanOrEqualTo(TimeUnit.SECONDS.toNanos(3));
     }
 
     @Test
