@@ -27,6 +27,7 @@ public final class LoadedModel implements AutoCloseable {
     private final DynamicBatcher batcher;
     private final ModelConfig config;
     private final boolean staticInputs;
+    private final TensorContract.DeclaredOutputs declaredOutputs;
     /** Requests using this model now; {@link #RETIRING} set once it is being unloaded. */
     private final AtomicLong uses = new AtomicLong();
     private static final long RETIRING = 1L << 62;
@@ -50,6 +51,12 @@ public final class LoadedModel implements AutoCloseable {
         this.batcher = batcher;
         this.staticInputs = description.inputs().stream()
                 .allMatch(t -> Arrays.stream(t.shape()).allMatch(d -> d >= 0));
+        this.declaredOutputs = TensorContract.DeclaredOutputs.of(description);
+    }
+
+    /** Its outputs' names, for requests that name none (built once, not per request). */
+    TensorContract.DeclaredOutputs declaredOutputs() {
+        return declaredOutputs;
     }
 
     /** Whether every input has a static shape: its forward calls then take about the same time. */

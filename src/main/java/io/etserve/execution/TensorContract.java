@@ -150,19 +150,26 @@ public final class TensorContract {
     /** The outputs a request asked for, in its order, and which of them travel as binary. */
     record OutputSelection(List<String> names, Set<String> binary) {}
 
+    /** A model's output names in its order, as a list and a set: built once per loaded model. */
+    record DeclaredOutputs(List<String> names, Set<String> all) {
+        static DeclaredOutputs of(ModelDescription model) {
+            List<String> names = model.outputs().stream().map(TensorMetadata::name).toList();
+            return new DeclaredOutputs(names, Set.copyOf(names));
+        }
+    }
+
     static OutputSelection selectOutputs(LoadedModel model, InferenceRequest request) {
-        return selectOutputs(model.description(), request);
+        return selectOutputs(model.name(), model.declaredOutputs(), request);
     }
 
     static OutputSelection selectOutputs(ModelDescription model, InferenceRequest request) {
-        List<TensorMetadata> outputs = model.outputs();
-        String[] declared = new String[outputs.size()];
-        for (int i = 0; i < declared.length; i++) {
-            declared[i] = outputs.get(i).name();
-        }
-        List<String> all = List.of(declared);
-        if (request.outputs().isEmpty()) {  // the usual request: every output, no set built but the answer's
-            return new OutputSelection(all, request.binaryOutputByDefault() ? Set.copyOf(all) : Set.of());
+        return selectOutputs(model.name(), DeclaredOutputs.of(model), request);
+    }
+
+    private static OutputSelection selectOutputs(String modelName, DeclaredOutputs declared, InferenceRequest request) {
+        List<String> all = declared.names();
+        if (request.outputs().isEmpty()) {  // the usual request: every output, the model's own list and set
+            return new OutputSelection(all, request.binaryOutputByDefault() ? declared.all() : Set.of());
         }
         // Names are unique once checked, so the binary ones become an immutable set as they are,
         // which the response keeps without a copy.
@@ -171,7 +178,7 @@ public final class TensorContract {
         List<String> names = new ArrayList<>(request.outputs().size());
         for (InferenceRequest.RequestedOutput o : request.outputs()) {
             if (!all.contains(o.name())) {
-                throw new InvalidInputException("model '" + model.name() + "' has no output '"
+                throw new InvalidInputException("model '" + modelName + "' has no output '"
                         + UntrustedText.abbreviate(o.name()) + "'; its outputs are " + all);
             }
             if (names.contains(o.name())) {

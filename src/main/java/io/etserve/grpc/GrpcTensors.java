@@ -92,12 +92,12 @@ final class GrpcTensors {
         for (Tensor t : response.outputs()) {
             ModelInferResponse.InferOutputTensor.Builder out = b.addOutputsBuilder().setName(t.name())
                     .setDatatype(t.dataType().protocolName());
-            for (long d : t.shape()) {
-                out.addShape(d);
+            for (int d = 0; d < t.rank(); d++) {
+                out.addShape(t.dim(d));
             }
             // The buffer is this call's alone, written no more, and given back only once the
-            // message is serialized (grpc-java does that inside onNext).
-            b.addRawOutputContents(UnsafeByteOperations.unsafeWrap(t.data().duplicate()));
+            // message is serialized (grpc-java does that inside onNext). data() is a view already.
+            b.addRawOutputContents(UnsafeByteOperations.unsafeWrap(t.data()));
         }
         return b.build();
     }
