@@ -146,8 +146,7 @@ public final class CoreInference {
             try {
                 handOver.execute(() -> answer(request, response, callback, target, headerLength, read, start, false));
             } catch (RejectedExecutionException e) {
-                refuse(response, new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is overloaded",
-                        Duration.ofSeconds(1)), completion(target, response, callback, read, start));
+                writeRefusal(response, overloaded(), completion(target, response, callback, read, start));
             }
             return;
         }
@@ -245,7 +244,20 @@ public final class CoreInference {
             done.failed(e);
             return;
         }
-        ApiExceptionHandler.Answer answer = exchange.errors().answerOf(e);
+        writeRefusal(response, exchange.errors().answerOf(e), done);
+    }
+
+    /**
+     * A full request pool's answer, the same wherever the request was refused (here, or by
+     * {@link InferHandler} before it came here): 503, the protocol's error body, Retry-After.
+     */
+    static ApiExceptionHandler.Answer overloaded() {
+        return new ApiExceptionHandler.Answer(HttpStatus.SERVICE_UNAVAILABLE.value(), "server is overloaded",
+                Duration.ofSeconds(1));
+    }
+
+    /** {@code answer} in the protocol's error body through Jetty's core API. */
+    static void writeRefusal(Response response, ApiExceptionHandler.Answer answer, Callback done) {
         byte[] json = ErrorBody.error(answer.text());
         response.setStatus(answer.status());
         HttpFields.Mutable headers = response.getHeaders();

@@ -151,8 +151,8 @@ public final class InferHandler extends Handler.Wrapper {
 
     /**
      * {@code task} on a pool thread, which goes on to read the connection's next request once
-     * this one is answered ({@link ResumingThreadPool}); a full pool answers 503 ({@code chunk},
-     * if any, released).
+     * this one is answered ({@link ResumingThreadPool}); a full pool answers 503 as
+     * {@link CoreInference} does ({@code chunk}, if any, released).
      */
     private void dispatch(Runnable task, Request request, Response response, Callback callback, Content.Chunk chunk) {
         try {
@@ -161,7 +161,7 @@ public final class InferHandler extends Handler.Wrapper {
             if (chunk != null) {
                 chunk.release();
             }
-            Response.writeError(request, response, callback, HttpStatus.SERVICE_UNAVAILABLE_503, "server is overloaded");
+            CoreInference.writeRefusal(response, CoreInference.overloaded(), callback);
         }
     }
 

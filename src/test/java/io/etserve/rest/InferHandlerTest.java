@@ -1,0 +1,60 @@
+package io.etserve.rest;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.concurrent.RejectedExecutionException;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.HttpTester;
+import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.LocalConnector;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.util.Callback;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+import org.junit.jupiter.api.Test;
+
+/** {@link InferHandler} on a real Jetty server (a local connector), in front of a stand-in context. */
+class InferHandlerTest {
+
+    /** A pool that refuses what InferHandler hands it (a full queue), and runs Jetty's own work. */
+    static final class FullForHandOvers extends QueuedThreadPool {
+        @Override
+        public void execute(Runnable job) {
+            if (job.getClass().getName().contains(InferHandler.class.getSimpleName())) {
+                throw new RejectedExecutionException("full");
+            }
+            super.execute(job);
+        }
+    }
+
+    @Test
+    void aRequestTheFullPoolRefusesGetsTheSameAnswerAsOneRefusedInsideTheCorePath() throws Exception {
+        Server server = new Server(new FullForHandOvers());
+        server.setErrorHandler(new JsonErrorHandler());
+        LocalConnector connector = new LocalConnector(server);
+        server.addConnector(connector);
+        server.setHandler(new Handler.Abstract() {
+            @Override
+            public boolean handle(Request request, Response response, Callback callback) {
+                Response.writeError(request, response, callback, 200);  // never reached: refused first
+                return true;
+            }
+        });
+        // On the selector's server (inline-below set), with no core path yet: every request is
+        // handed to the pool, which is full.
+        InferHandler.install(server, () -> null, true);
+        server.start();
+        try {
+            HttpTester.Response answer = HttpTester.parseResponse(connector.getResponse(
+                    "GET /v2/models/m HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+            ApiExceptionHandler.Answer expected = CoreInference.overloaded();
+            assertThat(answer.getStatus()).isEqualTo(503);
+            assertThat(answer.get(HttpHeader.CONTENT_TYPE)).startsWith("application/json");
+            assertThat(answer.get(HttpHeader.RETRY_AFTER)).isEqualTo("1");
+            assertThat(answer.getContent()).isEqualTo("{\"error\":\"" + expected.text() + "\"}");
+        } finally {
+            server.stop();
+        }
+    }
+}
