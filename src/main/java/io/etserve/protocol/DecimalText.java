@@ -81,7 +81,10 @@ final class DecimalText {
         for (; i < end && isDigit(text[i]); i++) {
             m = m * 10 + (text[i] - '0');
         }
-        int digits = intStart < end && text[intStart] == '0' ? 0 : i - intStart;  // significant digits in m
+        if (i == intStart || (text[intStart] == '0' && i - intStart > 1)) {
+            return Double.NaN;  // not strict JSON ("+1", ".5", "01"): a parser feature allowed it
+        }
+        int digits = text[intStart] == '0' ? 0 : i - intStart;  // significant digits in m
         int scale = 0;  // digits after the point
         if (i < end && text[i] == '.') {
             int fractionStart = ++i;

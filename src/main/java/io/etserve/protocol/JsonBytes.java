@@ -22,6 +22,8 @@ final class JsonBytes {
     /** Number text, one scratch per thread: a response is written start to end on one thread. */
     private static final ThreadLocal<StringBuilder> NUMBER_TEXT = ThreadLocal.withInitial(() -> new StringBuilder(32));
     private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+    /** The largest array the JVM allocates reliably (ByteArrayOutputStream's limit too). */
+    private static final int MAX_ARRAY = Integer.MAX_VALUE - 8;
     /** A long's digits and sign, at most. */
     private static final int MAX_LONG_TEXT = 20;
 
@@ -97,7 +99,7 @@ final class JsonBytes {
     /** {@code value} as a JSON string, quoted and escaped. */
     JsonBytes string(String value) {
         int n = value.length();
-        ensure(n + 2);  // enough unless some characters take more than a byte
+        ensure(n + 2L);  // enough unless some characters take more than a byte
         bytes[size++] = '"';
         for (int i = 0; i < n; i++) {
             char c = value.charAt(i);
@@ -161,16 +163,15 @@ final class JsonBytes {
         bytes[size++] = HEX[c & 0xF];
     }
 
-    private void ensure(int more) {
-        if (size + more > bytes.length) {
-            long wanted = Math.max((long) size + more, 2L * bytes.length);
-            if (wanted > Integer.MAX_VALUE - 8) {
-                wanted = (long) size + more;
-                if (wanted > Integer.MAX_VALUE - 8) {
-                    throw new IllegalStateException("the response's JSON would exceed 2 GiB");
-                }
-            }
-            bytes = Arrays.copyOf(bytes, (int) wanted);
+    /** Room for {@code more} bytes: doubling, up to the largest array a JVM allocates. */
+    private void ensure(long more) {
+        long needed = size + more;
+        if (needed <= bytes.length) {
+            return;
         }
+        if (needed > MAX_ARRAY) {
+            throw new IllegalStateException("the response's JSON would exceed 2 GiB");
+        }
+        bytes = Arrays.copyOf(bytes, (int) Math.min(MAX_ARRAY, Math.max(needed, 2L * bytes.length)));
     }
 }

@@ -83,6 +83,11 @@ class DecimalTextTest {
         assertThat(DecimalText.parseFloat("1e39".toCharArray(), 0, 4)).isEqualTo(Float.POSITIVE_INFINITY);
         assertThat(DecimalText.parseDouble("0.1".toCharArray(), 0, 3)).isEqualTo(0.1);
         assertThat(DecimalText.parseFloat("1e-50".toCharArray(), 0, 5)).as("subnormal: Jackson's").isNaN();
+        // Only strict JSON numbers: what a lenient parser feature lets through is Jackson's to read.
+        for (String lenient : new String[] {"+5", ".5", "-.5", "01", "00018446744073709551616", "-007"}) {
+            assertThat(DecimalText.parseFloat(lenient.toCharArray(), 0, lenient.length())).as(lenient).isNaN();
+            assertThat(DecimalText.parseDouble(lenient.toCharArray(), 0, lenient.length())).as(lenient).isNaN();
+        }
     }
 
     @Test
