@@ -6,12 +6,14 @@
 # bench/results/2026-12-05-2core-grpc-and-tail.md). Bash only (the runtime image has no curl).
 #
 # usage: aot-training.sh LOG CALLS JAVA-OPTION...   (exits non-zero when the service did not serve)
+# The image's java and jar unless JAVA and APP_JAR say otherwise (scripts/gpu/service.sh trains
+# the extracted jar on the GPU host the same way); ETSERVE_* variables configure the service.
 set -uo pipefail
 log=$1 calls=$2
 shift 2
 
-java "$@" -jar /opt/etserve/app/app.jar --server.port=0 --management.server.port=-1 --etserve.grpc.port=0 \
-  > "$log" 2>&1 &
+"${JAVA:-java}" "$@" -jar "${APP_JAR:-/opt/etserve/app/app.jar}" --server.port=0 --management.server.port=-1 \
+  --etserve.grpc.port=0 > "$log" 2>&1 &
 pid=$!
 trap 'kill -9 "$pid" 2>/dev/null' EXIT
 
