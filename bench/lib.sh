@@ -45,10 +45,12 @@ bench_require_free_ports() {
 # /v2/health/ready answers (exits, showing the log's tail, if the service dies first).
 # $SERVICE_JAVA_OPTS: JVM options (word-split), e.g. a JIT log or a flight recording.
 bench_start_service() {
-  local log="$1" repo="$2"
+  local log="$1" repo="$2" pin=()
   shift 2
+  # BENCH_SERVER_CPUS: the CPUs the service may run on (taskset -c), to fix where its threads run.
+  [[ -z ${BENCH_SERVER_CPUS:-} ]] || pin=(taskset -c "$BENCH_SERVER_CPUS")
   # shellcheck disable=SC2086
-  "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED ${SERVICE_JAVA_OPTS:-} -jar "${SERVICE_JAR:-$OUT/etserve.jar}" \
+  "${pin[@]}" "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED ${SERVICE_JAVA_OPTS:-} -jar "${SERVICE_JAR:-$OUT/etserve.jar}" \
     --server.address=127.0.0.1 --server.port="$PORT" --etserve.grpc.address=127.0.0.1 \
     --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
     --etserve.model-repository="$repo" "$@" > "$log" 2>&1 &

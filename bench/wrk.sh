@@ -12,7 +12,10 @@
 # BENCH_WARMUP (20, seconds of unrecorded load per format first), BENCH_PORT (18080),
 # BENCH_MGMT_PORT (18081), BENCH_JAR (this tree's jar, rebuilt when older than the sources),
 # SERVICE_JAVA_OPTS (JVM options for the service, e.g. a GC log), BENCH_SERVICE_ARGS (more
-# arguments for the service, e.g. --spring.threads.virtual.enabled=true).
+# arguments for the service, e.g. --spring.threads.virtual.enabled=true), BENCH_SERVER_CPUS and
+# BENCH_CLIENT_CPUS (taskset -c lists for the service and the client: at one connection, whether
+# the two share a CPU decides much of the cost on a VM whose idle CPUs halt,
+# bench/results/2026-12-05-2core-allocation-and-placement.md).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -28,6 +31,8 @@ DURATION=${BENCH_DURATION:-8}
 WARMUP=${BENCH_WARMUP:-20}
 
 command -v wrk > /dev/null || { echo "wrk is missing (Debian: apt-get install wrk)" >&2; exit 1; }
+CLIENT_PIN=()
+[[ -z ${BENCH_CLIENT_CPUS:-} ]] || CLIENT_PIN=(taskset -c "$BENCH_CLIENT_CPUS")
 if [[ " $FORMATS " == *" grpc "* ]]; then
   command -v h2load > /dev/null || { echo "h2load is missing (Debian: apt-get install nghttp2-client)" >&2; exit 1; }
 fi
@@ -105,7 +110,7 @@ URL="http://127.0.0.1:$PORT/v2/models/$MODEL/infer"
 GRPC_URL="http://127.0.0.1:$GRPC_PORT/inference.GRPCInferenceService/ModelInfer"
 # h2load's arguments for one gRPC run (then: -c, -D or -n, more options).
 grpc_load() {
-  h2load -t1 -m1 -d "$OUT/wrk-grpc.body" -H 'content-type: application/grpc' -H 'te: trailers' "$@" "$GRPC_URL"
+  "${CLIENT_PIN[@]}" h2load -t1 -m1 -d "$OUT/wrk-grpc.body" -H 'content-type: application/grpc' -H 'te: trailers' "$@" "$GRPC_URL"
 }
 
 # One answer checked value by value against PyTorch's per format: wrk itself checks only statuses.
@@ -174,7 +179,7 @@ for f in $FORMATS; do
   if [[ $f == grpc ]]; then
     grpc_load -c2 -D "$WARMUP" > /dev/null
   else
-    wrk -t1 -c2 -d"${WARMUP}s" -s "$OUT/wrk-$f.lua" "$URL" > /dev/null
+    "${CLIENT_PIN[@]}" wrk -t1 -c2 -d"${WARMUP}s" -s "$OUT/wrk-$f.lua" "$URL" > /dev/null
   fi
 done
 
@@ -182,7 +187,7 @@ done
 # ("N requests in", "Requests/sec:", "50%"/"99%" latency lines, "Non-2xx" when any failed).
 timed_run() {
   if [[ $1 != grpc ]]; then
-    wrk -t1 -c"$2" -d"${DURATION}s" --latency -s "$OUT/wrk-$1.lua" "$URL" > "$OUT/wrk-run.txt"
+    "${CLIENT_PIN[@]}" wrk -t1 -c"$2" -d"${DURATION}s" --latency -s "$OUT/wrk-$1.lua" "$URL" > "$OUT/wrk-run.txt"
     return
   fi
   # A failed call is HTTP 200 with a non-zero grpc-status and no message: count the answers
@@ -241,10 +246,11 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
-python3 - "$OUT/wrk.jsonl" "$MODEL" > "$OUT/wrk.md" << 'PY'
+python3 - "$OUT/wrk.jsonl" "$MODEL" "service on CPUs ${BENCH_SERVER_CPUS:-any}, client on ${BENCH_CLIENT_CPUS:-any}" \
+  > "$OUT/wrk.md" << 'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"wrk 4.x, -t1 (grpc: h2load -t1 -m1), model {sys.argv[2]}; server CPU = whole process from /proc per request; rounds separated by /")
+print(f"wrk 4.x, -t1 (grpc: h2load -t1 -m1), model {sys.argv[2]}; server CPU = whole process from /proc per request; rounds separated by /; {sys.argv[3]}")
 print()
 print("| format | c | server CPU us/req | p50 us | p99 us | p99/p50 | req/s | median CPU | median p99/p50 |")
 print("|---|---|---|---|---|---|---|---|---|")

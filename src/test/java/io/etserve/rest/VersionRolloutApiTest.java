@@ -219,6 +219,8 @@ class VersionRolloutApiTest {
                 Thread.sleep(200);
             }
             await(() -> traffic.versions.containsKey("2"), "answers from version 2");
+            // The clients can reach version 2 between two of the watcher's polls: let it look once more.
+            await(() -> seenStates.values().contains("READY"), "the watcher sees version 2 ready");
             traffic.stop();
             traffic.assertNoFailure();
         } finally {
