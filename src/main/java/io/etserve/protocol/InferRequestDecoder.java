@@ -390,7 +390,7 @@ public final class InferRequestDecoder {
             Map<String, Object> parameters = new LinkedHashMap<>();
             for (String key = p.nextName(); key != null; key = p.nextName()) {
                 p.nextToken();
-                if (parameters.put(key, parameterValue(p, owner, key, true)) != null) {
+                if (parameters.put(key, parameterValue(p, owner, key)) != null) {
                     throw repeatedParameter(owner, key);
                 }
             }
@@ -400,14 +400,13 @@ public final class InferRequestDecoder {
         /**
          * An input's or requested output's parameters into {@code into}: checked as
          * {@link #readParameters} checks them, but only the few this decoder acts on are kept (no
-         * map per tensor).
+         * map per tensor); the rest are read and dropped.
          */
         private static void readTensorParameters(JsonParser p, String owner, TensorParameters into) {
             requireParametersObject(p, owner);
             for (String key = p.nextName(); key != null; key = p.nextName()) {
                 p.nextToken();
-                boolean kept = key.equals("binary_data_size") || key.equals("binary_data");
-                Object value = parameterValue(p, owner, key, kept);
+                Object value = parameterValue(p, owner, key);
                 if (!into.firstTime(key)) {
                     throw repeatedParameter(owner, key);
                 }
@@ -427,26 +426,18 @@ public final class InferRequestDecoder {
             }
         }
 
-        /** The value at the parser, refused unless a string, number or boolean; null unless {@code keep}. */
-        private static Object parameterValue(JsonParser p, String owner, String key, boolean keep) {
-            JsonToken t = p.currentToken();
-            switch (t) {
-                case VALUE_STRING, VALUE_TRUE, VALUE_FALSE, VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> {
-                    if (!keep) {
-                        return null;
-                    }
-                }
-                default -> throw new InvalidRequestException(owner + " parameter " + TensorChecks.quote(key)
-                        + " must be a string, number or boolean.");
-            }
-            return switch (t) {
+        /** The value at the parser, refused unless a string, number or boolean. */
+        private static Object parameterValue(JsonParser p, String owner, String key) {
+            return switch (p.currentToken()) {
                 case VALUE_STRING -> p.getString();
                 case VALUE_TRUE -> Boolean.TRUE;
                 case VALUE_FALSE -> Boolean.FALSE;
                 case VALUE_NUMBER_INT -> p.getNumberType() == JsonParser.NumberType.BIG_INTEGER
                         ? p.getBigIntegerValue()
                         : (Object) p.getLongValue();
-                default -> p.getDoubleValue();
+                case VALUE_NUMBER_FLOAT -> p.getDoubleValue();
+                default -> throw new InvalidRequestException(owner + " parameter " + TensorChecks.quote(key)
+                        + " must be a string, number or boolean.");
             };
         }
 

@@ -92,8 +92,8 @@ public final class InferResponseEncoder {
                 json.ascii(",\"parameters\":{\"binary_data_size\":").number(t.byteSize()).ascii('}');
             } else {
                 json.ascii(",\"data\":[");
-                if (strings.get(i) != null) {
-                    List<String> elements = strings.get(i);
+                List<String> elements = strings.get(i);
+                if (elements != null) {
                     for (int e = 0; e < elements.size(); e++) {
                         if (e > 0) {
                             json.ascii(',');
