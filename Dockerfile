@@ -107,6 +107,10 @@ RUN unresolved=""; \
 # a run that exits after the context refresh. The JVM options the entrypoint needs for either go
 # to an argument file. Should the training fail, or the cache not fit the JVM at run time
 # (another GC, for one), the service starts without it.
+# Spring's ahead-of-time mode (-Dspring.aot.enabled=true): the context's bean definitions were
+# generated when the jar was built (spring-boot:process-aot), so no configuration class is parsed
+# and no condition evaluated at startup; a container whose settings would change which beans exist
+# builds the context itself instead (AotFixedSettings, docs/operations.md#start-up).
 # Transparent huge pages (where the host allows them per mapping, `madvise`, the usual default)
 # for the heap and the code: a request thread that slept through GPU work comes back with cold
 # TLBs, which huge pages make cheaper, so the request threads spend less CPU per GPU call
@@ -123,7 +127,7 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
       run=(-XX:SharedArchiveFile=/opt/etserve/app.jsa -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off); cache=/opt/etserve/app.jsa; \
     fi; \
     mkdir -p /tmp/aot-training; \
-    jvm=(--enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp "${train[@]}"); \
+    jvm=(--enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp "${train[@]}"); \
     if (( feature >= 25 )); then \
       ETSERVE_MODEL_REPOSITORY=/models ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native TMPDIR=/tmp/aot-training \
         timeout 300 bash /opt/etserve/aot-training.sh /tmp/aot-training.log 2000 "${jvm[@]}"; \
@@ -134,7 +138,7 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
     fi \
       && [[ -s "$cache" ]] \
       || { echo "AOT/CDS training run failed; the image starts without a cache:"; tail -5 /tmp/aot-training.log; rm -f "$cache"; run=(); }; \
-    printf '%s\n' --enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages "${run[@]}" > /opt/etserve/jvm.args; \
+    printf '%s\n' --enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true "${run[@]}" > /opt/etserve/jvm.args; \
     rm -rf /tmp/aot-training /tmp/aot-training.log /opt/etserve/aot-training.sh; \
     chmod -R a+rX /opt/etserve
 

@@ -12,7 +12,7 @@ set -uo pipefail
 log=$1 calls=$2
 shift 2
 
-"${JAVA:-java}" "$@" -jar "${APP_JAR:-/opt/etserve/app/app.jar}" --server.port=0 --management.server.port=-1 \
+"${JAVA:-java}" "$@" -jar "${APP_JAR:-/opt/etserve/app/app.jar}" --server.port=0 --management.server.port=0 \
   --etserve.grpc.port=0 > "$log" 2>&1 &
 pid=$!
 trap 'kill -9 "$pid" 2>/dev/null' EXIT

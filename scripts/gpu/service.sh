@@ -1,8 +1,9 @@
 # The packaged service on the GPU (sourced by scripts/gpu-suite.sh): time to ready, dynamic
 # batching, throughput and service CPU per call, JVM option sets, and the whole service run.
 # Three starts each: the fat jar (where there is one: FAT_JAR), the extracted jar, and the
-# extracted jar with the ahead-of-time cache the image uses (Java 25: -XX:AOTCacheOutput, else a
-# CDS archive), made by a training run that exits after the context refresh.
+# extracted jar with an ahead-of-time cache (Java 25: -XX:AOTCacheOutput, else a CDS archive),
+# trained as the image trains it, first with the context built at startup, then in Spring AOT
+# mode (the context generated at build time), as the image starts.
 startup_bench() {
   local repo="$1" ms=() cpu=() jar_saved="$JAR"
   echo
@@ -31,44 +32,57 @@ startup_bench() {
     ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
   done
   echo "| extracted jar (java -Djarmode=tools -jar etserve.jar extract) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
-  local feature train use what
+  local feature train use what spring mode
   feature="$("$JAVA" -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2; exit}')"
-  if (( feature >= 25 )); then
-    train="-XX:AOTCacheOutput=app.aot -Xlog:aot=off -Xlog:cds=off"; use="-XX:AOTCache=$extracted/app.aot -Xlog:aot=off -Xlog:cds=off"; what="AOT cache"
-  else
-    train="-XX:ArchiveClassesAtExit=app.jsa -Xlog:cds=off"; use="-XX:SharedArchiveFile=$extracted/app.jsa -Xlog:cds=off"; what="CDS archive"
-  fi
-  if (( feature >= 25 )); then
-    # As the image trains it (Dockerfile): 2 x 2,000 JSON calls to the CPU demo models, then SIGTERM.
-    # shellcheck disable=SC2086
-    (cd "$extracted" && JAVA="$JAVA" APP_JAR="$JAR" ETSERVE_MODEL_REPOSITORY="$repo" ETSERVE_NATIVE_LIBRARY_DIR="$STAGE" \
-      ETSERVE_NATIVE_EXTRA_LIBRARIES="$PROBE" bash "$ROOT/scripts/aot-training.sh" "$RESULTS/aot-training.log" 2000 \
-      --enable-native-access=ALL-UNNAMED $train) || true
-  else
-    # shellcheck disable=SC2086
-    (cd "$extracted" && "$JAVA" --enable-native-access=ALL-UNNAMED $train \
-      -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 --etserve.grpc.port=0 \
-      --etserve.model-repository="$repo" --etserve.native.library-dir="$STAGE" \
-      --etserve.native.extra-libraries="$PROBE" >"$RESULTS/aot-training.log" 2>&1) || true
-  fi
-  if [[ ! -s "$extracted/app.aot" && ! -s "$extracted/app.jsa" ]]; then
-    echo "| extracted jar + $what | training run failed: $RESULTS/aot-training.log | - |"
-    JAR="$jar_saved"; return 1
-  fi
-  ms=() cpu=()
-  for _ in 1 2 3; do
-    JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4
-    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+  # Each cache is trained in the mode it then serves: the context built at startup, then the one
+  # generated at build time (Spring AOT mode), as the image starts.
+  for spring in "" "-Dspring.aot.enabled=true"; do
+    rm -f "$extracted/app.aot" "$extracted/app.jsa"
+    if (( feature >= 25 )); then
+      train="-XX:AOTCacheOutput=app.aot -Xlog:aot=off -Xlog:cds=off $spring"; use="-XX:AOTCache=$extracted/app.aot -Xlog:aot=off -Xlog:cds=off $spring"; what="AOT cache"
+    else
+      train="-XX:ArchiveClassesAtExit=app.jsa -Xlog:cds=off $spring"; use="-XX:SharedArchiveFile=$extracted/app.jsa -Xlog:cds=off $spring"; what="CDS archive"
+    fi
+    mode=""; [[ -z $spring ]] || mode=", Spring AOT mode (as in the image)"
+    if (( feature >= 25 )); then
+      # As the image trains it (Dockerfile): 2 x 2,000 JSON calls to the CPU demo models, then SIGTERM.
+      # shellcheck disable=SC2086
+      (cd "$extracted" && JAVA="$JAVA" APP_JAR="$JAR" ETSERVE_MODEL_REPOSITORY="$repo" ETSERVE_NATIVE_LIBRARY_DIR="$STAGE" \
+        ETSERVE_NATIVE_EXTRA_LIBRARIES="$PROBE" bash "$ROOT/scripts/aot-training.sh" "$RESULTS/aot-training.log" 2000 \
+        --enable-native-access=ALL-UNNAMED $train) || true
+    else
+      # shellcheck disable=SC2086
+      (cd "$extracted" && "$JAVA" --enable-native-access=ALL-UNNAMED $train \
+        -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 --etserve.grpc.port=0 \
+        --etserve.model-repository="$repo" --etserve.native.library-dir="$STAGE" \
+        --etserve.native.extra-libraries="$PROBE" >"$RESULTS/aot-training.log" 2>&1) || true
+    fi
+    if [[ ! -s "$extracted/app.aot" && ! -s "$extracted/app.jsa" ]]; then
+      echo "| extracted jar + $what$mode | training run failed: $RESULTS/aot-training.log | - |"
+      JAR="$jar_saved"; return 1
+    fi
+    ms=() cpu=()
+    for _ in 1 2 3; do
+      JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4
+      ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+    done
+    echo "| extracted jar + $what$mode | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
   done
-  echo "| extracted jar + $what (as in the image) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
-  # The same without starting CUDA beside the context (etserve.cuda.early-start): what it saves.
+  # As the image, without starting CUDA beside the context (etserve.cuda.early-start): what it saves.
   ms=() cpu=()
   for _ in 1 2 3; do
     JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.early-start=false
     ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
   done
-  echo "| extracted jar + $what, CUDA started inside the context (early-start=false) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+  echo "| extracted jar + $what$mode, CUDA started inside the context (early-start=false) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
   JAR="$jar_saved"
+}
+
+# A step's table ends with the checks' CPU per call by thread kind; prints it, returns the status.
+end_table() {
+  { echo; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$1"
+  cat "$1"
+  return "$2"
 }
 
 # Dynamic batching with the device as the bottleneck (one stream, one instance, as a model whose
@@ -174,9 +188,35 @@ jvm_options_bench() {
       stop_service
     done
   done
-  { echo; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
-  cat "$out"
-  return $st
+  end_table "$out" $st
+}
+
+# The current application jar against a baseline on one host, interleaved (hosts of one kind
+# differ by more than most changes do): for ETSERVE_AB_ROUNDS rounds (default 3), each jar in
+# turn serves the REST rows the issue's CPU goals are about: a 2 ms kernel at K = 4, then no GPU
+# time back to back and with clients pausing 2 ms. ETSERVE_BASELINE_JAR: the baseline's
+# application jar, built as etserve.jar is (the extracted layout; its dependencies must match,
+# since it runs against this bundle's lib/). Into $RESULTS/gpu-h200-ab.txt.
+ab_bench() {
+  local base="${ETSERVE_BASELINE_JAR:?ETSERVE_BASELINE_JAR: the baseline application jar}" out="$RESULTS/gpu-h200-ab.txt" st=0
+  local current="$JAR" round which jar
+  cp "$base" "$WORK/app/baseline.jar"  # beside lib/, which its manifest's class path names
+  { echo "# Baseline against current, interleaved ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
+    echo "baseline: $(basename "$base"); current: $current"; host_facts
+    echo; echo "$THR_HEADER"; } > "$out"
+  for round in $(seq 1 "${ETSERVE_AB_ROUNDS:-3}"); do
+    for which in baseline current; do
+      jar="$current"; [[ $which == current ]] || jar="$WORK/app/baseline.jar"
+      make_repo "$WORK/service-repo" 8
+      JAR="$jar" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4
+      check throughput port=$PORT model=probe spin=2000 clients=4 seconds=4 pid=$SERVICE_PID label="$which r$round K=4" >> "$out" || st=1
+      check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pid=$SERVICE_PID label="$which r$round no GPU time" >> "$out" || st=1
+      check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pause-us=2000 pid=$SERVICE_PID \
+        label="$which r$round no GPU time, clients pause 2 ms" >> "$out" || st=1
+      stop_service
+    done
+  done
+  end_table "$out" $st
 }
 
 # REST calls to a quick CPU model (the probe on a CPU instance per core, no kernel) for each set
@@ -203,9 +243,7 @@ selectors_bench() {
     done
     stop_service
   done
-  { echo; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
-  cat "$out"
-  return $st
+  end_table "$out" $st
 }
 
 # The packaged service: start table, throughput, dynamic batching, startup, first request,

@@ -37,19 +37,32 @@ public record EtServeProperties(
         @DefaultValue Grpc grpc,
         @DefaultValue Repository repository,
         @DefaultValue Api api,
-        @DefaultValue Http http) {
+        @DefaultValue Http http,
+        @DefaultValue Startup startup) {
 
     /**
      * @param libraryDir a directory holding the bridge and its libraries; empty = use the jar's
      * @param extractDir where the jar's libraries are extracted
      * @param extraLibraries more delegate libraries (.so) to load; they register by name
      * @param verification ExecuTorch's check of each program before trusting it
+     * @param earlyLoad load the libraries on their own thread while the context is built (read
+     *     by {@link NativeEarlyLoad} before binding)
      */
     public record Native(
             Path libraryDir,
             Path extractDir,
             @DefaultValue List<Path> extraLibraries,
-            @DefaultValue("internal-consistency") Program.Verification verification) {}
+            @DefaultValue("internal-consistency") Program.Verification verification,
+            @DefaultValue("true") boolean earlyLoad) {}
+
+    /**
+     * @param generatedContext in a JVM started with {@code -Dspring.aot.enabled=true} (the image),
+     *     use the bean definitions generated when the jar was built; {@code false} builds the
+     *     context from the settings at startup, as without the flag (read by
+     *     {@link AotFixedSettings} before binding, which also does so when the settings differ from
+     *     the build's)
+     */
+    public record Startup(@DefaultValue("true") boolean generatedContext) {}
 
     /** {@code etserve.cuda.enabled}: {@code auto}, {@code true} or {@code false}. */
     public enum CudaMode {

@@ -24,7 +24,7 @@ public final class CudaEarlyStart implements ApplicationListener<ApplicationEnvi
 
     @Override
     public void onApplicationEvent(ApplicationEnvironmentPreparedEvent event) {
-        if (!wanted(event.getEnvironment())) {
+        if (!wanted(event.getEnvironment()) || Boolean.getBoolean("spring.aot.processing")) {
             return;
         }
         CompletableFuture<CudaRuntime> future = new CompletableFuture<>();

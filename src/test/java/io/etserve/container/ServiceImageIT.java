@@ -1,6 +1,7 @@
 package io.etserve.container;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -242,6 +243,15 @@ class ServiceImageIT {
         assertEquals(0, cache.getExitCode(), "no AOT cache in the image");
         ExecResult script = service.execInContainer("test", "-e", "/opt/etserve/aot-training.sh");
         assertNotEquals(0, script.getExitCode(), "the training script was left in the image");
+    }
+
+    @Test
+    void startsFromTheContextGeneratedAtBuild() {
+        // Spring AOT mode (jvm.args): the settings the test passes (ports) keep the build's beans,
+        // so the context generated with the jar is the one serving (AotFixedSettings).
+        String logs = service.getLogs();
+        assertTrue(logs.contains("Starting from the context generated at build time"), logs);
+        assertFalse(logs.contains("Not using the context generated"), logs);
     }
 
     private static JsonNode outputNamed(JsonNode outputs, String name) {

@@ -44,8 +44,15 @@ class PackagedJarIT {
     }
 
     static Process start(Path javaHome, Path workDir, Path log, List<String> args) throws IOException {
+        return start(javaHome, workDir, log, List.of(), args);
+    }
+
+    static Process start(Path javaHome, Path workDir, Path log, List<String> jvmArgs, List<String> args)
+            throws IOException {
         List<String> cmd = new ArrayList<>(List.of(javaHome.resolve("bin/java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-jar", jar().toString()));
+                "--enable-native-access=ALL-UNNAMED", "-Xmx512m"));
+        cmd.addAll(jvmArgs);
+        cmd.addAll(List.of("-jar", jar().toString()));
         cmd.addAll(args);
         return new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true)
                 .redirectOutput(log.toFile()).start();
@@ -66,12 +73,41 @@ class PackagedJarIT {
         assertThat(Files.readString(tmp.resolve("app.log"))).doesNotContain("WARNING: A restricted method");
     }
 
+    /**
+     * Spring AOT mode, as the image starts: the bean definitions generated when the jar was built
+     * (spring-boot:process-aot) make the context, and it serves as one built at startup does.
+     */
+    @Test
+    void startsFromTheContextGeneratedAtBuild(@TempDir Path tmp) throws Exception {
+        servesOn(Path.of(System.getProperty("java.home")), tmp, List.of("-Dspring.aot.enabled=true"), List.of());
+        assertThat(Files.readString(tmp.resolve("app.log"))).contains("context generated at build time")
+                .doesNotContain("Not using the context generated");
+    }
+
+    /**
+     * A setting the build fixed (which actuator endpoints exist) set otherwise: the start builds
+     * its context from its settings instead of ignoring the setting, says so once, and serves.
+     */
+    @Test
+    void aSettingTheBuildFixedMakesTheStartBuildItsOwnContext(@TempDir Path tmp) throws Exception {
+        servesOn(Path.of(System.getProperty("java.home")), tmp, List.of("-Dspring.aot.enabled=true"),
+                List.of("--management.endpoints.web.exposure.include=health"));
+        assertThat(Files.readString(tmp.resolve("app.log"))).contains("Not using the context generated at build time")
+                .contains("management.endpoints.web.exposure.include: built with 'health,info,prometheus', now 'health'");
+    }
+
     private void servesOn(Path javaHome, Path tmp) throws Exception {
+        servesOn(javaHome, tmp, List.of(), List.of());
+    }
+
+    private void servesOn(Path javaHome, Path tmp, List<String> jvmArgs, List<String> appArgs) throws Exception {
         int port = freePort();
         int mgmt = freePort();
         Path log = tmp.resolve("app.log");
-        Process app = start(javaHome, TestPaths.repoRoot(), log, List.of("--server.port=" + port, "--etserve.grpc.port=0",
+        List<String> args = new ArrayList<>(List.of("--server.port=" + port, "--etserve.grpc.port=0",
                 "--management.server.port=" + mgmt, "--etserve.native.extract-dir=" + tmp.resolve("native")));
+        args.addAll(appArgs);
+        Process app = start(javaHome, TestPaths.repoRoot(), log, jvmArgs, args);
         try {
             Http http = Http.local(port);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);

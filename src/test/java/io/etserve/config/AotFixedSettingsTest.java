@@ -1,0 +1,73 @@
+package io.etserve.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.springframework.mock.env.MockEnvironment;
+
+/**
+ * Which starts may use the context generated at build time. The build's values here are written
+ * out by hand as the build records them for the defaults (application.yml: gRPC on, tracing off,
+ * a management port of its own, CUDA auto, repository read at startup).
+ */
+class AotFixedSettingsTest {
+
+    private static MockEnvironment defaults() {
+        return new MockEnvironment().withProperty("server.port", "8080").withProperty("management.server.port", "8081")
+                .withProperty("etserve.grpc.enabled", "true").withProperty("etserve.tracing.enabled", "false")
+                .withProperty("etserve.cuda.enabled", "auto").withProperty("etserve.repository.mode", "startup")
+                .withProperty("management.endpoints.web.exposure.include", "health,info,prometheus");
+    }
+
+    private static Map<String, String> built() {
+        return AotFixedSettings.read(defaults());
+    }
+
+    @Test
+    void recordsWhatTheConditionsLookAt() {
+        Map<String, String> built = built();
+        assertThat(built).containsEntry("management.server.port", "DIFFERENT")
+                .containsEntry("etserve.grpc.enabled", "true")
+                .containsEntry("etserve.cuda.enabled", "auto or true")
+                .containsEntry("etserve.repository.mode", "not poll")
+                .containsEntry("management.endpoints.web.exposure.include", "health,info,prometheus")
+                .containsEntry("spring.profiles.active", "");
+    }
+
+    @Test
+    void theBuildsOwnSettingsAndChangesThatKeepTheBeansUseIt() {
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults(), built())).isEmpty();
+        MockEnvironment moved = defaults().withProperty("server.port", "9000")
+                .withProperty("management.server.port", "9001").withProperty("etserve.cuda.enabled", "TRUE")
+                .withProperty("etserve.repository.mode", "explicit").withProperty("etserve.grpc.port", "0");
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(moved, built())).isEmpty();
+    }
+
+    @Test
+    void aChangeThatWouldChangeTheBeansBuildsTheContextAtStartup() {
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("etserve.grpc.enabled", "false"),
+                built())).hasValueSatisfying(why -> assertThat(why).contains("etserve.grpc.enabled: built with 'true', now 'false'"));
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("management.server.port", "-1"),
+                built())).hasValueSatisfying(why -> assertThat(why).contains("management.server.port: built with 'DIFFERENT', now 'DISABLED'"));
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("management.server.port", "8080"),
+                built())).hasValueSatisfying(why -> assertThat(why).contains("now 'SAME'"));
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("etserve.cuda.enabled", "false"),
+                built())).hasValueSatisfying(why -> assertThat(why).contains("etserve.cuda.enabled"));
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("etserve.repository.mode", "poll"),
+                built())).hasValueSatisfying(why -> assertThat(why).contains("etserve.repository.mode"));
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("spring.profiles.active", "dev"),
+                built())).hasValueSatisfying(why -> assertThat(why).contains("spring.profiles.active"));
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(
+                defaults().withProperty("management.endpoints.web.exposure.include", "*"), built()))
+                .hasValueSatisfying(why -> assertThat(why).contains("management.endpoints.web.exposure.include"));
+    }
+
+    @Test
+    void canBeTurnedOffAndNeedsTheBuildsRecord() {
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(
+                defaults().withProperty("etserve.startup.generated-context", "false"), built()))
+                .hasValue("etserve.startup.generated-context=false");
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults(), Map.of())).isPresent();
+    }
+}
