@@ -19,6 +19,10 @@ import org.springframework.boot.actuate.autoconfigure.web.server.ManagementPortT
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySource;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
+import org.springframework.boot.context.properties.source.IterableConfigurationPropertySource;
 import org.springframework.context.ApplicationListener;
 import org.springframework.core.SpringProperties;
 import org.springframework.core.env.Environment;
@@ -47,14 +51,14 @@ public final class AotFixedSettings implements ApplicationListener<ApplicationEn
      * through, and every change that would not is caught.
      */
     static final Map<String, BiFunction<Environment, Binder, String>> SETTINGS = settings();
+    private static final ConfigurationPropertyName MANAGEMENT = ConfigurationPropertyName.of("management");
+    private static final ConfigurationPropertyName MANAGEMENT_SERVER = ConfigurationPropertyName.of("management.server");
 
     private static Map<String, BiFunction<Environment, Binder, String>> settings() {
         Map<String, BiFunction<Environment, Binder, String>> s = new LinkedHashMap<>();
         for (String key : List.of("spring.profiles.active", "spring.autoconfigure.exclude",
-                "spring.threads.virtual.enabled", "spring.mvc.problemdetails.enabled",
-                "management.endpoints.web.exposure.include", "management.endpoints.web.exposure.exclude",
-                "management.endpoint.health.probes.enabled", "management.info.env.enabled",
-                "management.tracing.export.enabled", "etserve.tracing.enabled", "etserve.grpc.enabled")) {
+                "spring.threads.virtual.enabled", "spring.mvc.problemdetails.enabled", "etserve.tracing.enabled",
+                "etserve.grpc.enabled")) {
             s.put(key, (env, binder) -> text(binder, key));
         }
         // A separate management port builds a child context; the same port or none does not.
@@ -68,23 +72,42 @@ public final class AotFixedSettings implements ApplicationListener<ApplicationEn
 
     /** A value as the binder reads it (relaxed names, lists joined), lower case; "" when unset. */
     private static String text(Binder binder, String key) {
-        return String.join(",", binder.bind(key, Bindable.listOf(String.class)).orElse(List.of()))
-                .strip().toLowerCase(Locale.ROOT);
+        try {
+            return String.join(",", binder.bind(key, Bindable.listOf(String.class)).orElse(List.of()))
+                    .strip().toLowerCase(Locale.ROOT);
+        } catch (RuntimeException unreadable) {
+            return "(unreadable: " + unreadable.getClass().getSimpleName() + ")";  // as unlike any value
+        }
     }
 
+    /**
+     * The settings, and every {@code management.*} property set (but the management server's,
+     * whose port counts only as its kind): Actuator's conditions read many of them (which
+     * endpoints and health indicators exist, what is exported), so any of them set otherwise
+     * counts, even the few read at startup in either mode (a start then only takes longer).
+     */
     static Map<String, String> read(Environment env) {
         Map<String, String> out = new TreeMap<>();
         Binder binder = Binder.get(env);
         SETTINGS.forEach((key, classify) -> out.put(key, classify.apply(env, binder)));
+        for (ConfigurationPropertySource source : ConfigurationPropertySources.get(env)) {
+            if (source instanceof IterableConfigurationPropertySource names) {
+                names.stream().filter(n -> MANAGEMENT.isAncestorOf(n) && !MANAGEMENT_SERVER.isAncestorOf(n))
+                        .forEach(n -> out.putIfAbsent(n.toString(), text(binder, n.toString())));
+            }
+        }
         return out;
     }
 
-    /** One line per setting whose value differs from the build's, in key order. */
+    /** One line per setting whose value differs from the build's (or is set on one side only), in key order. */
     static List<String> differences(Map<String, String> built, Map<String, String> now) {
         List<String> out = new ArrayList<>();
-        new TreeMap<>(now).forEach((key, value) -> {
-            String then = built.get(key);
-            if (then != null && !then.equals(value)) {
+        TreeMap<String, String> keys = new TreeMap<>(built);
+        keys.putAll(now);
+        keys.keySet().forEach(key -> {
+            String then = built.getOrDefault(key, "");
+            String value = now.getOrDefault(key, "");
+            if (!then.equals(value)) {
                 out.add(key + ": built with '" + then + "', now '" + value + "'");
             }
         });

@@ -64,6 +64,17 @@ class AotFixedSettingsTest {
     }
 
     @Test
+    void anyManagementSettingButTheServersCounts() {
+        // Actuator's conditions read them (which health indicators, endpoints and exports exist).
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(
+                defaults().withProperty("management.health.diskspace.enabled", "false"), built()))
+                .hasValueSatisfying(why -> assertThat(why)
+                        .contains("management.health.diskspace.enabled: built with '', now 'false'"));
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(
+                defaults().withProperty("management.server.address", "127.0.0.1"), built())).isEmpty();
+    }
+
+    @Test
     void canBeTurnedOffAndNeedsTheBuildsRecord() {
         assertThat(AotFixedSettings.reasonToBuildAtStartup(
                 defaults().withProperty("etserve.startup.generated-context", "false"), built()))
