@@ -3,6 +3,7 @@ package io.etserve.rest;
 import io.etserve.execution.InferenceService;
 import io.etserve.execution.SlowInlineCalls;
 import io.etserve.inference.Caller;
+import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.WouldWaitException;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.EncodedResponse;
@@ -34,7 +35,7 @@ import org.springframework.http.HttpStatus;
  * the selector thread that read it, the way quick gRPC calls run on Netty's event loop.
  * Everything else (a body still arriving, {@code Expect}, a restricted inference API, tracing)
  * takes the servlet path, whose answers this one matches: the same exchange
- * ({@link InferExchange#answer}), error bodies ({@link ApiExceptionHandler}), request metrics and
+ * ({@link InferExchange#decode}, {@link InferExchange#run}), error bodies ({@link ApiExceptionHandler}), request metrics and
  * client watch. Skipping the servlet layer and Spring's filters spares a small request a
  * fifth of its allocation and CPU (bench/results/2026-12-05-2core-core-infer.md).
  */
@@ -136,15 +137,23 @@ public final class CoreInference {
             refuse(response, e, completion(target, response, callback, body, start));
             return;
         }
-        if (!onSelector) {
-            answer(request, response, callback, target, headerLength, body, start, false);
+        InferenceRequest decoded;
+        try {
+            decoded = exchange.decode(InferExchange.headerLength(headerLength), body);
+        } catch (Throwable e) {
+            refuse(response, e, completion(target, response, callback, body, start));
             return;
         }
-        if (!answer(request, response, callback, target, headerLength, body, start, true)) {
-            // Another thread took the instance this one saw idle: run it where waiting is allowed.
+        if (!onSelector) {
+            answer(request, response, callback, target, decoded, body, start, false);
+            return;
+        }
+        if (!answer(request, response, callback, target, decoded, body, start, true)) {
+            // Another thread took the instance this one saw idle: run it, decoded already, where
+            // waiting is allowed.
             RequestBody read = body;
             try {
-                handOver.execute(() -> answer(request, response, callback, target, headerLength, read, start, false));
+                handOver.execute(() -> answer(request, response, callback, target, decoded, read, start, false));
             } catch (RejectedExecutionException e) {
                 writeRefusal(response, overloaded(), completion(target, response, callback, read, start));
             }
@@ -159,17 +168,17 @@ public final class CoreInference {
     }
 
     /**
-     * Answers the request in {@code body} and completes {@code callback} once written; false
-     * (nothing written, nothing completed) when it may not wait and found no instance free.
+     * Runs {@code decoded} (whose tensors are in {@code body}) and completes {@code callback} once
+     * its answer is written; false (nothing written, nothing completed) when it may not wait and
+     * found no instance free.
      */
     private boolean answer(Request request, Response response, Callback callback, InferExchange.Target target,
-            String headerLength, RequestBody body, long start, boolean onSelector) {
+            InferenceRequest decoded, RequestBody body, long start, boolean onSelector) {
         try {
             // A client that closes its connection while the request waits for an instance or a
             // batch has it dropped, as on the servlet path; on the selector it never waits.
             Caller caller = onSelector ? Caller.AT_ONCE : exchange.caller(() -> channelOf(request));
-            EncodedResponse encoded = exchange.answer(target.model(), target.version(),
-                    InferExchange.headerLength(headerLength), body, caller, start);
+            EncodedResponse encoded = exchange.run(target.model(), target.version(), decoded, body, caller, start);
             if (onSelector) {
                 servedOnSelector.increment();
             }

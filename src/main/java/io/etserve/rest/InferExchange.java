@@ -239,14 +239,28 @@ public final class InferExchange {
      */
     EncodedResponse answer(String model, String version, Integer headerLength, RequestBody body, Caller caller,
             long arrivedNanos) {
+        return run(model, version, decode(headerLength, body), body, caller, arrivedNanos);
+    }
+
+    /**
+     * The request in {@code body} (its tensors in the body's buffers); throws 503 while the
+     * server takes no requests, or what the request got wrong.
+     *
+     * @param headerLength {@code Inference-Header-Content-Length}, or null when absent
+     */
+    InferenceRequest decode(Integer headerLength, RequestBody body) {
         var refused = readiness.whyNotAccepting();
         if (refused.isPresent()) {
             // Shutting down or not yet started: another replica (or this one, soon) can take it.
             throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get(),
                     Duration.ofSeconds(1));
         }
-        InferenceRequest request = decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(),
-                limits, body::tensorBuffer);
+        return decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(), limits, body::tensorBuffer);
+    }
+
+    /** Runs a {@link #decode decoded} request and encodes its answer; throws what failed. */
+    EncodedResponse run(String model, String version, InferenceRequest request, RequestBody body, Caller caller,
+            long arrivedNanos) {
         InferenceResponse response = inference.infer(model, version, request, body, caller, arrivedNanos);
         try (var span = inference.spans().encode(response.modelName(), "rest")) {
             return encoder.encode(response);
