@@ -17,6 +17,8 @@ import org.slf4j.LoggerFactory;
 import org.springframework.aot.AotDetector;
 import org.springframework.boot.actuate.autoconfigure.web.server.ManagementPortType;
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
+import org.springframework.boot.context.event.ApplicationPreparedEvent;
+import org.springframework.boot.context.event.SpringApplicationEvent;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.ConfigurationPropertyName;
@@ -24,6 +26,7 @@ import org.springframework.boot.context.properties.source.ConfigurationPropertyS
 import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
 import org.springframework.boot.context.properties.source.IterableConfigurationPropertySource;
 import org.springframework.context.ApplicationListener;
+import org.springframework.core.Ordered;
 import org.springframework.core.SpringProperties;
 import org.springframework.core.env.Environment;
 
@@ -38,9 +41,18 @@ import org.springframework.core.env.Environment;
  * {@code etserve.startup.generated-context=false}, turns AOT mode off before the context is
  * created: it builds the context from its settings as a start without the flag does, and says
  * why in one warning. Outside AOT mode this does nothing. Registered in
- * {@code META-INF/spring.factories}, first among the listeners.
+ * {@code META-INF/spring.factories}; runs as soon as the configuration files are read.
  */
-public final class AotFixedSettings implements ApplicationListener<ApplicationEnvironmentPreparedEvent> {
+public final class AotFixedSettings implements ApplicationListener<SpringApplicationEvent>, Ordered {
+
+    /** What to say, once logging is set up (it is not yet when the decision is made). */
+    private Runnable report;
+
+    /** Right after the configuration files are read (Boot's listener at +10), before logging (+20) and the rest. */
+    @Override
+    public int getOrder() {
+        return Ordered.HIGHEST_PRECEDENCE + 11;
+    }
 
     /** Where the build writes the recorded values (a properties file in the jar). */
     static final String RESOURCE = "META-INF/etserve/aot-fixed-settings.properties";
@@ -52,15 +64,31 @@ public final class AotFixedSettings implements ApplicationListener<ApplicationEn
      */
     static final Map<String, BiFunction<Environment, Binder, String>> SETTINGS = settings();
     private static final ConfigurationPropertyName MANAGEMENT = ConfigurationPropertyName.of("management");
-    private static final ConfigurationPropertyName MANAGEMENT_SERVER = ConfigurationPropertyName.of("management.server");
+    /**
+     * Under {@code management.*} but read at startup, and set through the environment variables
+     * the docs name: the management server's address and port (its kind counts, above), the
+     * tracing sample ratio and OTLP endpoint.
+     */
+    private static final List<ConfigurationPropertyName> READ_AT_STARTUP = List.of(
+            ConfigurationPropertyName.of("management.server"),
+            ConfigurationPropertyName.of("management.tracing.sampling"),
+            ConfigurationPropertyName.of("management.opentelemetry.tracing.export.otlp"));
 
     private static Map<String, BiFunction<Environment, Binder, String>> settings() {
         Map<String, BiFunction<Environment, Binder, String>> s = new LinkedHashMap<>();
-        for (String key : List.of("spring.profiles.active", "spring.autoconfigure.exclude",
-                "spring.threads.virtual.enabled", "spring.mvc.problemdetails.enabled", "etserve.tracing.enabled",
+        // Boot's own conditions on spring.* and server.* that a user of this service may set;
+        // the rest of those trees (ports, timeouts, Jetty's threads) is read at startup.
+        for (String key : List.of("spring.autoconfigure.exclude", "spring.profiles.include",
+                "spring.threads.virtual.enabled", "spring.mvc.problemdetails.enabled", "spring.jmx.enabled",
+                "spring.main.web-application-type", "spring.servlet.multipart.enabled",
+                "spring.web.error.whitelabel.enabled", "spring.mvc.hiddenmethod.filter.enabled",
+                "spring.mvc.formcontent.filter.enabled", "server.forward-headers-strategy", "server.ssl.enabled",
+                "management.server.add-application-context-header", "etserve.tracing.enabled",
                 "etserve.grpc.enabled")) {
             s.put(key, (env, binder) -> text(binder, key));
         }
+        // Profiles as the environment resolved them (spring.profiles.active, groups, the API).
+        s.put("active profiles", (env, binder) -> String.join(",", env.getActiveProfiles()));
         // A separate management port builds a child context; the same port or none does not.
         s.put("management.server.port", (env, binder) -> ManagementPortType.get(env).name());
         s.put("etserve.cuda.enabled",
@@ -92,11 +120,15 @@ public final class AotFixedSettings implements ApplicationListener<ApplicationEn
         SETTINGS.forEach((key, classify) -> out.put(key, classify.apply(env, binder)));
         for (ConfigurationPropertySource source : ConfigurationPropertySources.get(env)) {
             if (source instanceof IterableConfigurationPropertySource names) {
-                names.stream().filter(n -> MANAGEMENT.isAncestorOf(n) && !MANAGEMENT_SERVER.isAncestorOf(n))
+                names.stream().filter(AotFixedSettings::countsAsManagementSetting)
                         .forEach(n -> out.putIfAbsent(n.toString(), text(binder, n.toString())));
             }
         }
         return out;
+    }
+
+    private static boolean countsAsManagementSetting(ConfigurationPropertyName name) {
+        return MANAGEMENT.isAncestorOf(name) && READ_AT_STARTUP.stream().noneMatch(p -> p.isAncestorOf(name));
     }
 
     /** One line per setting whose value differs from the build's (or is set on one side only), in key order. */
@@ -115,20 +147,26 @@ public final class AotFixedSettings implements ApplicationListener<ApplicationEn
     }
 
     @Override
-    public void onApplicationEvent(ApplicationEnvironmentPreparedEvent event) {
-        if (!AotDetector.useGeneratedArtifacts()) {
-            return;
+    public void onApplicationEvent(SpringApplicationEvent event) {
+        if (event instanceof ApplicationEnvironmentPreparedEvent prepared && AotDetector.useGeneratedArtifacts()) {
+            decide(prepared.getEnvironment());
+        } else if (event instanceof ApplicationPreparedEvent && report != null) {
+            report.run();
+            report = null;
         }
+    }
+
+    private void decide(Environment env) {
         Logger log = LoggerFactory.getLogger(AotFixedSettings.class);
-        Optional<String> why = reasonToBuildAtStartup(event.getEnvironment(), recorded(getClass().getClassLoader()));
+        Optional<String> why = reasonToBuildAtStartup(env, recorded(getClass().getClassLoader()));
         if (why.isEmpty()) {
-            log.info("Starting from the context generated at build time (spring.aot.enabled=true)");
+            report = () -> log.info("Starting from the context generated at build time (spring.aot.enabled=true)");
             return;
         }
         // Read by SpringApplication when it creates and fills the context, which comes next.
         SpringProperties.setProperty(AotDetector.AOT_ENABLED, "false");
-        log.warn("Not using the context generated at build time (spring.aot.enabled=true): {}. Building it from"
-                + " the settings instead; the start takes longer.", why.get());
+        report = () -> log.warn("Not using the context generated at build time (spring.aot.enabled=true): {}."
+                + " Built it from the settings instead; the start took longer.", why.get());
     }
 
     /** Why this start cannot use the generated context, if it cannot. */

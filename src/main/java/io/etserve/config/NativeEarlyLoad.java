@@ -1,5 +1,6 @@
 package io.etserve.config;
 
+import io.etserve.cuda.CudaEarlyStart;
 import io.etserve.runtime.NativeRuntime;
 import java.nio.file.Path;
 import java.util.List;
@@ -30,6 +31,9 @@ public final class NativeEarlyLoad implements ApplicationListener<ApplicationEnv
         NativeRuntime.Options options = options(Binder.get(env));
         Thread thread = new Thread(() -> {
             try {
+                // After CUDA's early start (registered before this listener), as in the context:
+                // the bridge then resolves the libcudart that JavaCPP's bindings already hold.
+                CudaEarlyStart.awaitEarlyStart();
                 NativeRuntime.load(options);
             } catch (RuntimeException | LinkageError e) {
                 // The bean's own load tries again and ends startup with the failure's sentence.

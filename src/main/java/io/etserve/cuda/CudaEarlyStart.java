@@ -31,7 +31,13 @@ public final class CudaEarlyStart implements ApplicationListener<ApplicationEnvi
         if (!started.compareAndSet(null, future)) {
             return;  // a second application in this JVM (tests): the first one's start stands
         }
-        Thread thread = new Thread(() -> future.complete(startCuda()), "cuda-early-start");
+        Thread thread = new Thread(() -> {
+            try {
+                future.complete(startCuda());
+            } catch (Throwable e) {
+                future.completeExceptionally(e);  // the bean probes again, and reports what it finds
+            }
+        }, "cuda-early-start");
         thread.setDaemon(true);
         thread.start();
     }
@@ -43,12 +49,24 @@ public final class CudaEarlyStart implements ApplicationListener<ApplicationEnvi
     }
 
     /**
+     * Waits for the early start, if one runs, without taking its result: what loads CUDA's runtime
+     * after it ({@code NativeEarlyLoad}) then finds the one JavaCPP's bindings loaded, as when it
+     * loaded inside the context, seconds later.
+     */
+    public static void awaitEarlyStart() {
+        CompletableFuture<CudaRuntime> future = started.get();
+        if (future != null) {
+            future.exceptionally(failed -> null).join();
+        }
+    }
+
+    /**
      * The early start's result, once: later callers (another context in the same JVM) probe
      * again, which is cheap once the driver is up.
      */
     static CudaRuntime takeOrProbe() {
         CompletableFuture<CudaRuntime> future = started.getAndSet(CompletableFuture.completedFuture(null));
-        CudaRuntime early = future == null ? null : future.join();
+        CudaRuntime early = future == null ? null : future.exceptionally(failed -> null).join();
         return early != null ? early : CudaRuntime.probe();
     }
 

@@ -32,7 +32,7 @@ class AotFixedSettingsTest {
                 .containsEntry("etserve.cuda.enabled", "auto or true")
                 .containsEntry("etserve.repository.mode", "not poll")
                 .containsEntry("management.endpoints.web.exposure.include", "health,info,prometheus")
-                .containsEntry("spring.profiles.active", "");
+                .containsEntry("active profiles", "");
     }
 
     @Test
@@ -57,7 +57,10 @@ class AotFixedSettingsTest {
         assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("etserve.repository.mode", "poll"),
                 built())).hasValueSatisfying(why -> assertThat(why).contains("etserve.repository.mode"));
         assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("spring.profiles.active", "dev"),
-                built())).hasValueSatisfying(why -> assertThat(why).contains("spring.profiles.active"));
+                built())).hasValueSatisfying(why -> assertThat(why).contains("active profiles: built with '', now 'dev'"));
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(
+                defaults().withProperty("server.forward-headers-strategy", "framework"), built()))
+                .hasValueSatisfying(why -> assertThat(why).contains("server.forward-headers-strategy"));
         assertThat(AotFixedSettings.reasonToBuildAtStartup(
                 defaults().withProperty("management.endpoints.web.exposure.include", "*"), built()))
                 .hasValueSatisfying(why -> assertThat(why).contains("management.endpoints.web.exposure.include"));
@@ -70,8 +73,12 @@ class AotFixedSettingsTest {
                 defaults().withProperty("management.health.diskspace.enabled", "false"), built()))
                 .hasValueSatisfying(why -> assertThat(why)
                         .contains("management.health.diskspace.enabled: built with '', now 'false'"));
-        assertThat(AotFixedSettings.reasonToBuildAtStartup(
-                defaults().withProperty("management.server.address", "127.0.0.1"), built())).isEmpty();
+        // Read at startup in either mode, and set through documented environment variables.
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults()
+                .withProperty("management.server.address", "127.0.0.1")
+                .withProperty("management.tracing.sampling.probability", "1.0")
+                .withProperty("management.opentelemetry.tracing.export.otlp.endpoint", "http://collector:4318/v1/traces"),
+                built())).isEmpty();
     }
 
     @Test
