@@ -42,9 +42,10 @@ log() { printf '[wrk %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
 mkdir -p "$OUT"
+JAR=${BENCH_JAR:-$ROOT/target/etserve-0.1.0-SNAPSHOT.jar}
 [[ -n ${BENCH_JAR:-} ]] || bench_build
 bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_GRPC_PORT" "$PORT" "$MGMT_PORT" "$GRPC_PORT"
-cp "${BENCH_JAR:-$ROOT/target/etserve-0.1.0-SNAPSHOT.jar}" "$OUT/etserve.jar"
+cp "$JAR" "$OUT/etserve.jar"
 
 # The first reference case as each format's body, and a wrk script that posts it. The expected
 # answer is PyTorch's (reference.json, written at export time).
