@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.function.BiFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,15 +46,6 @@ import org.springframework.core.env.Environment;
  */
 public final class AotFixedSettings implements ApplicationListener<SpringApplicationEvent>, Ordered {
 
-    /** What to say, once logging is set up (it is not yet when the decision is made). */
-    private Runnable report;
-
-    /** Right after the configuration files are read (Boot's listener at +10), before logging (+20) and the rest. */
-    @Override
-    public int getOrder() {
-        return Ordered.HIGHEST_PRECEDENCE + 11;
-    }
-
     /** Where the build writes the recorded values (a properties file in the jar). */
     static final String RESOURCE = "META-INF/etserve/aot-fixed-settings.properties";
 
@@ -73,6 +65,15 @@ public final class AotFixedSettings implements ApplicationListener<SpringApplica
             ConfigurationPropertyName.of("management.server"),
             ConfigurationPropertyName.of("management.tracing.sampling"),
             ConfigurationPropertyName.of("management.opentelemetry.tracing.export.otlp"));
+
+    /** What to say, once logging is set up (it is not yet when the decision is made). */
+    private Runnable report;
+
+    /** Right after the configuration files are read (Boot's listener at +10), before logging (+20) and the rest. */
+    @Override
+    public int getOrder() {
+        return Ordered.HIGHEST_PRECEDENCE + 11;
+    }
 
     private static Map<String, BiFunction<Environment, Binder, String>> settings() {
         Map<String, BiFunction<Environment, Binder, String>> s = new LinkedHashMap<>();
@@ -109,10 +110,10 @@ public final class AotFixedSettings implements ApplicationListener<SpringApplica
     }
 
     /**
-     * The settings, and every {@code management.*} property set (but the management server's,
-     * whose port counts only as its kind): Actuator's conditions read many of them (which
-     * endpoints and health indicators exist, what is exported), so any of them set otherwise
-     * counts, even the few read at startup in either mode (a start then only takes longer).
+     * The settings, and every {@code management.*} property set but those {@link #READ_AT_STARTUP}:
+     * Actuator's conditions read many of them (which endpoints and health indicators exist, what
+     * is exported), so any other set otherwise counts, even one read at startup in either mode (a
+     * start then only takes longer).
      */
     static Map<String, String> read(Environment env) {
         Map<String, String> out = new TreeMap<>();
@@ -134,9 +135,9 @@ public final class AotFixedSettings implements ApplicationListener<SpringApplica
     /** One line per setting whose value differs from the build's (or is set on one side only), in key order. */
     static List<String> differences(Map<String, String> built, Map<String, String> now) {
         List<String> out = new ArrayList<>();
-        TreeMap<String, String> keys = new TreeMap<>(built);
-        keys.putAll(now);
-        keys.keySet().forEach(key -> {
+        TreeSet<String> keys = new TreeSet<>(built.keySet());
+        keys.addAll(now.keySet());
+        keys.forEach(key -> {
             String then = built.getOrDefault(key, "");
             String value = now.getOrDefault(key, "");
             if (!then.equals(value)) {

@@ -4,7 +4,6 @@ import io.etserve.cuda.CudaEarlyStart;
 import io.etserve.runtime.NativeRuntime;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Optional;
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.ApplicationListener;
@@ -48,9 +47,7 @@ public final class NativeEarlyLoad implements ApplicationListener<ApplicationEnv
      * variables); the extra delegate libraries are left to the bean, which loads them after.
      */
     static NativeRuntime.Options options(Binder binder) {
-        Optional<Path> libraryDir = Optional.ofNullable(binder.bind("etserve.native.library-dir", Path.class).orElse(null));
-        Path extractDir = binder.bind("etserve.native.extract-dir", Path.class)
-                .orElseGet(() -> NativeRuntimeConfiguration.defaultExtractDir());
-        return new NativeRuntime.Options(libraryDir, extractDir, List.of());
+        return NativeRuntimeConfiguration.options(binder.bind("etserve.native.library-dir", Path.class).orElse(null),
+                binder.bind("etserve.native.extract-dir", Path.class).orElse(null), List.of());
     }
 }

@@ -2,6 +2,7 @@ package io.etserve.config;
 
 import io.etserve.runtime.NativeRuntime;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,15 +22,19 @@ class NativeRuntimeConfiguration {
     @Bean
     NativeRuntime.Info nativeRuntime(EtServeProperties props) {
         EtServeProperties.Native n = props.nativeRuntime();
-        Path extract = n.extractDir() != null ? n.extractDir() : defaultExtractDir();
-        NativeRuntime.Info info = NativeRuntime.load(
-                new NativeRuntime.Options(Optional.ofNullable(n.libraryDir()), extract, n.extraLibraries()));
+        NativeRuntime.Info info = NativeRuntime.load(options(n.libraryDir(), n.extractDir(), n.extraLibraries()));
         log.info("ExecuTorch bridge loaded from {}; delegates registered: {}", info.directory(),
                 info.registeredBackends());
         return info;
     }
 
-    static Path defaultExtractDir() {
-        return Path.of(System.getProperty("java.io.tmpdir"), "etserve-native");
+    /**
+     * The load's options from {@code etserve.native.*} as bound (null: unset): the jar's libraries,
+     * extracted under the temporary directory, unless a library directory is set.
+     */
+    static NativeRuntime.Options options(Path libraryDir, Path extractDir, List<Path> extraLibraries) {
+        return new NativeRuntime.Options(Optional.ofNullable(libraryDir),
+                extractDir != null ? extractDir : Path.of(System.getProperty("java.io.tmpdir"), "etserve-native"),
+                extraLibraries);
     }
 }

@@ -232,7 +232,8 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
                 }
                 BufferLease kept = buffers;
                 buffers = null;  // the worker's now, or refused's
-                handOver.toWorker(inference.spans().carry(() -> infer(request, decoded, kept, out, null, arrivedNanos)), () -> {
+                Runnable onWorker = () -> infer(request, decoded, kept, out, null, arrivedNanos);
+                handOver.toWorker(inference.spans().carry(onWorker), () -> {
                     kept.close();
                     out.onError(Status.UNAVAILABLE.withDescription("the server is shutting down").asRuntimeException());
                 });

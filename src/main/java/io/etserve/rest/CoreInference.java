@@ -35,9 +35,10 @@ import org.springframework.http.HttpStatus;
  * the selector thread that read it, the way quick gRPC calls run on Netty's event loop.
  * Everything else (a body still arriving, {@code Expect}, a restricted inference API, tracing)
  * takes the servlet path, whose answers this one matches: the same exchange
- * ({@link InferExchange#decode}, {@link InferExchange#run}), error bodies ({@link ApiExceptionHandler}), request metrics and
- * client watch. Skipping the servlet layer and Spring's filters spares a small request a
- * fifth of its allocation and CPU (bench/results/2026-12-05-2core-core-infer.md).
+ * ({@link InferExchange#decode}, {@link InferExchange#run}), error bodies
+ * ({@link ApiExceptionHandler}), request metrics and client watch. Skipping the servlet layer and
+ * Spring's filters spares a small request a fifth of its allocation and CPU
+ * (bench/results/2026-12-05-2core-core-infer.md).
  */
 public final class CoreInference {
 
