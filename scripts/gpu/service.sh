@@ -1,9 +1,9 @@
 # The packaged service on the GPU (sourced by scripts/gpu-suite.sh): time to ready, dynamic
 # batching, throughput and service CPU per call, JVM option sets, and the whole service run.
-# Three starts each: the fat jar (where there is one: FAT_JAR), the extracted jar, and the
-# extracted jar with an ahead-of-time cache (Java 25: -XX:AOTCacheOutput, else a CDS archive),
-# trained as the image trains it, first with the context built at startup, then in Spring AOT
-# mode (the context generated at build time), as the image starts.
+# Three starts each: the fat jar (where there is one: FAT_JAR), the extracted jar with the context
+# built at startup and as it starts by default (Spring AOT mode: the context generated at build
+# time), and the extracted jar with an ahead-of-time cache (Java 25: -XX:AOTCacheOutput, else a
+# CDS archive) trained as the image trains it, then without the warm-up and the early CUDA start.
 startup_bench() {
   local repo="$1" ms=() cpu=() jar_saved="$JAR"
   echo
@@ -26,55 +26,53 @@ startup_bench() {
     extracted="$(dirname "$JAR")"  # the bundle carries the application extracted
   fi
   rm -f "$extracted/app.aot" "$extracted/app.jsa"  # never measure a cache a training run left behind
-  ms=() cpu=()
-  for _ in 1 2 3; do
-    start_service "$repo" --etserve.cuda.streams-per-device=4
-    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
-  done
-  echo "| extracted jar (java -Djarmode=tools -jar etserve.jar extract) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
-  local feature train use what spring mode
-  feature="$("$JAVA" -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2; exit}')"
-  # Each cache is trained in the mode it then serves: the context built at startup, then the one
-  # generated at build time (Spring AOT mode), as the image starts.
-  for spring in "" "-Dspring.aot.enabled=true"; do
-    rm -f "$extracted/app.aot" "$extracted/app.jsa"
-    if (( feature >= 25 )); then
-      train="-XX:AOTCacheOutput=app.aot -Xlog:aot=off -Xlog:cds=off $spring"; use="-XX:AOTCache=$extracted/app.aot -Xlog:aot=off -Xlog:cds=off $spring"; what="AOT cache"
-    else
-      train="-XX:ArchiveClassesAtExit=app.jsa -Xlog:cds=off $spring"; use="-XX:SharedArchiveFile=$extracted/app.jsa -Xlog:cds=off $spring"; what="CDS archive"
-    fi
-    mode=""; [[ -z $spring ]] || mode=", Spring AOT mode (as in the image)"
-    if (( feature >= 25 )); then
-      # As the image trains it (Dockerfile): 2 x 2,000 JSON calls to the CPU demo models, then SIGTERM.
-      # shellcheck disable=SC2086
-      (cd "$extracted" && JAVA="$JAVA" APP_JAR="$JAR" ETSERVE_MODEL_REPOSITORY="$repo" ETSERVE_NATIVE_LIBRARY_DIR="$STAGE" \
-        ETSERVE_NATIVE_EXTRA_LIBRARIES="$PROBE" bash "$ROOT/scripts/aot-training.sh" "$RESULTS/aot-training.log" 2000 \
-        --enable-native-access=ALL-UNNAMED $train) || true
-    else
-      # shellcheck disable=SC2086
-      (cd "$extracted" && "$JAVA" --enable-native-access=ALL-UNNAMED $train \
-        -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 --etserve.grpc.port=0 \
-        --etserve.model-repository="$repo" --etserve.native.library-dir="$STAGE" \
-        --etserve.native.extra-libraries="$PROBE" >"$RESULTS/aot-training.log" 2>&1) || true
-    fi
-    if [[ ! -s "$extracted/app.aot" && ! -s "$extracted/app.jsa" ]]; then
-      echo "| extracted jar + $what$mode | training run failed: $RESULTS/aot-training.log | - |"
-      JAR="$jar_saved"; return 1
-    fi
+  # The plain extracted jar with the context built at startup, then as `java -jar` starts it now
+  # (Spring AOT mode by default).
+  local spring
+  for spring in "-Dspring.aot.enabled=false" ""; do
     ms=() cpu=()
     for _ in 1 2 3; do
-      JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4
+      JAVA_EXTRA="$spring" start_service "$repo" --etserve.cuda.streams-per-device=4
       ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
     done
-    echo "| extracted jar + $what$mode | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
+    echo "| extracted jar (java -Djarmode=tools -jar etserve.jar extract), ${spring:-Spring AOT mode by default} | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
   done
-  # As the image, without starting CUDA beside the context (etserve.cuda.early-start): what it saves.
-  ms=() cpu=()
-  for _ in 1 2 3; do
-    JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.early-start=false
-    ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+  local feature train use what
+  feature="$("$JAVA" -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2; exit}')"
+  # The cache is trained in the mode it then serves, as the image's is.
+  spring="-Dspring.aot.enabled=true"
+  rm -f "$extracted/app.aot" "$extracted/app.jsa"
+  if (( feature >= 25 )); then
+    train="-XX:AOTCacheOutput=app.aot -Xlog:aot=off -Xlog:cds=off $spring"; use="-XX:AOTCache=$extracted/app.aot -Xlog:aot=off -Xlog:cds=off $spring"; what="AOT cache"
+    # As the image trains it (Dockerfile): 2 x 2,000 JSON calls to the CPU demo models, then SIGTERM.
+    # shellcheck disable=SC2086
+    (cd "$extracted" && JAVA="$JAVA" APP_JAR="$JAR" ETSERVE_MODEL_REPOSITORY="$repo" ETSERVE_NATIVE_LIBRARY_DIR="$STAGE" \
+      ETSERVE_NATIVE_EXTRA_LIBRARIES="$PROBE" bash "$ROOT/scripts/aot-training.sh" "$RESULTS/aot-training.log" 2000 \
+      --enable-native-access=ALL-UNNAMED $train) || true
+  else
+    train="-XX:ArchiveClassesAtExit=app.jsa -Xlog:cds=off $spring"; use="-XX:SharedArchiveFile=$extracted/app.jsa -Xlog:cds=off $spring"; what="CDS archive"
+    # shellcheck disable=SC2086
+    (cd "$extracted" && "$JAVA" --enable-native-access=ALL-UNNAMED $train \
+      -Dspring.context.exit=onRefresh -jar "$JAR" --server.port=0 --management.server.port=0 --etserve.grpc.port=0 \
+      --etserve.model-repository="$repo" --etserve.native.library-dir="$STAGE" \
+      --etserve.native.extra-libraries="$PROBE" >"$RESULTS/aot-training.log" 2>&1) || true
+  fi
+  if [[ ! -s "$extracted/app.aot" && ! -s "$extracted/app.jsa" ]]; then
+    echo "| extracted jar + $what, Spring AOT mode | training run failed: $RESULTS/aot-training.log | - |"
+    JAR="$jar_saved"; return 1
+  fi
+  # As the image starts; then without the JDK warm-up thread (etserve.startup.warmup) and without
+  # starting CUDA beside the context (etserve.cuda.early-start): what each saves.
+  local variant
+  for variant in "" "--etserve.startup.warmup=false" "--etserve.cuda.early-start=false"; do
+    ms=() cpu=()
+    for _ in 1 2 3; do
+      # shellcheck disable=SC2086
+      JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4 $variant
+      ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
+    done
+    echo "| extracted jar + $what, Spring AOT mode (as in the image)${variant:+, $variant} | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
   done
-  echo "| extracted jar + $what$mode, CUDA started inside the context (early-start=false) | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
   JAR="$jar_saved"
 }
 

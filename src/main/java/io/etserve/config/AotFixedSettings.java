@@ -3,6 +3,7 @@ package io.etserve.config;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.net.URL;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -30,19 +31,25 @@ import org.springframework.context.ApplicationListener;
 import org.springframework.core.Ordered;
 import org.springframework.core.SpringProperties;
 import org.springframework.core.env.Environment;
+import org.springframework.util.ClassUtils;
 
 /**
  * The settings that decide which beans exist, which Spring's ahead-of-time mode fixes when the jar
- * is built. With {@code -Dspring.aot.enabled=true} (the image starts so) the context comes from
- * bean definitions generated at build time ({@code spring-boot:process-aot}): no configuration
- * classes are parsed and no conditions evaluated at startup, which saves about a quarter of the
- * start's time and CPU (bench/results/2026-12-05-2core-startup-spring-aot.md), but a property a
- * condition read then could no longer change what it chose. So the build records these settings
- * ({@link AotFixedSettingsRecorder}), and a start in AOT mode whose own differ, or that sets
- * {@code etserve.startup.generated-context=false}, turns AOT mode off before the context is
- * created: it builds the context from its settings as a start without the flag does, and says
- * why in one warning. Outside AOT mode this does nothing. Registered in
- * {@code META-INF/spring.factories}; runs as soon as the configuration files are read.
+ * is built. In AOT mode the context comes from bean definitions generated at build time
+ * ({@code spring-boot:process-aot}): no configuration classes are parsed and no conditions
+ * evaluated at startup, which saves about a quarter of the start's time and CPU
+ * (bench/results/2026-12-05-2core-startup-spring-aot.md), but a property a condition read then
+ * could no longer change what it chose. So the build records these settings
+ * ({@link AotFixedSettingsRecorder}), and a start whose own differ, or that sets
+ * {@code etserve.startup.generated-context=false}, builds the context from its settings instead
+ * and says why once.
+ *
+ * <p>A start from the packaged jar uses AOT mode unless {@code spring.aot.enabled} says
+ * otherwise; a start that asked for it ({@code -Dspring.aot.enabled=true}, as the image does) is
+ * warned when it cannot have it. Classes outside a jar (tests, {@code mvn spring-boot:run}) may
+ * be newer than the generated definitions, so they build the context at startup unless asked.
+ * Registered in {@code META-INF/spring.factories}; runs as soon as the configuration files are
+ * read, before the context is created.
  */
 public final class AotFixedSettings implements ApplicationListener<SpringApplicationEvent>, Ordered {
 
@@ -149,25 +156,62 @@ public final class AotFixedSettings implements ApplicationListener<SpringApplica
 
     @Override
     public void onApplicationEvent(SpringApplicationEvent event) {
-        if (event instanceof ApplicationEnvironmentPreparedEvent prepared && AotDetector.useGeneratedArtifacts()) {
-            decide(prepared.getEnvironment());
+        if (event instanceof ApplicationEnvironmentPreparedEvent prepared) {
+            boolean packaged = generatedContextInJar(prepared.getSpringApplication().getMainApplicationClass());
+            switch (mode(SpringProperties.getProperty(AotDetector.AOT_ENABLED), packaged)) {
+                case ASKED -> decide(prepared.getEnvironment(), true);
+                case BY_DEFAULT -> decide(prepared.getEnvironment(), false);
+                case OFF -> { }
+            }
         } else if (event instanceof ApplicationPreparedEvent && report != null) {
             report.run();
             report = null;
         }
     }
 
-    private void decide(Environment env) {
+    /** Whether a start may use AOT mode, and whether it asked for it. */
+    enum Mode { ASKED, BY_DEFAULT, OFF }
+
+    /**
+     * @param aotEnabled {@code spring.aot.enabled} as given (system property or spring.properties), null when unset
+     * @param packaged whether the application's classes and their generated definitions come from a jar
+     */
+    static Mode mode(String aotEnabled, boolean packaged) {
+        if (aotEnabled != null) {
+            return Boolean.parseBoolean(aotEnabled) ? Mode.ASKED : Mode.OFF;
+        }
+        return packaged ? Mode.BY_DEFAULT : Mode.OFF;
+    }
+
+    /**
+     * Whether {@code main}'s jar carries the definitions generated at its build: the settings
+     * recorded then, read from a jar, and the generated initializer that SpringApplication loads.
+     */
+    static boolean generatedContextInJar(Class<?> main) {
+        if (main == null) {
+            return false;
+        }
+        ClassLoader loader = main.getClassLoader();
+        URL recorded = loader.getResource(RESOURCE);
+        return recorded != null && "jar".equals(recorded.getProtocol())
+                && ClassUtils.isPresent(main.getName() + "__ApplicationContextInitializer", loader);
+    }
+
+    private void decide(Environment env, boolean asked) {
         Logger log = LoggerFactory.getLogger(AotFixedSettings.class);
         Optional<String> why = reasonToBuildAtStartup(env, recorded(getClass().getClassLoader()));
-        if (why.isEmpty()) {
-            report = () -> log.info("Starting from the context generated at build time (spring.aot.enabled=true)");
-            return;
-        }
         // Read by SpringApplication when it creates and fills the context, which comes next.
-        SpringProperties.setProperty(AotDetector.AOT_ENABLED, "false");
-        report = () -> log.warn("Not using the context generated at build time (spring.aot.enabled=true): {}."
-                + " Built it from the settings instead; the start took longer.", why.get());
+        SpringProperties.setProperty(AotDetector.AOT_ENABLED, Boolean.toString(why.isEmpty()));
+        if (why.isEmpty()) {
+            report = () -> log.info("Starting from the context generated at build time{}",
+                    asked ? " (spring.aot.enabled=true)" : "");
+        } else if (asked) {
+            report = () -> log.warn("Not using the context generated at build time (spring.aot.enabled=true): {}."
+                    + " Built it from the settings instead; the start took longer.", why.get());
+        } else {
+            report = () -> log.info("Building the context from the settings, not the one generated at build time: {}",
+                    why.get());
+        }
     }
 
     /** Why this start cannot use the generated context, if it cannot. */

@@ -56,13 +56,14 @@ public record EtServeProperties(
             @DefaultValue("true") boolean earlyLoad) {}
 
     /**
-     * @param generatedContext in a JVM started with {@code -Dspring.aot.enabled=true} (the image),
-     *     use the bean definitions generated when the jar was built; {@code false} builds the
-     *     context from the settings at startup, as without the flag (read by
-     *     {@link AotFixedSettings} before binding, which also does so when the settings differ from
-     *     the build's)
+     * @param generatedContext use the bean definitions generated when the jar was built (Spring
+     *     AOT mode: a start from the jar does unless {@code -Dspring.aot.enabled=false}); {@code
+     *     false} builds the context from the settings at startup (read by {@link AotFixedSettings}
+     *     before binding, which also does so when the settings differ from the build's)
+     * @param warmup do work of the JDK's that the start needs later on the main thread on a thread
+     *     of its own first ({@link StartupWarmup}; read before binding)
      */
-    public record Startup(@DefaultValue("true") boolean generatedContext) {}
+    public record Startup(@DefaultValue("true") boolean generatedContext, @DefaultValue("true") boolean warmup) {}
 
     /** {@code etserve.cuda.enabled}: {@code auto}, {@code true} or {@code false}. */
     public enum CudaMode {

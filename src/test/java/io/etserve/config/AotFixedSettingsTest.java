@@ -88,4 +88,21 @@ class AotFixedSettingsTest {
                 .hasValue("etserve.startup.generated-context=false");
         assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults(), Map.of())).isPresent();
     }
+
+    @Test
+    void aPackagedStartUsesTheGeneratedContextUnlessToldOtherwise() {
+        assertThat(AotFixedSettings.mode(null, true)).isEqualTo(AotFixedSettings.Mode.BY_DEFAULT);
+        assertThat(AotFixedSettings.mode("false", true)).isEqualTo(AotFixedSettings.Mode.OFF);
+        assertThat(AotFixedSettings.mode("true", true)).isEqualTo(AotFixedSettings.Mode.ASKED);
+        // classes from a directory may be newer than what was generated from them
+        assertThat(AotFixedSettings.mode(null, false)).isEqualTo(AotFixedSettings.Mode.OFF);
+        assertThat(AotFixedSettings.mode("true", false)).isEqualTo(AotFixedSettings.Mode.ASKED);
+    }
+
+    @Test
+    void classesFromADirectoryAreNotAPackagedStart() {
+        // The tests' classes come from target/classes, whatever a previous package left there.
+        assertThat(AotFixedSettings.generatedContextInJar(io.etserve.EtServeApplication.class)).isFalse();
+        assertThat(AotFixedSettings.generatedContextInJar(null)).isFalse();
+    }
 }
