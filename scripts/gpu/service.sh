@@ -73,6 +73,15 @@ startup_bench() {
     done
     echo "| extracted jar + $what, Spring AOT mode (as in the image)${variant:+, $variant} | $(median "${ms[@]}") | $(median "${cpu[@]}") |"
   done
+  # ETSERVE_ASYNC_PROFILER=/path/libasyncProfiler.so: one more start as the image's, wall-clock
+  # profiled per thread (what the main thread waits on where cores are free), with the early
+  # starts' timings logged.
+  if [[ -n ${ETSERVE_ASYNC_PROFILER:-} && -f $ETSERVE_ASYNC_PROFILER ]]; then
+    JAVA_EXTRA="$use -agentpath:$ETSERVE_ASYNC_PROFILER=start,event=wall,interval=1ms,threads,file=$RESULTS/startup-wall.collapsed,collapsed" \
+      start_service "$repo" --etserve.cuda.streams-per-device=4 --logging.level.io.etserve.cuda.CudaEarlyStart=debug
+    echo "| (profiled: $RESULTS/startup-wall.collapsed) extracted jar + $what, Spring AOT mode | $READY_MS | $STARTUP_CPU |"
+    stop_service
+  fi
   JAR="$jar_saved"
 }
 
