@@ -3,7 +3,7 @@
 # Three starts each: the fat jar (where there is one: FAT_JAR), the extracted jar with the context
 # built at startup and as it starts by default (Spring AOT mode: the context generated at build
 # time), and the extracted jar with an ahead-of-time cache (Java 25: -XX:AOTCacheOutput, else a
-# CDS archive) trained as the image trains it, then without the warm-up and the early CUDA start.
+# CDS archive) trained as the image trains it, then without the early CUDA start.
 startup_bench() {
   local repo="$1" ms=() cpu=() jar_saved="$JAR"
   echo
@@ -61,10 +61,10 @@ startup_bench() {
     echo "| extracted jar + $what, Spring AOT mode | training run failed: $RESULTS/aot-training.log | - |"
     JAR="$jar_saved"; return 1
   fi
-  # As the image starts; then without the JDK warm-up thread (etserve.startup.warmup) and without
-  # starting CUDA beside the context (etserve.cuda.early-start): what each saves.
+  # As the image starts; then without starting CUDA beside the context (etserve.cuda.early-start):
+  # what that saves.
   local variant
-  for variant in "" "--etserve.startup.warmup=false" "--etserve.cuda.early-start=false"; do
+  for variant in "" "--etserve.cuda.early-start=false"; do
     ms=() cpu=()
     for _ in 1 2 3; do
       # shellcheck disable=SC2086

@@ -60,10 +60,8 @@ public record EtServeProperties(
      *     AOT mode: a start from the jar does unless {@code -Dspring.aot.enabled=false}); {@code
      *     false} builds the context from the settings at startup (read by {@link AotFixedSettings}
      *     before binding, which also does so when the settings differ from the build's)
-     * @param warmup do work of the JDK's that the start needs later on the main thread on a thread
-     *     of its own first ({@link StartupWarmup}; read before binding)
      */
-    public record Startup(@DefaultValue("true") boolean generatedContext, @DefaultValue("true") boolean warmup) {}
+    public record Startup(@DefaultValue("true") boolean generatedContext) {}
 
     /** {@code etserve.cuda.enabled}: {@code auto}, {@code true} or {@code false}. */
     public enum CudaMode {
