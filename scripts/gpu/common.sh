@@ -42,7 +42,9 @@ READY_MS=""
 STARTUP_CPU=""
 start_service() {
   local repo="$1"; shift
-  local log="$RESULTS/service-$(date +%s%N).log"
+  # Each start's log under logs/, so a step's tables and profiles stay few at the top of $RESULTS.
+  mkdir -p "$RESULTS/logs"
+  local log="$RESULTS/logs/service-$(date +%s%N).log"
   local t0; t0="$(date +%s%N)"
   # shellcheck disable=SC2086
   # SERVICE_CPUS: the service's CPU list (taskset), e.g. 0-3; the checks stay unpinned.
