@@ -7,8 +7,10 @@ import io.etserve.metrics.StreamPoolMetrics;
 import io.etserve.metrics.TritonMetrics;
 import io.etserve.repository.ModelRegistry;
 import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.util.function.SingletonSupplier;
 
 /**
  * Prometheus series on the management port: Triton's per-model series (which the registry and
@@ -22,10 +24,15 @@ class MetricsConfiguration {
         return new TritonMetrics(meters);
     }
 
-    /** Labels only models the registry knows, so a caller cannot grow the series with made-up names. */
+    /**
+     * Labels only models the registry knows, so a caller cannot grow the series with made-up names.
+     * The registry is looked up at the first call: the REST metrics filter holding this is made
+     * while the web server is created, before the inference beans.
+     */
     @Bean
-    ProtocolMetrics protocolMetrics(MeterRegistry meters, ModelRegistry registry) {
-        return new ProtocolMetrics(meters, registry::knows);
+    ProtocolMetrics protocolMetrics(MeterRegistry meters, ObjectProvider<ModelRegistry> registry) {
+        SingletonSupplier<ModelRegistry> models = SingletonSupplier.of(registry::getObject);
+        return new ProtocolMetrics(meters, name -> models.obtain().knows(name));
     }
 
     @Bean

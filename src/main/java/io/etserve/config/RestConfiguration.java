@@ -19,12 +19,14 @@ import io.etserve.rest.RestRequestMetricsFilter;
 import io.etserve.runtime.DirectBufferPool;
 import io.micrometer.observation.ObservationPredicate;
 import jakarta.servlet.DispatcherType;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.Ordered;
 import org.springframework.http.server.observation.ServerRequestObservationContext;
+import org.springframework.util.function.SingletonSupplier;
 
 /**
  * The Open Inference Protocol over REST on the public port: its controllers, how request bodies
@@ -68,9 +70,13 @@ class RestConfiguration {
 
     @Bean
     FilterRegistrationBean<InferBodyFilter> inferBodyFilter(InflightBytes inflight, DirectBufferPool tensorBuffers,
-            EtServeProperties props, InferenceProtocolController controller) {
+            EtServeProperties props, ObjectProvider<InferenceProtocolController> controller) {
+        // The controller (and the inference beans behind it, CUDA's among them) is looked up at the
+        // first request: the filter is made while the web server is created, and asking for it
+        // here would make the context wait for CUDA's early start before Jetty's initialization.
         var registration = new FilterRegistrationBean<>(new InferBodyFilter(inflight, tensorBuffers,
-                props.inference().maxRequestSize().toBytes(), props.inference().bodyTimeout(), controller.exchange()));
+                props.inference().maxRequestSize().toBytes(), props.inference().bodyTimeout(),
+                SingletonSupplier.of(() -> controller.getObject().exchange())));
         registration.addUrlPatterns("/v2/models/*");
         registration.setDispatcherTypes(DispatcherType.REQUEST, DispatcherType.ASYNC);
         registration.setAsyncSupported(true);

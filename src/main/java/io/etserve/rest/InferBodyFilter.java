@@ -18,6 +18,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.http.HttpStatus;
@@ -43,7 +44,7 @@ public final class InferBodyFilter implements Filter {
 
     private static final Logger log = LoggerFactory.getLogger(InferBodyFilter.class);
 
-    private final InferExchange exchange;
+    private final Supplier<InferExchange> exchange;
     private final InflightBytes inflight;
     private final DirectBufferPool pool;
     private final long maxBytes;
@@ -51,10 +52,12 @@ public final class InferBodyFilter implements Filter {
 
     /**
      * @param exchange runs the usual request here, without Spring MVC's dispatch (see
-     *     {@link InferExchange}); null: every request goes on to the controller
+     *     {@link InferExchange}), asked for at each request (a memoized lookup: the filter is made
+     *     while the web server is created, before the inference beans); null, or a supplier of
+     *     null: every request goes on to the controller
      */
     public InferBodyFilter(InflightBytes inflight, DirectBufferPool pool, long maxBytes, Duration bodyTimeout,
-            InferExchange exchange) {
+            Supplier<InferExchange> exchange) {
         this.exchange = exchange;
         this.inflight = inflight;
         this.pool = pool;
@@ -173,9 +176,10 @@ public final class InferBodyFilter implements Filter {
     /** The exchange directly when it serves this request, else on to Spring MVC and the controller. */
     private void proceed(HttpServletRequest request, HttpServletResponse response, FilterChain chain, RequestBody body)
             throws IOException, ServletException {
-        InferExchange.Target target = exchange != null && body != null ? InferExchange.directTarget(request) : null;
+        InferExchange direct = exchange == null || body == null ? null : exchange.get();
+        InferExchange.Target target = direct != null ? InferExchange.directTarget(request) : null;
         if (target != null) {
-            exchange.serveDirect(target, request, response, body);
+            direct.serveDirect(target, request, response, body);
         } else {
             chain.doFilter(request, response);
         }
