@@ -66,11 +66,12 @@ public final class CudaEarlyStart implements ApplicationListener<ApplicationEnvi
      */
     static CudaRuntime takeOrProbe() {
         CompletableFuture<CudaRuntime> future = started.getAndSet(CompletableFuture.completedFuture(null));
-        long t0 = System.nanoTime();
-        CudaRuntime early = future == null ? null : future.exceptionally(failed -> null).join();
-        if (future != null) {
-            log.debug("the context waited {} ms for CUDA's early start", (System.nanoTime() - t0) / 1_000_000);
+        if (future == null) {
+            return CudaRuntime.probe();
         }
+        long t0 = System.nanoTime();
+        CudaRuntime early = future.exceptionally(failed -> null).join();
+        log.debug("the context waited {} ms for CUDA's early start", (System.nanoTime() - t0) / 1_000_000);
         return early != null ? early : CudaRuntime.probe();
     }
 

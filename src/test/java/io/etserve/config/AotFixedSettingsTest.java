@@ -46,24 +46,22 @@ class AotFixedSettingsTest {
 
     @Test
     void aChangeThatWouldChangeTheBeansBuildsTheContextAtStartup() {
-        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("etserve.grpc.enabled", "false"),
-                built())).hasValueSatisfying(why -> assertThat(why).contains("etserve.grpc.enabled: built with 'true', now 'false'"));
-        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("management.server.port", "-1"),
-                built())).hasValueSatisfying(why -> assertThat(why).contains("management.server.port: built with 'DIFFERENT', now 'DISABLED'"));
-        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("management.server.port", "8080"),
-                built())).hasValueSatisfying(why -> assertThat(why).contains("now 'SAME'"));
-        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("etserve.cuda.enabled", "false"),
-                built())).hasValueSatisfying(why -> assertThat(why).contains("etserve.cuda.enabled"));
-        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("etserve.repository.mode", "poll"),
-                built())).hasValueSatisfying(why -> assertThat(why).contains("etserve.repository.mode"));
-        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty("spring.profiles.active", "dev"),
-                built())).hasValueSatisfying(why -> assertThat(why).contains("active profiles: built with '', now 'dev'"));
-        assertThat(AotFixedSettings.reasonToBuildAtStartup(
-                defaults().withProperty("server.forward-headers-strategy", "framework"), built()))
-                .hasValueSatisfying(why -> assertThat(why).contains("server.forward-headers-strategy"));
-        assertThat(AotFixedSettings.reasonToBuildAtStartup(
-                defaults().withProperty("management.endpoints.web.exposure.include", "*"), built()))
-                .hasValueSatisfying(why -> assertThat(why).contains("management.endpoints.web.exposure.include"));
+        assertRebuilds("etserve.grpc.enabled", "false",
+                "etserve.grpc.enabled: built with 'true', now 'false'");
+        assertRebuilds("management.server.port", "-1",
+                "management.server.port: built with 'DIFFERENT', now 'DISABLED'");
+        assertRebuilds("management.server.port", "8080", "now 'SAME'");
+        assertRebuilds("etserve.cuda.enabled", "false", "etserve.cuda.enabled");
+        assertRebuilds("etserve.repository.mode", "poll", "etserve.repository.mode");
+        assertRebuilds("spring.profiles.active", "dev", "active profiles: built with '', now 'dev'");
+        assertRebuilds("server.forward-headers-strategy", "framework", "server.forward-headers-strategy");
+        assertRebuilds("management.endpoints.web.exposure.include", "*", "management.endpoints.web.exposure.include");
+    }
+
+    /** The build's defaults with {@code key} set to {@code value}: built at startup, saying {@code said}. */
+    private static void assertRebuilds(String key, String value, String said) {
+        assertThat(AotFixedSettings.reasonToBuildAtStartup(defaults().withProperty(key, value), built()))
+                .hasValueSatisfying(why -> assertThat(why).contains(said));
     }
 
     @Test
