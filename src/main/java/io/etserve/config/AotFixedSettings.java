@@ -37,8 +37,8 @@ import org.springframework.util.ClassUtils;
  * The settings that decide which beans exist, which Spring's ahead-of-time mode fixes when the jar
  * is built. In AOT mode the context comes from bean definitions generated at build time
  * ({@code spring-boot:process-aot}): no configuration classes are parsed and no conditions
- * evaluated at startup, which saves about a quarter of the start's time and CPU
- * (bench/results/2026-12-05-2core-startup-spring-aot.md), but a property a condition read then
+ * evaluated at startup, which shortens every start (bench/results/2026-12-05-2core-startup-spring-aot.md
+ * and 2026-12-05-2core-startup-plain-jar.md), but a property a condition read then
  * could no longer change what it chose. So the build records these settings
  * ({@link AotFixedSettingsRecorder}), and a start whose own differ, or that sets
  * {@code etserve.startup.generated-context=false}, builds the context from its settings instead

@@ -37,7 +37,7 @@ import org.springframework.http.HttpStatus;
  * takes the servlet path, whose answers this one matches: the same exchange
  * ({@link InferExchange#decode}, {@link InferExchange#run}), error bodies
  * ({@link ApiExceptionHandler}), request metrics and client watch. Skipping the servlet layer and
- * Spring's filters spares a small request a fifth of its allocation and CPU
+ * Spring's filters spares a small request much of its allocation and CPU
  * (bench/results/2026-12-05-2core-core-infer.md).
  */
 public final class CoreInference {
