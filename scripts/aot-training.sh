@@ -7,12 +7,19 @@
 #
 # usage: aot-training.sh LOG CALLS JAVA-OPTION...   (exits non-zero when the service did not serve)
 # The image's java and jar unless JAVA and APP_JAR say otherwise (scripts/gpu/service.sh trains
-# the extracted jar on the GPU host the same way); ETSERVE_* variables configure the service.
+# the extracted jar on the GPU host the same way), or the application's classes from the class
+# path APP_CLASSPATH gives (scripts/startup-classes.sh, in the build); ETSERVE_* variables
+# configure the service.
 set -uo pipefail
 log=$1 calls=$2
 shift 2
 
-"${JAVA:-java}" "$@" -jar "${APP_JAR:-/opt/etserve/app/app.jar}" --server.port=0 --management.server.port=0 \
+if [[ -n ${APP_CLASSPATH:-} ]]; then
+  launch=(-cp "$APP_CLASSPATH" io.etserve.EtServeApplication)
+else
+  launch=(-jar "${APP_JAR:-/opt/etserve/app/app.jar}")
+fi
+"${JAVA:-java}" "$@" "${launch[@]}" --server.port=0 --management.server.port=0 \
   --etserve.grpc.port=0 > "$log" 2>&1 &
 pid=$!
 trap 'kill -9 "$pid" 2>/dev/null' EXIT

@@ -3,7 +3,8 @@
 # Three starts each: the fat jar (where there is one: FAT_JAR), the extracted jar with the context
 # built at startup and as it starts by default (Spring AOT mode: the context generated at build
 # time), and the extracted jar with an ahead-of-time cache (Java 25: -XX:AOTCacheOutput, else a
-# CDS archive) trained as the image trains it, then without the early CUDA start.
+# CDS archive) trained as the image trains it, then without the early CUDA start; each with and
+# without preloading the classes the build recorded.
 startup_bench() {
   local repo="$1" ms=() cpu=() jar_saved="$JAR"
   echo
@@ -28,8 +29,13 @@ startup_bench() {
   rm -f "$extracted/app.aot" "$extracted/app.jsa"  # never measure a cache a training run left behind
   # The plain extracted jar with the context built at startup, then as `java -jar` starts it now
   # (Spring AOT mode by default).
-  local spring
-  for spring in "-Dspring.aot.enabled=false" ""; do
+  # Then without preloading the classes the build recorded (StartupClassPreload), and with the
+  # Java options ETSERVE_STARTUP_OPTIONS lists, ';' between sets (e.g. other preload thread counts).
+  local spring variants=("-Dspring.aot.enabled=false" "" "-Detserve.startup.preload-threads=0")
+  if [[ -n ${ETSERVE_STARTUP_OPTIONS:-} ]]; then
+    local extra; IFS=';' read -r -a extra <<< "$ETSERVE_STARTUP_OPTIONS"; variants+=("${extra[@]}")
+  fi
+  for spring in "${variants[@]}"; do
     ms=() cpu=()
     for _ in 1 2 3; do
       JAVA_EXTRA="$spring" start_service "$repo" --etserve.cuda.streams-per-device=4
@@ -63,12 +69,17 @@ startup_bench() {
   fi
   # As the image starts; then without starting CUDA beside the context (etserve.cuda.early-start):
   # what that saves.
+  # And without preloading classes (most come from the cache there).
   local variant
-  for variant in "" "--etserve.cuda.early-start=false"; do
+  for variant in "" "--etserve.cuda.early-start=false" "-Detserve.startup.preload-threads=0"; do
     ms=() cpu=()
     for _ in 1 2 3; do
       # shellcheck disable=SC2086
-      JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4 $variant
+      if [[ $variant == -D* ]]; then
+        JAVA_EXTRA="$use $variant" start_service "$repo" --etserve.cuda.streams-per-device=4
+      else
+        JAVA_EXTRA="$use" start_service "$repo" --etserve.cuda.streams-per-device=4 $variant
+      fi
       ms+=("$READY_MS"); cpu+=("$STARTUP_CPU"); stop_service
     done
     echo "| extracted jar + $what, Spring AOT mode (as in the image)${variant:+, $variant} | $(median "${ms[@]}") | $(median "${cpu[@]}") |"

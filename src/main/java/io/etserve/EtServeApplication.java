@@ -1,5 +1,6 @@
 package io.etserve;
 
+import io.etserve.config.StartupClassPreload;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.ConfigurationPropertiesScan;
@@ -9,6 +10,8 @@ import org.springframework.boot.context.properties.ConfigurationPropertiesScan;
 @ConfigurationPropertiesScan
 public class EtServeApplication {
     public static void main(String[] args) {
+        // First, so the other cores load what the main thread is about to need.
+        StartupClassPreload.start(EtServeApplication.class.getClassLoader());
         SpringApplication.run(EtServeApplication.class, args);
     }
 }

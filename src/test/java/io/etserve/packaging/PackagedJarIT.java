@@ -75,9 +75,40 @@ class PackagedJarIT {
      */
     @Test
     void startsFromTheContextGeneratedAtBuild(@TempDir Path tmp) throws Exception {
-        servesOn(Path.of(System.getProperty("java.home")), tmp);
-        assertThat(Files.readString(tmp.resolve("app.log"))).contains("Starting from the context generated at build time")
+        servesOn(Path.of(System.getProperty("java.home")), tmp, List.of(),
+                List.of("--logging.level.io.etserve.config.StartupClassPreload=debug"));
+        String log = Files.readString(tmp.resolve("app.log"));
+        assertThat(log).contains("Starting from the context generated at build time")
                 .doesNotContain("Not using the context generated").doesNotContain("Building the context from the settings");
+        // The classes the build recorded a start loading were loaded ahead of the main thread
+        // (or still were, on a busy machine, when it became ready).
+        assertThat(log).containsPattern("Preloaded [1-9][0-9]{3,} of [0-9]+ listed classes|Still preloading classes");
+    }
+
+    /**
+     * The build recorded which classes a start loads (scripts/startup-classes.sh), from the jar's
+     * own classes to Jetty's and the JDK's, for StartupClassPreload.
+     */
+    @Test
+    void carriesTheClassesAStartLoads() throws Exception {
+        try (var zip = new java.util.zip.ZipFile(jar().toFile())) {
+            var entry = java.util.stream.Stream.of("META-INF/etserve/startup-classes.txt",
+                    "BOOT-INF/classes/META-INF/etserve/startup-classes.txt").map(zip::getEntry)
+                    .filter(java.util.Objects::nonNull).findFirst();
+            assertThat(entry).as("the recorded list").isPresent();
+            List<String> names = new String(zip.getInputStream(entry.get()).readAllBytes(), StandardCharsets.UTF_8).lines()
+                    .toList();
+            assertThat(names).hasSizeGreaterThan(3000).doesNotHaveDuplicates()
+                    .contains("io.etserve.EtServeApplication", "org.eclipse.jetty.server.Server",
+                            "org.springframework.boot.SpringApplication")
+                    .anyMatch(n -> n.startsWith("java.")).noneMatch(n -> n.contains("/") || n.isBlank());
+            // In the order a start loaded them: the application's main class before the inference code.
+            assertThat(names.indexOf("io.etserve.EtServeApplication"))
+                    .isLessThan(names.indexOf("io.etserve.execution.InferenceService"));
+            for (String own : names.stream().filter(n -> n.startsWith("io.etserve.")).toList()) {
+                assertThat(zip.getEntry("BOOT-INF/classes/" + own.replace('.', '/') + ".class")).as(own).isNotNull();
+            }
+        }
     }
 
     /** -Dspring.aot.enabled=false builds the context at startup, silently. */
