@@ -106,7 +106,9 @@ RUN unresolved=""; \
 # (bench/results/2026-12-05-2core-grpc-and-tail.md, section 6); older JREs: a CDS archive of
 # a run that exits after the context refresh. The JVM options the entrypoint needs for either go
 # to an argument file. Should the training fail, or the cache not fit the JVM at run time
-# (another GC, for one), the service starts without it.
+# (another GC, for one), the service starts without it. With the cache, the jar's own class
+# preloading (StartupClassPreload) is off: the classes come from the cache, and the threads
+# only cost CPU (bench/results/2026-12-05-startup-class-preload.md).
 # Spring's ahead-of-time mode (-Dspring.aot.enabled=true): the context's bean definitions were
 # generated when the jar was built (spring-boot:process-aot), so no configuration class is parsed
 # and no condition evaluated at startup; a container whose settings would change which beans exist
@@ -121,13 +123,14 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
     feature="$(java -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2; exit}')"; \
     if (( feature >= 25 )); then \
       train=(-XX:AOTCacheOutput=/opt/etserve/app.aot -Xlog:aot=off -Xlog:cds=off); \
-      run=(-XX:AOTCache=/opt/etserve/app.aot -Xlog:aot=off -Xlog:cds=off); cache=/opt/etserve/app.aot; \
+      run=(-XX:AOTCache=/opt/etserve/app.aot -Xlog:aot=off -Xlog:cds=off -Detserve.startup.preload-threads=0); cache=/opt/etserve/app.aot; \
     else \
       train=(-XX:ArchiveClassesAtExit=/opt/etserve/app.jsa); \
-      run=(-XX:SharedArchiveFile=/opt/etserve/app.jsa -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off); cache=/opt/etserve/app.jsa; \
+      run=(-XX:SharedArchiveFile=/opt/etserve/app.jsa -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off -Detserve.startup.preload-threads=0); cache=/opt/etserve/app.jsa; \
     fi; \
     mkdir -p /tmp/aot-training; \
-    jvm=(--enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp "${train[@]}"); \
+    jvm=(--enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true -Detserve.startup.preload-threads=0 \
+      -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp "${train[@]}"); \
     if (( feature >= 25 )); then \
       ETSERVE_MODEL_REPOSITORY=/models ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native TMPDIR=/tmp/aot-training \
         timeout 300 bash /opt/etserve/aot-training.sh /tmp/aot-training.log 2000 "${jvm[@]}"; \
