@@ -1,5 +1,6 @@
 package io.etserve;
 
+import io.etserve.config.JettyCacheLine;
 import io.etserve.config.StartupClassPreload;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -12,6 +13,7 @@ public class EtServeApplication {
     public static void main(String[] args) {
         // First, so the other cores load what the main thread is about to need.
         StartupClassPreload.start(EtServeApplication.class.getClassLoader());
+        JettyCacheLine.preset();
         SpringApplication.run(EtServeApplication.class, args);
     }
 }

@@ -86,6 +86,21 @@ class PackagedJarIT {
     }
 
     /**
+     * Nothing in a start makes the platform MBean server: Jetty's thread pools asked it about
+     * compressed references until the start told Jetty (JettyCacheLine). Seen in which classes
+     * load, with the preloading threads, which would load the server's classes too, off.
+     */
+    @Test
+    void makesNoPlatformMBeanServer(@TempDir Path tmp) throws Exception {
+        Path classes = tmp.resolve("classes.log");
+        servesOn(Path.of(System.getProperty("java.home")), tmp,
+                List.of("-Detserve.startup.preload-threads=0", "-Xlog:class+load=info:file=" + classes), List.of());
+        String loaded = Files.readString(classes);
+        assertThat(loaded).as("classes loaded").contains("org.eclipse.jetty.util.MemoryUtils ")
+                .doesNotContain("com.sun.jmx.mbeanserver.JmxMBeanServer ");
+    }
+
+    /**
      * The build recorded which classes a start loads (scripts/startup-classes.sh), from the jar's
      * own classes to Jetty's and the JDK's, for StartupClassPreload.
      */
