@@ -109,6 +109,11 @@ RUN unresolved=""; \
 # (another GC, for one), the service starts without it. With the cache, the jar's own class
 # preloading (StartupClassPreload) is off: the classes come from the cache, and the threads
 # only cost CPU (bench/results/2026-12-05-startup-class-preload.md).
+# Reflection through native accessors (-Djdk.reflect.useNativeAccessorOnly=true): the JDK's
+# default builds a method handle and spins classes for each constructor and method that
+# reflection first calls, which the start does for hundreds (configuration binding, Spring's
+# own); the request path calls none, so its slower native calls cost nothing there (same
+# results file).
 # Spring's ahead-of-time mode (-Dspring.aot.enabled=true): the context's bean definitions were
 # generated when the jar was built (spring-boot:process-aot), so no configuration class is parsed
 # and no condition evaluated at startup; a container whose settings would change which beans exist
@@ -129,7 +134,7 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
       run=(-XX:SharedArchiveFile=/opt/etserve/app.jsa -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off -Detserve.startup.preload-threads=0); cache=/opt/etserve/app.jsa; \
     fi; \
     mkdir -p /tmp/aot-training; \
-    jvm=(--enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true -Detserve.startup.preload-threads=0 \
+    jvm=(--enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true -Djdk.reflect.useNativeAccessorOnly=true -Detserve.startup.preload-threads=0 \
       -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp "${train[@]}"); \
     if (( feature >= 25 )); then \
       ETSERVE_MODEL_REPOSITORY=/models ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native TMPDIR=/tmp/aot-training \
@@ -141,7 +146,8 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
     fi \
       && [[ -s "$cache" ]] \
       || { echo "AOT/CDS training run failed; the image starts without a cache:"; tail -5 /tmp/aot-training.log; rm -f "$cache"; run=(); }; \
-    printf '%s\n' --enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true "${run[@]}" > /opt/etserve/jvm.args; \
+    printf '%s\n' --enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true \
+      -Djdk.reflect.useNativeAccessorOnly=true "${run[@]}" > /opt/etserve/jvm.args; \
     rm -rf /tmp/aot-training /tmp/aot-training.log /opt/etserve/aot-training.sh; \
     chmod -R a+rX /opt/etserve
 

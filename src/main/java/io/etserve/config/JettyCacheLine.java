@@ -30,16 +30,16 @@ public final class JettyCacheLine {
     }
 
     /**
-     * As Jetty computes it: the cache line's bytes (its setting, else 64) over a reference's; 0
-     * when either is unknown.
+     * As Jetty computes it: the cache line's bytes (its setting, else 64, as Jetty falls back when
+     * the setting does not parse) over a reference's; 0 when that leaves no whole reference.
      */
     static int references(String cacheLineBytes, int referenceBytes) {
         int line = DEFAULT_CACHE_LINE_BYTES;
         if (cacheLineBytes != null) {
             try {
-                line = Integer.parseInt(cacheLineBytes.strip());
+                line = Integer.parseInt(cacheLineBytes);
             } catch (NumberFormatException e) {
-                return 0;  // Jetty rejects it in its own way
+                // Jetty keeps its default
             }
         }
         return referenceBytes > 0 && line >= referenceBytes ? line / referenceBytes : 0;

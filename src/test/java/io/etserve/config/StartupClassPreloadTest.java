@@ -6,6 +6,7 @@ import java.net.URL;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
@@ -29,8 +30,10 @@ class StartupClassPreloadTest {
         assertThat(StartupClassPreload.threads(null, null, 16)).isEqualTo(4);
         assertThat(StartupClassPreload.threads(null, null, 128)).isEqualTo(4);
         assertThat(StartupClassPreload.threads("0", null, 16)).as("off").isZero();
-        assertThat(StartupClassPreload.threads(null, " 6 ", 2)).as("the environment").isEqualTo(6);
+        assertThat(StartupClassPreload.threads(null, " 6 ", 16)).as("the environment").isEqualTo(6);
         assertThat(StartupClassPreload.threads("2", "6", 16)).as("the property first").isEqualTo(2);
+        assertThat(StartupClassPreload.threads(" ", "6", 16)).as("a blank property is unset").isEqualTo(6);
+        assertThat(StartupClassPreload.threads("1000", null, 16)).as("one per core at most").isEqualTo(16);
         assertThat(StartupClassPreload.threads("many", null, 16)).as("unreadable: the default").isEqualTo(4);
         assertThat(StartupClassPreload.threads("-3", null, 16)).isZero();
     }
@@ -59,9 +62,10 @@ class StartupClassPreloadTest {
                 "io.etserve.NoSuchClass", "java.util.zip.Adler32") + "\n");
         ClassLoader loader = withList(list);
         assertThat(StartupClassPreload.read(loader)).hasSize(4);
-        StartupClassPreload.Summary done = StartupClassPreload.preload(loader, 3).get(30, TimeUnit.SECONDS);
+        StartupClassPreload.Summary done = StartupClassPreload.preload(loader, 3, new CompletableFuture<>())
+                .get(30, TimeUnit.SECONDS);
         assertThat(done.listed()).isEqualTo(4);
-        assertThat(done.loaded()).isEqualTo(3);
+        assertThat(done.resolved()).isEqualTo(3);
         assertThat(done.threads()).isEqualTo(3);
         assertThat(probeInitialized).isFalse();
     }
@@ -87,6 +91,6 @@ class StartupClassPreloadTest {
     void noListNoNames(@TempDir Path dir) throws Exception {
         ClassLoader loader = withList(dir.resolve("absent.txt"));
         assertThat(StartupClassPreload.read(loader)).isEmpty();
-        assertThat(StartupClassPreload.preload(loader, 2).get(30, TimeUnit.SECONDS).loaded()).isZero();
+        assertThat(StartupClassPreload.preload(loader, 2, new CompletableFuture<>()).get(30, TimeUnit.SECONDS).resolved()).isZero();
     }
 }

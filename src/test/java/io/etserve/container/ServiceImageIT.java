@@ -241,6 +241,8 @@ class ServiceImageIT {
         assertTrue(args.getStdout().contains("-XX:AOTCache=/opt/etserve/app.aot"), args.getStdout());
         // the cache holds the classes: the jar's preloading threads would only cost CPU
         assertTrue(args.getStdout().contains("-Detserve.startup.preload-threads=0"), args.getStdout());
+        // reflection through native accessors: the start's hundreds of first calls spin no classes
+        assertTrue(args.getStdout().contains("-Djdk.reflect.useNativeAccessorOnly=true"), args.getStdout());
         ExecResult cache = service.execInContainer("test", "-s", "/opt/etserve/app.aot");
         assertEquals(0, cache.getExitCode(), "no AOT cache in the image");
         ExecResult script = service.execInContainer("test", "-e", "/opt/etserve/aot-training.sh");
