@@ -46,7 +46,6 @@ public final class StartupClassPreload {
     static final String THREADS_PROPERTY = "etserve.startup.preload-threads";
     static final String THREADS_VARIABLE = "ETSERVE_STARTUP_PRELOAD_THREADS";
 
-    private static final Logger log = LoggerFactory.getLogger(StartupClassPreload.class);
     private static final AtomicReference<CompletableFuture<Summary>> started = new AtomicReference<>();
 
     private StartupClassPreload() {
@@ -170,16 +169,14 @@ public final class StartupClassPreload {
         return thread;
     }
 
-    private static void report(Summary s) {
-        log.debug("Preloaded classes: {} of {} listed resolved on {} thread(s) in {} ms", s.resolved(), s.listed(),
-                s.threads(), s.millis());
-    }
-
     /**
      * Says at debug level what the preload did, once the service is ready or, when it is still
      * going then, once it finishes. Registered in {@code META-INF/spring.factories}.
      */
     public static final class Report implements ApplicationListener<ApplicationReadyEvent> {
+
+        // Here, not in the outer class: main() must not start the logging system before Spring does.
+        private static final Logger log = LoggerFactory.getLogger(StartupClassPreload.class);
 
         @Override
         public void onApplicationEvent(ApplicationReadyEvent event) {
@@ -197,7 +194,8 @@ public final class StartupClassPreload {
             }
             preload.whenComplete((summary, failure) -> {
                 if (summary != null) {
-                    report(summary);
+                    log.debug("Preloaded classes: {} of {} listed resolved on {} thread(s) in {} ms", summary.resolved(),
+                            summary.listed(), summary.threads(), summary.millis());
                 } else {
                     log.debug("Preloading classes stopped: {}", failure.toString());
                 }
