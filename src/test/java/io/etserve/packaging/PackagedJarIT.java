@@ -86,18 +86,23 @@ class PackagedJarIT {
     }
 
     /**
-     * Nothing in a start makes the platform MBean server: Jetty's thread pools asked it about
-     * compressed references until the start told Jetty (JettyCacheLine). Seen in which classes
-     * load, with the preloading threads, which would load the server's classes too, off.
+     * What main() does before Spring starts nothing it should not: no start makes the platform
+     * MBean server (Jetty's thread pools asked it about compressed references until main told
+     * Jetty: JettyCacheLine), and logging starts when Spring starts it, not in main's helpers.
+     * Seen in which classes load, and in what order, with the preloading threads (which would
+     * load such classes too, without starting anything) off.
      */
     @Test
-    void makesNoPlatformMBeanServer(@TempDir Path tmp) throws Exception {
+    void mainStartsNeitherTheMBeanServerNorLoggingEarly(@TempDir Path tmp) throws Exception {
         Path classes = tmp.resolve("classes.log");
         servesOn(Path.of(System.getProperty("java.home")), tmp,
                 List.of("-Detserve.startup.preload-threads=0", "-Xlog:class+load=info:file=" + classes), List.of());
         String loaded = Files.readString(classes);
         assertThat(loaded).as("classes loaded").contains("org.eclipse.jetty.util.MemoryUtils ")
                 .doesNotContain("com.sun.jmx.mbeanserver.JmxMBeanServer ");
+        assertThat(loaded.indexOf(" org.springframework.boot.SpringApplication "))
+                .as("Spring's application class loads before SLF4J's LoggerFactory").isPositive()
+                .isLessThan(loaded.indexOf(" org.slf4j.LoggerFactory "));
     }
 
     /**
