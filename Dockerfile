@@ -128,11 +128,12 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
     feature="$(java -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2; exit}')"; \
     if (( feature >= 25 )); then \
       train=(-XX:AOTCacheOutput=/opt/etserve/app.aot -Xlog:aot=off -Xlog:cds=off); \
-      run=(-XX:AOTCache=/opt/etserve/app.aot -Xlog:aot=off -Xlog:cds=off -Detserve.startup.preload-threads=0); cache=/opt/etserve/app.aot; \
+      run=(-XX:AOTCache=/opt/etserve/app.aot -Xlog:aot=off -Xlog:cds=off); cache=/opt/etserve/app.aot; \
     else \
       train=(-XX:ArchiveClassesAtExit=/opt/etserve/app.jsa); \
-      run=(-XX:SharedArchiveFile=/opt/etserve/app.jsa -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off -Detserve.startup.preload-threads=0); cache=/opt/etserve/app.jsa; \
+      run=(-XX:SharedArchiveFile=/opt/etserve/app.jsa -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off); cache=/opt/etserve/app.jsa; \
     fi; \
+    run+=(-Detserve.startup.preload-threads=0); \
     mkdir -p /tmp/aot-training; \
     jvm=(--enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true -Djdk.reflect.useNativeAccessorOnly=true -Detserve.startup.preload-threads=0 \
       -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp "${train[@]}"); \

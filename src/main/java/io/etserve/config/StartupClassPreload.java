@@ -4,6 +4,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -58,18 +59,23 @@ public final class StartupClassPreload {
     public static void start(ClassLoader loader) {
         int cores = Runtime.getRuntime().availableProcessors();
         int threads = threads(System.getProperty(THREADS_PROPERTY), System.getenv(THREADS_VARIABLE), cores);
+        URL list = threads > 0 ? loader.getResource(LIST) : null;
         CompletableFuture<Summary> done = new CompletableFuture<>();
-        if (threads > 0 && loader.getResource(LIST) != null && started.compareAndSet(null, done)) {
-            preload(loader, threads, done);
+        if (list != null && started.compareAndSet(null, done)) {
+            preload(loader, list, threads, done);
         }
     }
 
-    /** Starts {@code threads} threads on the loader's list; {@code done} completes with what they did. */
-    static CompletableFuture<Summary> preload(ClassLoader loader, int threads, CompletableFuture<Summary> done) {
+    /**
+     * Starts {@code threads} threads on the list at {@code list} (null: none), loading with
+     * {@code loader}; {@code done} completes with what they did.
+     */
+    static CompletableFuture<Summary> preload(ClassLoader loader, URL list, int threads,
+            CompletableFuture<Summary> done) {
         long t0 = System.nanoTime();
         // The list is read on the first thread too: the main thread only starts it.
         Runnable first = () -> {
-            List<String> names = read(loader);
+            List<String> names = read(list);
             AtomicInteger running = new AtomicInteger(threads);
             AtomicInteger resolved = new AtomicInteger();
             Runnable[] shares = new Runnable[threads];
@@ -145,12 +151,13 @@ public final class StartupClassPreload {
         return resolved;
     }
 
-    static List<String> read(ClassLoader loader) {
+    /** The names at {@code list}, in order; none when it is null or cannot be read. */
+    static List<String> read(URL list) {
         List<String> names = new ArrayList<>(8_192);
-        try (InputStream in = loader.getResourceAsStream(LIST)) {
-            if (in == null) {
-                return names;
-            }
+        if (list == null) {
+            return names;
+        }
+        try (InputStream in = list.openStream()) {
             BufferedReader reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8));
             for (String line; (line = reader.readLine()) != null; ) {
                 if (!line.isBlank()) {

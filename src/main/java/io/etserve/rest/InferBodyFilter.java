@@ -52,9 +52,8 @@ public final class InferBodyFilter implements Filter {
 
     /**
      * @param exchange runs the usual request here, without Spring MVC's dispatch (see
-     *     {@link InferExchange}), asked for at each request (a memoized lookup: the filter is made
-     *     while the web server is created, before the inference beans); null, or a supplier of
-     *     null: every request goes on to the controller
+     *     {@link InferExchange}), asked for when a request is served that way (a memoized lookup:
+     *     the filter is made while the web server is created, before the inference beans)
      */
     public InferBodyFilter(InflightBytes inflight, DirectBufferPool pool, long maxBytes, Duration bodyTimeout,
             Supplier<InferExchange> exchange) {
@@ -176,10 +175,9 @@ public final class InferBodyFilter implements Filter {
     /** The exchange directly when it serves this request, else on to Spring MVC and the controller. */
     private void proceed(HttpServletRequest request, HttpServletResponse response, FilterChain chain, RequestBody body)
             throws IOException, ServletException {
-        InferExchange direct = exchange == null || body == null ? null : exchange.get();
-        InferExchange.Target target = direct != null ? InferExchange.directTarget(request) : null;
+        InferExchange.Target target = body != null ? InferExchange.directTarget(request) : null;
         if (target != null) {
-            direct.serveDirect(target, request, response, body);
+            exchange.get().serveDirect(target, request, response, body);
         } else {
             chain.doFilter(request, response);
         }

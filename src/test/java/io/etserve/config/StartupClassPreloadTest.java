@@ -61,8 +61,9 @@ class StartupClassPreloadTest {
         Files.writeString(list, String.join("\n", Probe.class.getName(), "", "  java.util.concurrent.Exchanger  ",
                 "io.etserve.NoSuchClass", "java.util.zip.Adler32") + "\n");
         ClassLoader loader = withList(list);
-        assertThat(StartupClassPreload.read(loader)).hasSize(4);
-        StartupClassPreload.Summary done = StartupClassPreload.preload(loader, 3, new CompletableFuture<>())
+        URL found = loader.getResource(StartupClassPreload.LIST);
+        assertThat(StartupClassPreload.read(found)).hasSize(4);
+        StartupClassPreload.Summary done = StartupClassPreload.preload(loader, found, 3, new CompletableFuture<>())
                 .get(30, TimeUnit.SECONDS);
         assertThat(done.listed()).isEqualTo(4);
         assertThat(done.resolved()).isEqualTo(3);
@@ -90,7 +91,10 @@ class StartupClassPreloadTest {
     @Test
     void noListNoNames(@TempDir Path dir) throws Exception {
         ClassLoader loader = withList(dir.resolve("absent.txt"));
-        assertThat(StartupClassPreload.read(loader)).isEmpty();
-        assertThat(StartupClassPreload.preload(loader, 2, new CompletableFuture<>()).get(30, TimeUnit.SECONDS).resolved()).isZero();
+        URL absent = loader.getResource(StartupClassPreload.LIST);
+        assertThat(absent).isNull();
+        assertThat(StartupClassPreload.read(absent)).isEmpty();
+        assertThat(StartupClassPreload.preload(loader, absent, 2, new CompletableFuture<>()).get(30, TimeUnit.SECONDS)
+                .resolved()).isZero();
     }
 }
