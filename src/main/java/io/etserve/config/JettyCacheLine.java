@@ -4,8 +4,8 @@ package io.etserve.config;
  * Tells Jetty how many object references fit in a cache line before Jetty works it out itself.
  * Jetty's {@code MemoryUtils} (behind every thread pool's queue) asks the platform MBean server
  * whether compressed references are on, and that server is made for nothing else in this
- * service: some 80 classes and 50-120 ms of the main thread while the web server is made
- * (bench/results/2026-12-05-startup-class-preload.md). The size of an array's reference slot
+ * service, on the main thread while the web server is made (its cost:
+ * bench/results/2026-12-05-startup-class-preload.md). The size of an array's reference slot
  * says the same: 4 bytes with compressed references, 8 without. A value the user set
  * ({@value #REFERENCES}) stands; when the slot size cannot be read, Jetty asks as before.
  */
