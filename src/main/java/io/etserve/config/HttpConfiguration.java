@@ -13,6 +13,7 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.jetty.autoconfigure.JettyServerProperties;
 import org.springframework.boot.jetty.servlet.JettyServletWebServerFactory;
+import org.springframework.boot.web.server.Shutdown;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -32,7 +33,8 @@ class HttpConfiguration {
      * {@code etserve.http.inline-below} set (the default), quick calls may run on the selector
      * that read them, there is a selector per core unless {@code server.jetty.threads.selectors}
      * says otherwise, and the request pool is a {@link ResumingThreadPool} (the same sizes,
-     * {@code server.jetty.threads.*}). The
+     * {@code server.jetty.threads.*}). With {@code server.shutdown: graceful} (the default here), the
+     * requests in progress are counted by {@link ActiveRequests}. The
      * core path's collaborators are looked up at the first request: the server is built before
      * them, and asking for them here would build the inference beans ahead of it.
      */
@@ -58,6 +60,12 @@ class HttpConfiguration {
             }
             if (!tracing && atRoot) {
                 factory.addServerCustomizers(server -> InferHandler.install(server, core::getIfAvailable, onSelector));
+            }
+            if (factory.getShutdown() == Shutdown.GRACEFUL) {
+                // Graceful shutdown counts requests in progress with ActiveRequests, in front of
+                // everything, instead of the StatisticsHandler Spring Boot would put there.
+                factory.setShutdown(Shutdown.IMMEDIATE);
+                factory.addServerCustomizers(ActiveRequests::install);
             }
         };
     }

@@ -25,6 +25,7 @@ import org.eclipse.jetty.server.Connector;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.handler.StatisticsHandler;
 import org.eclipse.jetty.util.thread.Invocable;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -140,6 +141,10 @@ class ProtocolApiTest {
         assertThat(server.getDescendants(InferHandler.class)).hasSize(1);
         assertThat(server.getDescendants(Handler.class).stream()
                 .filter(h -> h.getClass().getSimpleName().equals("TraceRefusal"))).hasSize(1);
+        // Graceful shutdown's count of requests in progress sits in front of everything (the core
+        // path included), in place of Jetty's StatisticsHandler.
+        assertThat(server.getHandler().getClass().getSimpleName()).isEqualTo("ActiveRequests");
+        assertThat(server.getDescendants(StatisticsHandler.class)).hasSize(1);
         for (Connector connector : server.getConnectors()) {
             assertThat(((AbstractConnector) connector).getBeans().stream()
                     .filter(b -> b.getClass().getSimpleName().equals("RequestHeadGuard"))).hasSize(1);
