@@ -67,7 +67,7 @@ class CudaConfiguration {
 
     @Bean
     TensorRtProbe tensorRt(CudaRuntime cuda) {
-        return cuda.available() ? TensorRtProbe.probe()
+        return cuda.available() ? TensorRtProbe.started()
                 : new TensorRtProbe(false, null, "TensorRT needs CUDA, which is unavailable");
     }
 

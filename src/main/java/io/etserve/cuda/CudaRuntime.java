@@ -33,7 +33,7 @@ public final class CudaRuntime {
     private final int runtimeVersion;
     private final List<Device> devices;
 
-    private CudaRuntime(boolean available, String reason, int driver, int runtime, List<Device> devices) {
+    CudaRuntime(boolean available, String reason, int driver, int runtime, List<Device> devices) {
         this.available = available;
         this.unavailableReason = reason;
         this.driverVersion = driver;

@@ -9,6 +9,11 @@ import org.bytedeco.javacpp.Loader;
  */
 public record TensorRtProbe(boolean available, String version, String reason) {
 
+    /** The probe {@link CudaEarlyStart} made beside CUDA's start, or, where none did, a probe now. */
+    public static TensorRtProbe started() {
+        return CudaEarlyStart.takeTensorRtOrProbe();
+    }
+
     public static TensorRtProbe probe() {
         try {
             Class<?> nvinfer = Class.forName("org.bytedeco.tensorrt.global.nvinfer");
