@@ -23,7 +23,18 @@ public final class CudaRuntime {
      * lowercase hex).
      */
     public record Device(int ordinal, String name, int computeMajor, int computeMinor, long totalMemory,
-            String uuid) {}
+            String uuid) {
+
+        /**
+         * As a record's would read; written out because a record's generated {@code toString}
+         * bootstraps at its first call (~13 ms of a start's main thread, which logs the devices).
+         */
+        @Override
+        public String toString() {
+            return "Device[ordinal=" + ordinal + ", name=" + name + ", computeMajor=" + computeMajor
+                    + ", computeMinor=" + computeMinor + ", totalMemory=" + totalMemory + ", uuid=" + uuid + "]";
+        }
+    }
 
     public record Memory(long free, long total) {}
 

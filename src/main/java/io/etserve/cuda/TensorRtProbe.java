@@ -5,9 +5,14 @@ import org.bytedeco.javacpp.Loader;
 
 /**
  * Whether TensorRT's runtime loads on this node (JavaCPP's {@code org.bytedeco:tensorrt}, which
- * links libnvinfer), and its version. A load failure means "no TensorRT", never a crash.
+ * links libnvinfer), and its version. A load failure means "no TensorRT", never a crash. Where
+ * {@code libnvinfer} is nowhere to be found the bindings are not loaded at all
+ * ({@link LibrarySearch}: they would load the CUDA libraries they depend on first, only to fail).
  */
 public record TensorRtProbe(boolean available, String version, String reason) {
+
+    /** The library JavaCPP's TensorRT bindings link (their JNI library's {@code NEEDED} entry). */
+    static final String LIBRARY = "libnvinfer.so.10";
 
     /** The probe {@link CudaEarlyStart} made beside CUDA's start, or, where none did, a probe now. */
     public static TensorRtProbe started() {
@@ -15,7 +20,15 @@ public record TensorRtProbe(boolean available, String version, String reason) {
     }
 
     public static TensorRtProbe probe() {
+        return probe(LibrarySearch.ofThisProcess());
+    }
+
+    static TensorRtProbe probe(LibrarySearch search) {
         try {
+            if (!search.finds(LIBRARY, "org/bytedeco/tensorrt/" + Loader.getPlatform() + "/" + LIBRARY)) {
+                return new TensorRtProbe(false, null, "TensorRT not loadable: " + LIBRARY + " not found ("
+                        + search.where() + ")");
+            }
             Class<?> nvinfer = Class.forName("org.bytedeco.tensorrt.global.nvinfer");
             Loader.load(nvinfer);
             Object v = nvinfer.getMethod("getInferLibVersion").invoke(null);
