@@ -23,7 +23,7 @@
 # Commands:
 #   scripts/gpu-suite.sh run            from a checkout where `mvn verify` ran (Java + Maven on
 #                                       the host): native, junit, then service
-#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab
+#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab
 #                                       one service or benchmark step alone (after the stages
 #                                       below on this host); jvm-options compares the option sets
 #                                       in ETSERVE_JVM_VARIANTS (';'-separated), optionally pinned
@@ -34,7 +34,9 @@
 #                                       the defaults against etserve.grpc.inline-below=0)
 #                                       ab: the current jar against ETSERVE_BASELINE_JAR (an
 #                                       application jar of another commit, same dependencies),
-#                                       interleaved on this host, the REST rows of the CPU goals
+#                                       interleaved on this host, the REST rows of the CPU goals;
+#                                       startup-ab: the same two jars' time to ready, as `java -jar`
+#                                       and as the image start them
 #   scripts/gpu-suite.sh cuda-latency [MODEL...]
 #                                       batch-1 latency of the exported CUDA models
 #   scripts/gpu-suite.sh cuda-profile [MODEL...]
@@ -142,7 +144,7 @@ case "${1:-run}" in
   stage2) stage2 ;;
   stage3) stage3 ;;
   unpack) unpack_app ;;  # only unpack the part this transfer carried (stage2 or stage3)
-  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab)
+  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab)
     # After stage1 on this host (and stage2, plus stage3 for all but the benchmark), one step
     # alone, without the JUnit suite: the dynamic-batching step, the sticky fault through REST,
     # the throughput and service-CPU step (K = 1, 4, 16, the spinning wait beside, then
@@ -155,6 +157,7 @@ case "${1:-run}" in
       jvm-options) jvm_options_bench; exit $? ;;
       selectors) selectors_bench; exit $? ;;
       ab) ab_bench; exit $? ;;
+      startup-ab) startup_ab_bench; exit $? ;;
       batching)
         { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt" ;;
       fault)
@@ -181,5 +184,5 @@ case "${1:-run}" in
           echo; sleep 1; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
         cat "$out"; exit $st ;;
     esac ;;
-  *) echo "usage: scripts/gpu-suite.sh run|bundle|bundle-cuda SOURCE|stage1|cuda-stage1|cuda-export|stage2|stage3|service|cuda-programs|cuda-latency [MODEL...]|startup|batching|fault|throughput|benchmark|unpack|jvm-options|selectors|ab" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-suite.sh run|bundle|bundle-cuda SOURCE|stage1|cuda-stage1|cuda-export|stage2|stage3|service|cuda-programs|cuda-latency [MODEL...]|startup|batching|fault|throughput|benchmark|unpack|jvm-options|selectors|ab|startup-ab" >&2; exit 2 ;;
 esac

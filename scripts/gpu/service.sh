@@ -238,6 +238,57 @@ ab_bench() {
   end_table "$out" $st
 }
 
+# Time to ready of the current application jar against ETSERVE_BASELINE_JAR on one host,
+# interleaved (the same kind of host varies by more between leases than most start-up changes
+# move it): the extracted jar as `java -jar` starts it, and as the image starts it, each jar with
+# its own AOT cache trained as the image trains it; ETSERVE_AB_ROUNDS rounds (default 5). Needs
+# Java 25 (AOT caches). Into $RESULTS/gpu-h200-startup-ab.txt.
+startup_ab_bench() {
+  local base="${ETSERVE_BASELINE_JAR:?ETSERVE_BASELINE_JAR: the baseline application jar}"
+  local out="$RESULTS/gpu-h200-startup-ab.txt" repo="$WORK/service-repo" current="$JAR" st=0
+  local image="-Dspring.aot.enabled=true -Detserve.startup.preload-threads=0 -Djdk.reflect.useNativeAccessorOnly=true"
+  local which jar round
+  declare -A plain=() cached=()
+  cp "$base" "$WORK/app/baseline.jar"  # beside lib/, which its manifest's class path names
+  make_repo "$repo" 4
+  for which in baseline current; do
+    jar="$current"; [[ $which == current ]] || jar="$WORK/app/baseline.jar"
+    rm -f "$WORK/app/$which.aot"
+    # shellcheck disable=SC2086
+    (cd "$WORK/app" && JAVA="$JAVA" APP_JAR="$jar" ETSERVE_MODEL_REPOSITORY="$repo" ETSERVE_NATIVE_LIBRARY_DIR="$STAGE" \
+      ETSERVE_NATIVE_EXTRA_LIBRARIES="$PROBE" bash "$ROOT/scripts/aot-training.sh" "$RESULTS/aot-training-$which.log" 2000 \
+      --enable-native-access=ALL-UNNAMED -XX:AOTCacheOutput="$WORK/app/$which.aot" -Xlog:aot=off -Xlog:cds=off $image) || true
+    [[ -s "$WORK/app/$which.aot" ]] || { echo "training the $which jar's cache failed: $RESULTS/aot-training-$which.log" >&2; return 1; }
+  done
+  for round in $(seq 1 "${ETSERVE_AB_ROUNDS:-5}"); do
+    for which in baseline current; do
+      jar="$current"; [[ $which == current ]] || jar="$WORK/app/baseline.jar"
+      JAR="$jar" start_service "$repo" --etserve.cuda.streams-per-device=4 || st=1
+      plain[$which]+="$READY_MS "; stop_service
+      JAR="$jar" JAVA_EXTRA="-XX:AOTCache=$WORK/app/$which.aot -Xlog:aot=off -Xlog:cds=off $image" \
+        start_service "$repo" --etserve.cuda.streams-per-device=4 || st=1
+      cached[$which]+="$READY_MS "; stop_service
+    done
+  done
+  {
+    echo "# Time to ready, baseline against current, interleaved ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores, $("$JAVA" -version 2>&1 | head -1))"
+    echo "baseline: $(basename "$base"); current: $current"; host_facts
+    echo
+    echo "| launch | jar | ms to ready, each round | median |"
+    echo "|---|---|---|---|"
+    for which in baseline current; do
+      # shellcheck disable=SC2086
+      echo "| extracted jar, as java -jar starts it | $which | ${plain[$which]% } | $(median ${plain[$which]}) |"
+    done
+    for which in baseline current; do
+      # shellcheck disable=SC2086
+      echo "| extracted jar + AOT cache, as the image starts it | $which | ${cached[$which]% } | $(median ${cached[$which]}) |"
+    done
+  } > "$out"
+  cat "$out"
+  return $st
+}
+
 # REST calls to a quick CPU model (the probe on a CPU instance per core, no kernel) for each set
 # of service arguments in ETSERVE_SELECTOR_VARIANTS (';'-separated; "" = the defaults): whether
 # quick calls on the selectors (etserve.http.inline-below, a selector per core) pay on this host.
