@@ -214,6 +214,8 @@ public record EtServeProperties(
      *     request does)
      * @param inlineBelow an inference whose model has an idle CPU instance, no batching and forward
      *     calls under this lately runs on the event loop that read it, not on a worker (0: never)
+     * @param earlyInit initialize Netty's classes on their own thread while the context is built
+     *     (read by {@link io.etserve.grpc.NettyEarlyInit} before binding)
      */
     public record Grpc(
             @DefaultValue("true") boolean enabled,
@@ -221,7 +223,8 @@ public record EtServeProperties(
             @DefaultValue("") String address,
             DataSize maxMessageSize,
             @DefaultValue("64") int threads,
-            @DefaultValue("250us") Duration inlineBelow) {
+            @DefaultValue("250us") Duration inlineBelow,
+            @DefaultValue("true") boolean earlyInit) {
 
         public Grpc {
             if (port < 0 || port > 65535) {

@@ -59,6 +59,9 @@ public final class GrpcServer implements SmartLifecycle {
 
     @Override
     public void start() {
+        // Netty's classes are being initialized on their own thread (NettyEarlyInit): only that
+        // thread may initialize them until it is done.
+        NettyEarlyInit.await();
         AtomicInteger n = new AtomicInteger();
         // Bounded like the web server's request threads: a call's handler runs its forward on one
         // of these (CallOnWorker); the transport's callbacks stay on Netty's event loop.
