@@ -21,7 +21,8 @@ import org.eclipse.jetty.util.Callback;
  * also keep (times, status classes, bytes) are not kept here, and read as zero.
  *
  * <p>A request counts from the moment it reaches this handler until the handler behind it
- * completes its callback, or declines it, or throws.
+ * completes its callback, or, when that handler declines it or throws, until Jetty has sent its
+ * own answer.
  */
 final class ActiveRequests extends StatisticsHandler {
 
@@ -50,11 +51,13 @@ final class ActiveRequests extends StatisticsHandler {
         try {
             handled = next.handle(request, response, counted);
         } catch (Throwable x) {
-            counted.end();  // Jetty fails its own callback; ours may never complete
+            // Jetty answers (500) and completes the request itself; ours may never complete.
+            Request.addCompletionListener(request, done -> counted.end());
             throw x;
         }
         if (!handled) {
-            counted.end();
+            // Jetty answers 404 and completes the request itself.
+            Request.addCompletionListener(request, done -> counted.end());
         }
         return handled;
     }

@@ -94,8 +94,8 @@ public record EtServeProperties(
      *     state) and comes back with cold caches, which the work after the wait pays for; slices
      *     short enough that the host keeps the core trade CPU for that latency; a bare number is
      *     microseconds
-     * @param earlyStart start CUDA (driver, primary contexts) on its own thread while the
-     *     context is built (read by {@link CudaEarlyStart} before binding)
+     * @param earlyStart start CUDA (driver, primary contexts), then probe TensorRT, on their own
+     *     thread while the context is built (read by {@link CudaEarlyStart} before binding)
      * @param deviceSchedule how a thread waits inside a synchronous CUDA call a delegate makes:
      *     {@code auto} (CUDA's: spin), {@code spin}, {@code yield} or {@code blocking-sync}
      */

@@ -13,6 +13,8 @@ public record TensorRtProbe(boolean available, String version, String reason) {
 
     /** The library JavaCPP's TensorRT bindings link (their JNI library's {@code NEEDED} entry). */
     static final String LIBRARY = "libnvinfer.so.10";
+    /** The bindings' JavaCPP preset, whose link paths JavaCPP searches too. */
+    static final String PRESET = "org.bytedeco.tensorrt.presets.nvinfer";
 
     /** The probe {@link CudaEarlyStart} made beside CUDA's start, or, where none did, a probe now. */
     public static TensorRtProbe started() {
@@ -20,7 +22,7 @@ public record TensorRtProbe(boolean available, String version, String reason) {
     }
 
     public static TensorRtProbe probe() {
-        return probe(LibrarySearch.ofThisProcess());
+        return probe(LibrarySearch.ofThisProcess(PRESET));
     }
 
     static TensorRtProbe probe(LibrarySearch search) {

@@ -2,7 +2,10 @@ package io.etserve.grpc;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
 import org.springframework.context.ApplicationListener;
 import org.springframework.core.env.Environment;
@@ -11,13 +14,17 @@ import org.springframework.core.env.Environment;
  * Initializes the gRPC port's Netty classes while Spring builds the context. Netty's static
  * initialization (behind {@code NettyServerBuilder}: the JVM's capabilities probed, the epoll
  * transport, its buffer pools) took 40-70 ms of the main thread when {@link GrpcServer} started,
- * at the very end of a start (bench/results/2026-12-05-h100-startup-netty.md). Here one thread
- * does it from the moment the settings are known, and {@link GrpcServer#start} waits for it before
- * it touches Netty. Two threads initializing Netty's classes at once can deadlock (netty/netty
- * issues 5720, 7458, 11209); one thread doing all of it while the main thread touches none of
- * them until it has waited cannot: the main thread holds no class's initialization while it
- * waits. Registered in {@code META-INF/spring.factories}; off with gRPC
- * ({@code etserve.grpc.enabled=false}) or {@code etserve.grpc.early-init=false}.
+ * at the very end of a start (bench/results/2026-12-05-h100-startup-netty.md). Here a thread of
+ * its own does it from the moment the settings are known, and {@link GrpcServer#start} waits for
+ * it before it touches Netty. Two threads initializing Netty's classes at once can deadlock (netty/netty
+ * issues 5720, 7458, 11209); here the main thread initializes none of Netty's own classes until
+ * it has waited, and holds no class's initialization while it waits. (Both threads may still
+ * initialize classes of gRPC's API and core, as the main thread builds the gRPC services; none of
+ * those is known to initialize a Netty class or to wait on one.) A failure here is logged, with
+ * its cause, when the server starts, whose own use of the class then fails as it would have
+ * without this. Registered in
+ * {@code META-INF/spring.factories}; off with gRPC ({@code etserve.grpc.enabled=false}) or
+ * {@code etserve.grpc.early-init=false}.
  */
 public final class NettyEarlyInit implements ApplicationListener<ApplicationEnvironmentPreparedEvent> {
 
@@ -40,10 +47,9 @@ public final class NettyEarlyInit implements ApplicationListener<ApplicationEnvi
         Thread thread = new Thread(() -> {
             try {
                 initialize(NettyEarlyInit.class.getClassLoader());
-            } catch (Throwable e) {
-                // The server's start initializes what is left, and reports what fails.
-            } finally {
                 done.complete(null);
+            } catch (Throwable e) {
+                done.completeExceptionally(e);  // await() reports it: a class that failed here stays unusable
             }
         }, "netty-early-init");
         thread.setDaemon(true);
@@ -62,11 +68,22 @@ public final class NettyEarlyInit implements ApplicationListener<ApplicationEnvi
         }
     }
 
-    /** Waits for the early initialization, if one was started; the caller may then use Netty. */
+    /**
+     * Waits for the early initialization, if one was started; the caller may then use Netty. A
+     * failure there is logged with its cause (the caller's own use of the class then fails with
+     * a {@code NoClassDefFoundError} that, before Java 21, does not carry it).
+     */
     static void await() {
         CompletableFuture<Void> done = started.get();
-        if (done != null) {
+        if (done == null) {
+            return;
+        }
+        try {
             done.join();
+        } catch (CompletionException e) {
+            // (No static logger: this class is made with SpringApplication, before its logging starts.)
+            Logger log = LoggerFactory.getLogger(NettyEarlyInit.class);
+            log.warn("initializing Netty's classes for the gRPC port failed", e.getCause());
         }
     }
 }

@@ -60,9 +60,39 @@ class LibrarySearchTest {
 
     @Test
     void findsWhatThisProcessLinksAndNotWhatNobodyHas() {
-        LibrarySearch here = LibrarySearch.ofThisProcess();
+        LibrarySearch here = LibrarySearch.ofThisProcess(TensorRtProbe.PRESET);
         assertThat(here.finds("libc.so.6", null)).isTrue();
         assertThat(here.finds("libetserve-no-such-library.so.1", null)).isFalse();
+    }
+
+    @Test
+    void looksLastWhereTheBindingsPresetSaysAndOnlyWhenNothingElseFound() throws Exception {
+        Path preset = Files.createDirectories(tmp.resolve("preset"));
+        Files.writeString(preset.resolve("libfoo.so.3"), "elf");
+        int[] asked = {0};
+        LibrarySearch search = new LibrarySearch(List.of(), tmp.resolve("no-cache"), nothing, () -> {
+            asked[0]++;
+            return List.of(preset);
+        });
+        assertThat(search.finds("libfoo.so.3", null)).isTrue();
+        assertThat(asked[0]).isEqualTo(1);
+
+        Path lib = Files.createDirectories(tmp.resolve("lib"));
+        Files.writeString(lib.resolve("libfoo.so.3"), "elf");
+        LibrarySearch early = new LibrarySearch(List.of(lib), tmp.resolve("no-cache"), nothing, () -> {
+            throw new AssertionError("asked though found");
+        });
+        assertThat(early.finds("libfoo.so.3", null)).isTrue();
+    }
+
+    /** JavaCPP's TensorRT preset names its own link paths (NVIDIA's /usr/local/tensorrt among them). */
+    @Test
+    void readsTheTensorRtPresetsLinkPathsWithoutLoadingIt() {
+        List<Path> paths = LibrarySearch.presetPaths(TensorRtProbe.PRESET, getClass().getClassLoader());
+        if (Loader.getPlatform().startsWith("linux-")) {
+            assertThat(paths).contains(Path.of("/usr/local/tensorrt/lib"));
+        }
+        assertThat(LibrarySearch.presetPaths("org.example.NoSuchPreset", getClass().getClassLoader())).isEmpty();
     }
 
     @Test
