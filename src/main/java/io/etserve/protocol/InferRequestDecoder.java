@@ -113,6 +113,9 @@ public final class InferRequestDecoder {
         }
     }
 
+    /** A list's first capacity for a request's inputs or outputs: most have one or two (ArrayList starts at 10). */
+    private static final int FEW_TENSORS = 4;
+
     /** The state of one decode call. */
     private static final class Decoding {
         private final byte[] body;  // the JSON part, from 0 to headerLength
@@ -183,7 +186,7 @@ public final class InferRequestDecoder {
             if (p.currentToken() != JsonToken.START_ARRAY) {
                 throw new InvalidRequestException("The request's 'inputs' must be an array.");
             }
-            List<Tensor> inputs = new ArrayList<>();
+            List<Tensor> inputs = new ArrayList<>(FEW_TENSORS);
             for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
                 int index = inputs.size();
                 TensorChecks.requireInputSlot(index, limits);
@@ -332,7 +335,7 @@ public final class InferRequestDecoder {
             if (p.currentToken() != JsonToken.START_ARRAY) {
                 throw new InvalidRequestException("The request's 'outputs' must be an array.");
             }
-            List<RequestedOutput> outputs = new ArrayList<>();
+            List<RequestedOutput> outputs = new ArrayList<>(FEW_TENSORS);
             Set<String> names = null;  // a scan while few (no set per request); a set once many, which nothing else bounds
             for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
                 String label = REQUESTED_OUTPUT_LABELS.of(outputs.size());

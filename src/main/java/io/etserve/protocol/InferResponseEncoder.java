@@ -43,20 +43,29 @@ public final class InferResponseEncoder {
         List<Tensor> outputs = response.outputs();
         int n = outputs.size();
         boolean[] binary = new boolean[n];
-        List<List<String>> strings = new ArrayList<>(n);
-        long estimate = 256;
+        List<String>[] strings = null;  // BYTES outputs' elements, made only when there are some
+        // The array is sized from what will be written, a little over: growing it copies it, and
+        // a fixed allowance would be most of a small response's allocation.
+        long estimate = 56 + jsonLength(response.modelName()) + jsonLength(response.modelVersion())
+                + jsonLength(response.id());
         long binaryBytes = 0;
         for (int i = 0; i < n; i++) {
             Tensor t = outputs.get(i);
             boolean bytes = t.dataType().kind() == DataType.Kind.BYTES;
             List<String> elements = bytes ? decodeBytesElements(t) : null;
-            strings.add(elements);
+            if (elements != null) {
+                if (strings == null) {
+                    strings = newStringLists(n);
+                }
+                strings[i] = elements;
+            }
             binary[i] = response.binaryOutputs().contains(t.name())
                     || !t.dataType().jsonRepresentable()
                     || (bytes && elements == null);
             if (!bytes) {
                 requireConsistent(t);
             }
+            estimate += 72 + jsonLength(t.name()) + 12L * t.rank();
             if (!binary[i]) {
                 estimate += t.elementCount() * ESTIMATED_JSON_BYTES_PER_ELEMENT;
             } else {
@@ -92,7 +101,7 @@ public final class InferResponseEncoder {
                 json.ascii(",\"parameters\":{\"binary_data_size\":").number(t.byteSize()).ascii('}');
             } else {
                 json.ascii(",\"data\":[");
-                List<String> elements = strings.get(i);
+                List<String> elements = strings != null ? strings[i] : null;
                 if (elements != null) {
                     for (int e = 0; e < elements.size(); e++) {
                         if (e > 0) {
@@ -123,6 +132,16 @@ public final class InferResponseEncoder {
         }
         return new EncodedResponse(json.buffer(), jsonLength, sections, OptionalInt.of(jsonLength),
                 EncodedResponse.OCTET_STREAM);
+    }
+
+    /** A string's JSON text as most are written: quoted, a little over its length for escapes. */
+    private static long jsonLength(String text) {
+        return text == null ? 0 : 2 + text.length() + (text.length() >> 3);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<String>[] newStringLists(int n) {
+        return (List<String>[]) new List<?>[n];
     }
 
     private static void writeFixed(JsonBytes json, DataType type, ByteBuffer d, long count) {

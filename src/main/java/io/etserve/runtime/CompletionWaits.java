@@ -26,9 +26,11 @@ public record CompletionWaits(long atStart, long overslept, long inSpin, long in
         /** Seen only while backing off: the work took longer than learned. */
         IN_BACKOFF;
 
+        /** values() copies its array at every call: once per forward call here. */
+        private static final Ended[] ALL = values();
+
         static Ended ofNative(int code) {
-            Ended[] all = values();
-            return code >= 0 && code < all.length ? all[code] : NONE;
+            return code >= 0 && code < ALL.length ? ALL[code] : NONE;
         }
     }
 
