@@ -42,6 +42,19 @@ class InferResponseEncoderTest {
         assertThat(r.inferenceHeaderContentLength()).isEmpty();
     }
 
+    /** The array is sized from an estimate; text that escapes to more than that still comes out whole. */
+    @Test
+    void aResponseLongerThanItsEstimateIsWrittenWhole() {
+        String id = "\u0001".repeat(300);  // six bytes each, written as \\u0001
+        Tensor y = tensor("y", DataType.INT64, new long[] {1, 1, 1, 1},
+                bytesOf(le(8).putLong(Long.MIN_VALUE).flip()));
+        EncodedResponse r = encoder.encode(new InferenceResponse("net", "1", id, List.of(y), Set.of()));
+
+        assertThat(text(r)).isEqualTo("{\"model_name\":\"net\",\"model_version\":\"1\",\"id\":\""
+                + "\\u0001".repeat(300) + "\",\"outputs\":[{\"name\":\"y\",\"datatype\":\"INT64\","
+                + "\"shape\":[1,1,1,1],\"data\":[-9223372036854775808]}]}");
+    }
+
     @Test
     void fp32IsWrittenAsFloatNotWidenedDouble() {
         Tensor y = tensor("y", DataType.FP32, new long[] {3},
