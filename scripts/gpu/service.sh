@@ -46,16 +46,11 @@ startup_bench() {
   local feature train use what
   feature="$("$JAVA" -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2; exit}')"
   # The cache is trained in the mode it then serves, as the image's is.
-  # As the image (Dockerfile): the cache holds the classes; reflection through native accessors.
-  spring="-Dspring.aot.enabled=true -Detserve.startup.preload-threads=0 -Djdk.reflect.useNativeAccessorOnly=true"
+  spring="$IMAGE_JVM_OPTS"
   rm -f "$extracted/app.aot" "$extracted/app.jsa"
   if (( feature >= 25 )); then
-    train="-XX:AOTCacheOutput=app.aot -Xlog:aot=off -Xlog:cds=off $spring"; use="-XX:AOTCache=$extracted/app.aot -Xlog:aot=off -Xlog:cds=off $spring"; what="AOT cache"
-    # As the image trains it (Dockerfile): 2 x 2,000 JSON calls to the CPU demo models, then SIGTERM.
-    # shellcheck disable=SC2086
-    (cd "$extracted" && JAVA="$JAVA" APP_JAR="$JAR" ETSERVE_MODEL_REPOSITORY="$repo" ETSERVE_NATIVE_LIBRARY_DIR="$STAGE" \
-      ETSERVE_NATIVE_EXTRA_LIBRARIES="$PROBE" bash "$ROOT/scripts/aot-training.sh" "$RESULTS/aot-training.log" 2000 \
-      --enable-native-access=ALL-UNNAMED $train) || true
+    use="-XX:AOTCache=$extracted/app.aot -Xlog:aot=off -Xlog:cds=off $spring"; what="AOT cache"
+    train_aot_cache "$JAR" "$extracted/app.aot" "$RESULTS/aot-training.log" "$repo" || true
   else
     train="-XX:ArchiveClassesAtExit=app.jsa -Xlog:cds=off $spring"; use="-XX:SharedArchiveFile=$extracted/app.jsa -Xlog:cds=off $spring"; what="CDS archive"
     # shellcheck disable=SC2086
@@ -238,6 +233,23 @@ ab_bench() {
   end_table "$out" $st
 }
 
+# The JVM options the image starts with (Dockerfile): Spring AOT mode, the classes from the AOT
+# cache (no preloading), reflection through native accessors.
+IMAGE_JVM_OPTS="-Dspring.aot.enabled=true -Detserve.startup.preload-threads=0 -Djdk.reflect.useNativeAccessorOnly=true"
+
+# Trains the AOT cache $2 (Java 25 and later) for the application jar $1 as the image trains its
+# own (Dockerfile: 2 x 2,000 JSON calls to the CPU demo models, then SIGTERM), in the mode it then
+# serves; the training's log to $3, model repository $4. Fails when no cache came of it.
+train_aot_cache() {
+  local jar="$1" cache="$2" log="$3" repo="$4"
+  rm -f "$cache"
+  # shellcheck disable=SC2086
+  (cd "$(dirname "$jar")" && JAVA="$JAVA" APP_JAR="$jar" ETSERVE_MODEL_REPOSITORY="$repo" ETSERVE_NATIVE_LIBRARY_DIR="$STAGE" \
+    ETSERVE_NATIVE_EXTRA_LIBRARIES="$PROBE" bash "$ROOT/scripts/aot-training.sh" "$log" 2000 \
+    --enable-native-access=ALL-UNNAMED -XX:AOTCacheOutput="$cache" -Xlog:aot=off -Xlog:cds=off $IMAGE_JVM_OPTS) || true
+  [[ -s "$cache" ]]
+}
+
 # Time to ready of the current application jar against ETSERVE_BASELINE_JAR on one host,
 # interleaved (the same kind of host varies by more between leases than most start-up changes
 # move it): the extracted jar as `java -jar` starts it, and as the image starts it, each jar with
@@ -246,26 +258,21 @@ ab_bench() {
 startup_ab_bench() {
   local base="${ETSERVE_BASELINE_JAR:?ETSERVE_BASELINE_JAR: the baseline application jar}"
   local out="$RESULTS/gpu-h200-startup-ab.txt" repo="$WORK/service-repo" current="$JAR" st=0
-  local image="-Dspring.aot.enabled=true -Detserve.startup.preload-threads=0 -Djdk.reflect.useNativeAccessorOnly=true"
   local which jar round
   declare -A plain=() cached=()
   cp "$base" "$WORK/app/baseline.jar"  # beside lib/, which its manifest's class path names
   make_repo "$repo" 4
   for which in baseline current; do
     jar="$current"; [[ $which == current ]] || jar="$WORK/app/baseline.jar"
-    rm -f "$WORK/app/$which.aot"
-    # shellcheck disable=SC2086
-    (cd "$WORK/app" && JAVA="$JAVA" APP_JAR="$jar" ETSERVE_MODEL_REPOSITORY="$repo" ETSERVE_NATIVE_LIBRARY_DIR="$STAGE" \
-      ETSERVE_NATIVE_EXTRA_LIBRARIES="$PROBE" bash "$ROOT/scripts/aot-training.sh" "$RESULTS/aot-training-$which.log" 2000 \
-      --enable-native-access=ALL-UNNAMED -XX:AOTCacheOutput="$WORK/app/$which.aot" -Xlog:aot=off -Xlog:cds=off $image) || true
-    [[ -s "$WORK/app/$which.aot" ]] || { echo "training the $which jar's cache failed: $RESULTS/aot-training-$which.log" >&2; return 1; }
+    train_aot_cache "$jar" "$WORK/app/$which.aot" "$RESULTS/aot-training-$which.log" "$repo" \
+      || { echo "training the $which jar's cache failed: $RESULTS/aot-training-$which.log" >&2; return 1; }
   done
   for round in $(seq 1 "${ETSERVE_AB_ROUNDS:-5}"); do
     for which in baseline current; do
       jar="$current"; [[ $which == current ]] || jar="$WORK/app/baseline.jar"
       JAR="$jar" start_service "$repo" --etserve.cuda.streams-per-device=4 || st=1
       plain[$which]+="$READY_MS "; stop_service
-      JAR="$jar" JAVA_EXTRA="-XX:AOTCache=$WORK/app/$which.aot -Xlog:aot=off -Xlog:cds=off $image" \
+      JAR="$jar" JAVA_EXTRA="-XX:AOTCache=$WORK/app/$which.aot -Xlog:aot=off -Xlog:cds=off $IMAGE_JVM_OPTS" \
         start_service "$repo" --etserve.cuda.streams-per-device=4 || st=1
       cached[$which]+="$READY_MS "; stop_service
     done
