@@ -47,19 +47,17 @@ final class ActiveRequests extends StatisticsHandler {
         }
         active.increment();
         Counted counted = new Counted(callback);
-        boolean handled;
+        boolean handled = false;
         try {
             handled = next.handle(request, response, counted);
-        } catch (Throwable x) {
-            // Jetty answers (500) and completes the request itself; ours may never complete.
-            Request.addCompletionListener(request, done -> counted.end());
-            throw x;
+            return handled;
+        } finally {
+            if (!handled) {
+                // Declined (404) or thrown (500): Jetty answers and completes the request itself,
+                // and our callback may never complete.
+                Request.addCompletionListener(request, done -> counted.end());
+            }
         }
-        if (!handled) {
-            // Jetty answers 404 and completes the request itself.
-            Request.addCompletionListener(request, done -> counted.end());
-        }
-        return handled;
     }
 
     @Override
