@@ -14,8 +14,8 @@ import org.eclipse.jetty.util.Callback;
  * per request. Spring Boot's graceful shutdown installs Jetty's {@link StatisticsHandler} in
  * front of everything and reads one number from it ({@link #getRequestsActive}); that handler
  * wraps every request and response to fire its events, copies a read-only view of every chunk
- * read, and registers a completion listener: ~400 B and a few percent of a small request's CPU
- * (bench/results/2026-12-05-2core-active-requests.md). Spring Boot finds a handler of this type
+ * read, and registers a completion listener, for every request
+ * (what that costs: bench/results/2026-12-05-2core-active-requests.md). Spring Boot finds a handler of this type
  * in its place (it looks for a {@code StatisticsHandler} in the server's chain of wrappers), so
  * {@code server.shutdown: graceful} keeps its meaning; the statistics Jetty's handler would
  * also keep (times, status classes, bytes) are not kept here, and read as zero.

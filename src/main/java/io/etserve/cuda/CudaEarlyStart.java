@@ -14,7 +14,7 @@ import org.springframework.core.env.Environment;
 /**
  * Starts CUDA, then probes TensorRT, while Spring builds the context. Loading the CUDA bindings,
  * initializing the driver and creating each device's primary context take hundreds of
- * milliseconds on a GPU host, loading TensorRT's bindings and library a couple of hundred more,
+ * milliseconds on a GPU host, loading TensorRT's bindings and library more,
  * and none of it depends on anything in the context, so they run on their own thread from the
  * moment the configuration is known; the {@link CudaRuntime} bean then takes CUDA's result and
  * the {@link TensorRtProbe} bean TensorRT's (each probes itself when this did not run). Both are

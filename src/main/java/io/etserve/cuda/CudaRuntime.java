@@ -27,7 +27,8 @@ public final class CudaRuntime {
 
         /**
          * As a record's would read; written out because a record's generated {@code toString}
-         * bootstraps at its first call (~13 ms of a start's main thread, which logs the devices).
+         * bootstraps at its first call, on a start's main thread, which logs the devices
+         * (bench/results/2026-12-05-h100-startup-tensorrt.md).
          */
         @Override
         public String toString() {

@@ -23,7 +23,7 @@ import org.bytedeco.javacpp.Loader;
  * nothing) the link and preload paths the binding's JavaCPP preset names for this platform.
  * Loading a JavaCPP binding only to learn that its library is missing can cost far more than
  * looking: TensorRT's loads the CUDA libraries it depends on first (cuBLAS, NVRTC, cuDNN's
- * bindings), a couple of hundred milliseconds of a start on a host without TensorRT.
+ * bindings), on a host without TensorRT (bench/results/2026-12-05-h100-startup-tensorrt.md).
  */
 final class LibrarySearch {
 

@@ -13,8 +13,8 @@ import org.springframework.core.env.Environment;
 /**
  * Initializes the gRPC port's Netty classes while Spring builds the context. Netty's static
  * initialization (behind {@code NettyServerBuilder}: the JVM's capabilities probed, the epoll
- * transport, its buffer pools) took 40-70 ms of the main thread when {@link GrpcServer} started,
- * at the very end of a start (bench/results/2026-12-05-h100-startup-netty.md). Here a thread of
+ * transport, its buffer pools) ran on the main thread when {@link GrpcServer} started, at the
+ * very end of a start (bench/results/2026-12-05-h100-startup-netty.md). Here a thread of
  * its own does it from the moment the settings are known, and {@link GrpcServer#start} waits for
  * it before it touches Netty. Two threads initializing Netty's classes at once can deadlock (netty/netty
  * issues 5720, 7458, 11209); here the main thread initializes none of Netty's own classes until
