@@ -337,6 +337,10 @@ public record EtServeProperties(
         }
     }
 
-    /** @param failFastCallerStream refuse to start unless exactly one caller-stream library is loaded */
-    public record Health(@DefaultValue("true") boolean failFastCallerStream) {}
+    /**
+     * @param failFastCallerStream refuse to start unless exactly one caller-stream library is loaded
+     * @param warmProbes answer the health probes once on a thread of their own during the start,
+     *     so the first real probe does not pay for preparing the answer
+     */
+    public record Health(@DefaultValue("true") boolean failFastCallerStream, @DefaultValue("true") boolean warmProbes) {}
 }

@@ -10,14 +10,19 @@ import io.etserve.health.CudaFaultMonitor;
 import io.etserve.health.CudaHealthIndicator;
 import io.etserve.health.ModelsHealthIndicator;
 import io.etserve.health.ProbeHealth;
+import io.etserve.health.ProbeWarmup;
 import io.etserve.health.ServerReadiness;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.runtime.NativeRuntime;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.actuate.endpoint.jackson.EndpointJsonMapper;
 import org.springframework.boot.availability.ApplicationAvailability;
 import org.springframework.boot.health.actuate.endpoint.HealthEndpoint;
 import org.springframework.boot.health.actuate.endpoint.HealthEndpointGroups;
+import org.springframework.boot.health.actuate.endpoint.HealthEndpointWebExtension;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -63,6 +68,19 @@ class HealthConfiguration {
     @Bean
     ProbeHealth probeHealth(HealthEndpoint endpoint, HealthEndpointGroups groups) {
         return new ProbeHealth(endpoint, groups);
+    }
+
+    /**
+     * The management port's probes (and {@code /actuator/health}) prepared during the start; nothing
+     * to prepare where the health endpoint is not served over HTTP.
+     */
+    @Bean
+    ProbeWarmup probeWarmup(ObjectProvider<HealthEndpointWebExtension> health, ObjectProvider<EndpointJsonMapper> json,
+            ProbeHealth probes, EtServeProperties props) {
+        HealthEndpointWebExtension web = health.getIfAvailable();
+        EndpointJsonMapper mapper = json.getIfAvailable();
+        return new ProbeWarmup(web, mapper, probes, List.of("", ProbeHealth.READINESS, ProbeHealth.LIVENESS),
+                props.health().warmProbes() && web != null && mapper != null);
     }
 
     @Bean

@@ -3,11 +3,14 @@ package io.etserve.rest;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.health.CudaFaultMonitor;
+import io.etserve.health.ProbeHealth;
+import io.etserve.health.ProbeWarmup;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.OpaqueStreamFactory;
 import io.etserve.support.TestPaths;
+import java.lang.reflect.Field;
 import java.util.Collections;
 import java.util.List;
 import java.util.OptionalInt;
@@ -19,8 +22,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.actuate.endpoint.jackson.EndpointJsonMapper;
 import org.springframework.boot.availability.AvailabilityChangeEvent;
 import org.springframework.boot.availability.ReadinessState;
+import org.springframework.boot.health.actuate.endpoint.HealthDescriptor;
+import org.springframework.boot.health.actuate.endpoint.HealthEndpoint;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.context.ApplicationContext;
@@ -28,6 +34,9 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
+import tools.jackson.databind.SerializationContext;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.ser.SerializerCache;
 
 /**
  * One health truth: the protocol's {@code /v2/health/live|ready} (public port) answer exactly as
@@ -90,6 +99,30 @@ class HealthSurfacesApiTest {
 
     static String probe(float hostMillis) {
         return "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[2],\"data\":[0," + hostMillis + "]}]}";
+    }
+
+    @Autowired
+    ProbeWarmup warmup;
+
+    @Autowired
+    EndpointJsonMapper endpointJson;
+
+    @Test
+    @Order(0)
+    void theProbesAnswersWerePreparedBeforeAnyProbe() throws Exception {
+        assertThat(warmup.done().get(30, TimeUnit.SECONDS)).as("bytes the warm-up serialized").isPositive();
+        // No probe has been sent yet in this context: Jackson's serializer for the readiness
+        // answer exists because the warm-up built it with the mapper Actuator answers with.
+        HealthDescriptor readiness = context.getBean(HealthEndpoint.class).healthForPath(ProbeHealth.READINESS);
+        assertThat(cachedSerializer(endpointJson.get(), readiness.getClass())).isNotNull();
+        assertThat(agree().actuatorReady()).isEqualTo(200);
+    }
+
+    /** Jackson's cached serializer for a class, null when none was built yet (no public accessor). */
+    static Object cachedSerializer(JsonMapper mapper, Class<?> type) throws ReflectiveOperationException {
+        Field field = SerializationContext.class.getDeclaredField("_serializerCache");
+        field.setAccessible(true);
+        return ((SerializerCache) field.get(mapper._serializationContext())).untypedValueSerializer(type);
     }
 
     @Test

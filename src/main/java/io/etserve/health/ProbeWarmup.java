@@ -1,0 +1,100 @@
+package io.etserve.health;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.SmartInitializingSingleton;
+import org.springframework.boot.actuate.endpoint.ApiVersion;
+import org.springframework.boot.actuate.endpoint.SecurityContext;
+import org.springframework.boot.actuate.endpoint.jackson.EndpointJsonMapper;
+import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
+import org.springframework.boot.actuate.endpoint.web.WebServerNamespace;
+import org.springframework.boot.health.actuate.endpoint.HealthDescriptor;
+import org.springframework.boot.health.actuate.endpoint.HealthEndpointWebExtension;
+
+/**
+ * Answers the health probes once, on a thread of its own, while the context finishes its start,
+ * and throws the answers away. The first probe after a start otherwise paid, after everything
+ * else was ready, for Jackson building the serializers of the health response and for the health
+ * endpoint's first calls: on the image's start the single largest step between the application's
+ * start and the first {@code 200} on {@code /actuator/health/readiness}
+ * (bench/results/2026-12-06-startup-probe-warmup.md). Here the same endpoint extension and the
+ * same JSON mapper the management port's Actuator answers with do that work while the main
+ * thread starts the web servers and the management context. A failure changes nothing but the
+ * first probe's time (logged at debug). Started once the singletons exist; off with
+ * {@code etserve.health.warm-probes=false}.
+ */
+public final class ProbeWarmup implements SmartInitializingSingleton {
+
+    private static final Logger log = LoggerFactory.getLogger(ProbeWarmup.class);
+
+    private final HealthEndpointWebExtension health;
+    private final EndpointJsonMapper json;
+    private final ProbeHealth probes;
+    private final List<String> groups;
+    private final boolean enabled;
+    private volatile CompletableFuture<Integer> done = CompletableFuture.completedFuture(0);
+
+    /**
+     * @param health the endpoint's HTTP extension, null when not served over HTTP
+     * @param json the mapper Actuator's answers are written with, null when not
+     * @param groups the health groups whose answers to prepare ({@code ""} for {@code /actuator/health})
+     * @param enabled false: do nothing (health and json may then be null)
+     */
+    public ProbeWarmup(HealthEndpointWebExtension health, EndpointJsonMapper json, ProbeHealth probes,
+            List<String> groups, boolean enabled) {
+        this.health = health;
+        this.json = json;
+        this.probes = probes;
+        this.groups = List.copyOf(groups);
+        this.enabled = enabled;
+    }
+
+    @Override
+    public void afterSingletonsInstantiated() {
+        if (!enabled) {
+            return;
+        }
+        CompletableFuture<Integer> result = new CompletableFuture<>();
+        done = result;
+        Thread thread = new Thread(() -> {
+            try {
+                result.complete(run());
+            } catch (Throwable e) {
+                log.debug("Preparing the health probes' first answers failed; the first probe prepares them", e);
+                result.completeExceptionally(e);
+            }
+        }, "probe-warmup");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /** Serializes each group's answer as the management port would; returns the bytes written. */
+    int run() {
+        List<Object> bodies = new ArrayList<>();
+        for (String group : groups) {
+            WebEndpointResponse<HealthDescriptor> answer = group.isEmpty()
+                    ? health.health(ApiVersion.LATEST, WebServerNamespace.MANAGEMENT, SecurityContext.NONE)
+                    : health.health(ApiVersion.LATEST, WebServerNamespace.MANAGEMENT, SecurityContext.NONE, false,
+                            group);
+            if (answer.getBody() != null) {
+                bodies.add(answer.getBody());
+            }
+        }
+        int bytes = 0;
+        for (Object body : bodies) {
+            bytes += json.get().writeValueAsBytes(body).length;
+        }
+        // The protocol's /v2/health/live and /ready ask the same groups through ProbeHealth.
+        probes.liveness();
+        probes.readiness();
+        return bytes;
+    }
+
+    /** The warm-up's outcome: the bytes it serialized (0 when off), or its failure. */
+    public CompletableFuture<Integer> done() {
+        return done;
+    }
+}
