@@ -7,7 +7,6 @@ import io.etserve.tracing.ServerSpans;
 import io.etserve.tracing.TracedInferenceSpans;
 import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;
-import io.opentelemetry.sdk.trace.samplers.Sampler;
 import jakarta.servlet.DispatcherType;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
@@ -19,17 +18,11 @@ import org.springframework.core.Ordered;
  * OpenTelemetry traces of inference calls (docs/tracing.md), on Spring Boot's own Micrometer
  * Tracing and OTLP export ({@code management.tracing.*}, {@code management.opentelemetry.*}).
  * Off unless {@code etserve.tracing.enabled}: then no span exists on the inference path
- * ({@link InferenceSpans#OFF}, no filter, no interceptor) and Spring's tracer samples nothing.
+ * ({@link InferenceSpans#OFF}, no filter, no interceptor) and Spring Boot's tracing is not
+ * configured at all ({@link TracingOffImportFilter}).
  */
 @Configuration(proxyBeanMethods = false)
 class TracingConfiguration {
-
-    /** Tracing off: whatever Spring itself observes (other endpoints) is not recorded either. */
-    @Bean
-    @ConditionalOnBooleanProperty(name = "etserve.tracing.enabled", havingValue = false, matchIfMissing = true)
-    Sampler otelSampler() {
-        return Sampler.alwaysOff();
-    }
 
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnBooleanProperty("etserve.tracing.enabled")

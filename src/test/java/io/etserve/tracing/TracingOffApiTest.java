@@ -8,6 +8,11 @@ import io.etserve.grpc.GrpcServer;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
+import io.micrometer.tracing.Tracer;
+import io.micrometer.tracing.handler.TracingObservationHandler;
+import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.sdk.logs.LogRecordProcessor;
+import io.opentelemetry.sdk.trace.SpanProcessor;
 import io.prometheus.metrics.tracer.common.SpanContext;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
@@ -92,5 +97,17 @@ class TracingOffApiTest {
         assertThat(context.getBeanNamesForType(ServerSpans.class)).isEmpty();
         // No Prometheus exemplars: they would ask for the current span on every histogram sample.
         assertThat(context.getBeanNamesForType(SpanContext.class)).isEmpty();
+    }
+
+    @Test
+    void noTracingIsConfiguredAtAll() {
+        // No OpenTelemetry SDK, no span or log processors (each with a worker thread), no
+        // tracing handler on the observations Spring makes of the other endpoints.
+        assertThat(context.getBeanNamesForType(OpenTelemetry.class)).isEmpty();
+        assertThat(context.getBeanNamesForType(SpanProcessor.class)).isEmpty();
+        assertThat(context.getBeanNamesForType(LogRecordProcessor.class)).isEmpty();
+        assertThat(context.getBeanNamesForType(TracingObservationHandler.class)).isEmpty();
+        // Whoever asks for a tracer gets Spring Boot's no-op one.
+        assertThat(context.getBean(Tracer.class)).isSameAs(Tracer.NOOP);
     }
 }
