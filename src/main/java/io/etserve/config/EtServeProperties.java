@@ -27,7 +27,7 @@ import org.springframework.util.unit.DataSize;
  * Everything the service reads from {@code etserve.*} (defaults in the top-level
  * application.yml, documented in docs/configuration.md).
  */
-@ConfigurationProperties("etserve")
+@ConfigurationProperties(EtServeProperties.PREFIX)
 public record EtServeProperties(
         @DefaultValue("models") Path modelRepository,
         @Name("native") @DefaultValue Native nativeRuntime,
@@ -39,6 +39,9 @@ public record EtServeProperties(
         @DefaultValue Api api,
         @DefaultValue Http http,
         @DefaultValue Startup startup) {
+
+    /** Where these properties live. */
+    public static final String PREFIX = "etserve";
 
     /**
      * @param libraryDir a directory holding the bridge and its libraries; empty = use the jar's

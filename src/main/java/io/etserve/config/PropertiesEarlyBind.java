@@ -1,0 +1,40 @@
+package io.etserve.config;
+
+import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.context.ApplicationListener;
+
+/**
+ * Binds {@code etserve.*} once on a thread of its own as soon as the configuration is read, and
+ * throws the result away. The first binding of {@link EtServeProperties}, a tree of records, is
+ * mostly first-time work: each constructor's parameters and their annotations read by reflection,
+ * the conversion service's converters looked up, the binder's classes initialized. The context
+ * binds it on the main thread while it creates the web server
+ * (bench/results/2026-12-05-startup-probe-warmup.md); done here first, that binding finds the
+ * JVM's and Spring's caches filled. The records' constructors only check and copy their values,
+ * so binding twice has no other effect; a failure here is ignored (the context's own binding
+ * reports it). Registered in {@code META-INF/spring.factories}.
+ */
+public final class PropertiesEarlyBind implements ApplicationListener<ApplicationEnvironmentPreparedEvent> {
+
+    @Override
+    public void onApplicationEvent(ApplicationEnvironmentPreparedEvent event) {
+        if (Boolean.getBoolean("spring.aot.processing")) {
+            return;  // the build's AOT run binds nothing it serves with
+        }
+        Binder binder = Binder.get(event.getEnvironment());
+        Thread thread = new Thread(() -> bind(binder), "properties-early-bind");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /** Binds and forgets; false when the values do not bind (the context's own binding says why). */
+    static boolean bind(Binder binder) {
+        try {
+            binder.bindOrCreate(EtServeProperties.PREFIX, EtServeProperties.class);
+            return true;
+        } catch (RuntimeException | LinkageError e) {
+            return false;
+        }
+    }
+}
