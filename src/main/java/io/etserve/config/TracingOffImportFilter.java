@@ -12,7 +12,7 @@ import org.springframework.core.env.Environment;
  * Tracing's observation handlers are not configured at all: a sampler that records nothing still
  * had every start build the SDK on its main thread and every observed request (Actuator, the
  * rest of the API) pass through the tracing handlers
- * (bench/results/2026-12-06-startup-probe-warmup.md). With tracing on nothing is filtered.
+ * (bench/results/2026-12-05-startup-probe-warmup.md). With tracing on nothing is filtered.
  * Spring Boot's no-op tracer still answers anyone who asks for a {@code Tracer}. Registered in
  * {@code META-INF/spring.factories}; in Spring's ahead-of-time mode the build applies it, and
  * {@link AotFixedSettings} builds the context at startup when a start turns tracing on.

@@ -20,7 +20,7 @@ import org.springframework.boot.health.actuate.endpoint.HealthEndpointWebExtensi
  * else was ready, for Jackson building the serializers of the health response and for the health
  * endpoint's first calls: on the image's start the single largest step between the application's
  * start and the first {@code 200} on {@code /actuator/health/readiness}
- * (bench/results/2026-12-06-startup-probe-warmup.md). Here the same endpoint extension and the
+ * (bench/results/2026-12-05-startup-probe-warmup.md). Here the same endpoint extension and the
  * same JSON mapper the management port's Actuator answers with do that work while the main
  * thread starts the web servers and the management context. A failure changes nothing but the
  * first probe's time (logged at debug). Started once the singletons exist; off with
