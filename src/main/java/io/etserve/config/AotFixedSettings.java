@@ -27,6 +27,7 @@ import org.springframework.boot.context.properties.source.ConfigurationPropertyN
 import org.springframework.boot.context.properties.source.ConfigurationPropertySource;
 import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
 import org.springframework.boot.context.properties.source.IterableConfigurationPropertySource;
+import org.springframework.boot.support.EnvironmentPostProcessorApplicationListener;
 import org.springframework.context.ApplicationListener;
 import org.springframework.core.Ordered;
 import org.springframework.core.SpringProperties;
@@ -76,10 +77,13 @@ public final class AotFixedSettings implements ApplicationListener<SpringApplica
     /** What to say, once logging is set up (it is not yet when the decision is made). */
     private Runnable report;
 
-    /** Right after the configuration files are read (Boot's listener at +10), before logging (+20) and the rest. */
+    /**
+     * Right after the configuration files are read (Boot's listener at +10) and the threads that
+     * start CUDA and bind the properties early (+11), before logging (+20) and the rest.
+     */
     @Override
     public int getOrder() {
-        return Ordered.HIGHEST_PRECEDENCE + 11;
+        return EnvironmentPostProcessorApplicationListener.DEFAULT_ORDER + 2;
     }
 
     private static Map<String, BiFunction<Environment, Binder, String>> settings() {

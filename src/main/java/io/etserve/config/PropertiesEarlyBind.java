@@ -2,7 +2,9 @@ package io.etserve.config;
 
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
 import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.support.EnvironmentPostProcessorApplicationListener;
 import org.springframework.context.ApplicationListener;
+import org.springframework.core.Ordered;
 
 /**
  * Binds {@code etserve.*} once on a thread of its own as soon as the configuration is read, and
@@ -15,7 +17,13 @@ import org.springframework.context.ApplicationListener;
  * so binding twice has no other effect; a failure here is ignored (the context's own binding
  * reports it). Registered in {@code META-INF/spring.factories}.
  */
-public final class PropertiesEarlyBind implements ApplicationListener<ApplicationEnvironmentPreparedEvent> {
+public final class PropertiesEarlyBind implements ApplicationListener<ApplicationEnvironmentPreparedEvent>, Ordered {
+
+    /** As soon as the configuration files are read (Boot's listener at +10), to finish well before the context binds. */
+    @Override
+    public int getOrder() {
+        return EnvironmentPostProcessorApplicationListener.DEFAULT_ORDER + 1;
+    }
 
     @Override
     public void onApplicationEvent(ApplicationEnvironmentPreparedEvent event) {

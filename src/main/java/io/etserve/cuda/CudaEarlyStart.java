@@ -8,7 +8,9 @@ import org.bytedeco.cuda.global.cudart;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
+import org.springframework.boot.support.EnvironmentPostProcessorApplicationListener;
 import org.springframework.context.ApplicationListener;
+import org.springframework.core.Ordered;
 import org.springframework.core.env.Environment;
 
 /**
@@ -23,13 +25,23 @@ import org.springframework.core.env.Environment;
  * two threads initializing JavaCPP classes at once can deadlock. Registered in
  * {@code META-INF/spring.factories}; {@code etserve.cuda.early-start=false} turns it off.
  */
-public final class CudaEarlyStart implements ApplicationListener<ApplicationEnvironmentPreparedEvent> {
+public final class CudaEarlyStart implements ApplicationListener<ApplicationEnvironmentPreparedEvent>, Ordered {
 
     private static final Logger log = LoggerFactory.getLogger(CudaEarlyStart.class);
     /** The early start, until the CudaRuntime bean takes it; then one that has ended with nothing to give. */
     private static final AtomicReference<Run> started = new AtomicReference<>();
     /** TensorRT's probe from the early start the CudaRuntime bean took, until the TensorRtProbe bean takes it. */
     private static final AtomicReference<TensorRtProbe> probedTensorRt = new AtomicReference<>();
+
+    /**
+     * As soon as the configuration files are read (Boot's listener at +10), before the other
+     * listeners' work on the main thread: a faster start reached the context's use of CUDA
+     * while this thread was still starting it (bench/results/2026-12-05-startup-probe-warmup.md).
+     */
+    @Override
+    public int getOrder() {
+        return EnvironmentPostProcessorApplicationListener.DEFAULT_ORDER + 1;
+    }
 
     @Override
     public void onApplicationEvent(ApplicationEnvironmentPreparedEvent event) {

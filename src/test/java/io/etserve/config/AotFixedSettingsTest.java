@@ -2,8 +2,11 @@ package io.etserve.config;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.cuda.CudaEarlyStart;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.springframework.boot.context.logging.LoggingApplicationListener;
+import org.springframework.boot.support.EnvironmentPostProcessorApplicationListener;
 import org.springframework.mock.env.MockEnvironment;
 
 /**
@@ -102,5 +105,17 @@ class AotFixedSettingsTest {
         // The tests' classes come from target/classes, whatever a previous package left there.
         assertThat(AotFixedSettings.generatedContextInJar(io.etserve.EtServeApplication.class)).isFalse();
         assertThat(AotFixedSettings.generatedContextInJar(null)).isFalse();
+    }
+
+    @Test
+    void theEarlyListenersRunOnceTheConfigurationFilesAreReadAndBeforeLogging() {
+        // Before Boot's listener they would miss application.yml; CUDA's start goes first, as the
+        // context may wait for it, then the AOT decision, then logging.
+        int configFiles = EnvironmentPostProcessorApplicationListener.DEFAULT_ORDER;
+        int cuda = new CudaEarlyStart().getOrder();
+        assertThat(cuda).isGreaterThan(configFiles);
+        assertThat(new PropertiesEarlyBind().getOrder()).isGreaterThan(configFiles);
+        assertThat(new AotFixedSettings().getOrder()).isGreaterThan(cuda)
+                .isLessThan(LoggingApplicationListener.DEFAULT_ORDER);
     }
 }
