@@ -63,8 +63,11 @@ public record EtServeProperties(
      *     AOT mode: a start from the jar does unless {@code -Dspring.aot.enabled=false}); {@code
      *     false} builds the context from the settings at startup (read by {@link AotFixedSettings}
      *     before binding, which also does so when the settings differ from the build's)
+     * @param earlyBind bind these properties once on a thread of their own as soon as the
+     *     configuration is read, so the context's binding finds the caches warm (read by
+     *     {@link PropertiesEarlyBind} before binding)
      */
-    public record Startup(@DefaultValue("true") boolean generatedContext) {}
+    public record Startup(@DefaultValue("true") boolean generatedContext, @DefaultValue("true") boolean earlyBind) {}
 
     /** {@code etserve.cuda.enabled}: {@code auto}, {@code true} or {@code false}. */
     public enum CudaMode {

@@ -30,7 +30,7 @@ public final class NativeEarlyLoad implements ApplicationListener<ApplicationEnv
         NativeRuntime.Options options = options(Binder.get(env));
         Thread thread = new Thread(() -> {
             try {
-                // After CUDA's early start (registered before this listener), as in the context:
+                // After CUDA's early start (its listener is ordered before this one), as in the context:
                 // the bridge then resolves the libcudart that JavaCPP's bindings already hold.
                 CudaEarlyStart.awaitEarlyStart();
                 NativeRuntime.load(options);

@@ -2,20 +2,24 @@ package io.etserve.config;
 
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
 import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.bind.PropertySourcesPlaceholdersResolver;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
 import org.springframework.boot.support.EnvironmentPostProcessorApplicationListener;
 import org.springframework.context.ApplicationListener;
 import org.springframework.core.Ordered;
+import org.springframework.core.env.ConfigurableEnvironment;
 
 /**
  * Binds {@code etserve.*} once on a thread of its own as soon as the configuration is read, and
  * throws the result away. The first binding of {@link EtServeProperties}, a tree of records, is
  * mostly first-time work: each constructor's parameters and their annotations read by reflection,
- * the conversion service's converters looked up, the binder's classes initialized. The context
- * binds it on the main thread while it creates the web server
- * (bench/results/2026-12-05-startup-probe-warmup.md); done here first, that binding finds the
- * JVM's and Spring's caches filled. The records' constructors only check and copy their values,
- * so binding twice has no other effect; a failure here is ignored (the context's own binding
- * reports it). Registered in {@code META-INF/spring.factories}.
+ * the environment's conversion service asked for its converters (the one the context's binding
+ * uses), the binder's classes initialized. The context binds it on the main thread while it
+ * creates the web server (bench/results/2026-12-05-startup-probe-warmup.md); done here first,
+ * that binding finds the JVM's and Spring's caches filled. The records' constructors only check
+ * and copy their values, so binding twice has no other effect; a failure here is ignored (the
+ * context's own binding reports it). Registered in {@code META-INF/spring.factories};
+ * {@code etserve.startup.early-bind=false} turns it off.
  */
 public final class PropertiesEarlyBind implements ApplicationListener<ApplicationEnvironmentPreparedEvent>, Ordered {
 
@@ -27,10 +31,15 @@ public final class PropertiesEarlyBind implements ApplicationListener<Applicatio
 
     @Override
     public void onApplicationEvent(ApplicationEnvironmentPreparedEvent event) {
-        if (Boolean.getBoolean("spring.aot.processing")) {
-            return;  // the build's AOT run binds nothing it serves with
+        ConfigurableEnvironment env = event.getEnvironment();
+        if (Boolean.getBoolean("spring.aot.processing")  // the build's AOT run binds nothing it serves with
+                || !env.getProperty("etserve.startup.early-bind", Boolean.class, true)) {
+            return;
         }
-        Binder binder = Binder.get(event.getEnvironment());
+        // The environment's conversion service, as the context's binding has (Binder.get would
+        // bring a shared one whose converter cache the context never reads).
+        Binder binder = new Binder(ConfigurationPropertySources.get(env), new PropertySourcesPlaceholdersResolver(env),
+                env.getConversionService(), null);
         Thread thread = new Thread(() -> bind(binder), "properties-early-bind");
         thread.setDaemon(true);
         thread.start();

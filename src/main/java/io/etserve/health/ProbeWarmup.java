@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.boot.actuate.endpoint.ApiVersion;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
@@ -23,10 +24,12 @@ import org.springframework.boot.health.actuate.endpoint.HealthEndpointWebExtensi
  * (bench/results/2026-12-05-startup-probe-warmup.md). Here the same endpoint extension and the
  * same JSON mapper the management port's Actuator answers with do that work while the main
  * thread starts the web servers and the management context. A failure changes nothing but the
- * first probe's time (logged at debug). Started once the singletons exist; off with
- * {@code etserve.health.warm-probes=false}.
+ * first probe's time (logged at debug). Started once the singletons exist: the health indicators
+ * it calls are then what an early probe of the management port calls too (the CUDA indicator's
+ * JavaCPP classes included, all of whose libraries the beans loaded on the main thread). It stops
+ * between answers when the context closes. Off with {@code etserve.health.warm-probes=false}.
  */
-public final class ProbeWarmup implements SmartInitializingSingleton {
+public final class ProbeWarmup implements SmartInitializingSingleton, DisposableBean {
 
     private static final Logger log = LoggerFactory.getLogger(ProbeWarmup.class);
 
@@ -35,6 +38,7 @@ public final class ProbeWarmup implements SmartInitializingSingleton {
     private final ProbeHealth probes;
     private final List<String> groups;
     private final boolean enabled;
+    private volatile boolean closed;
     private volatile CompletableFuture<Integer> done = CompletableFuture.completedFuture(0);
 
     /**
@@ -75,6 +79,9 @@ public final class ProbeWarmup implements SmartInitializingSingleton {
     int run() {
         List<Object> bodies = new ArrayList<>();
         for (String group : groups) {
+            if (closed) {
+                return 0;  // the context is closing (a failed start, a short test): its beans may be gone
+            }
             WebEndpointResponse<HealthDescriptor> answer = group.isEmpty()
                     ? health.health(ApiVersion.LATEST, WebServerNamespace.MANAGEMENT, SecurityContext.NONE)
                     : health.health(ApiVersion.LATEST, WebServerNamespace.MANAGEMENT, SecurityContext.NONE, false,
@@ -87,10 +94,17 @@ public final class ProbeWarmup implements SmartInitializingSingleton {
         for (Object body : bodies) {
             bytes += json.get().writeValueAsBytes(body).length;
         }
-        // The protocol's /v2/health/live and /ready ask the same groups through ProbeHealth.
-        probes.liveness();
-        probes.readiness();
+        if (!closed) {
+            // The protocol's /v2/health/live and /ready ask the same groups through ProbeHealth.
+            probes.liveness();
+            probes.readiness();
+        }
         return bytes;
+    }
+
+    @Override
+    public void destroy() {
+        closed = true;
     }
 
     /** The warm-up's outcome: the bytes it serialized (0 when off), or its failure. */

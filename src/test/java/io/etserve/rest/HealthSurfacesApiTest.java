@@ -113,8 +113,11 @@ class HealthSurfacesApiTest {
         assertThat(warmup.done().get(30, TimeUnit.SECONDS)).as("bytes the warm-up serialized").isPositive();
         // No probe has been sent yet in this context: Jackson's serializer for the readiness
         // answer exists because the warm-up built it with the mapper Actuator answers with.
-        HealthDescriptor readiness = context.getBean(HealthEndpoint.class).healthForPath(ProbeHealth.READINESS);
+        HealthEndpoint endpoint = context.getBean(HealthEndpoint.class);
+        HealthDescriptor readiness = endpoint.healthForPath(ProbeHealth.READINESS);
         assertThat(cachedSerializer(endpointJson.get(), readiness.getClass())).isNotNull();
+        // And /actuator/health's, a type of its own (the groups' answers are composites alike).
+        assertThat(cachedSerializer(endpointJson.get(), endpoint.health().getClass())).isNotNull();
         assertThat(agree().actuatorReady()).isEqualTo(200);
     }
 
