@@ -76,10 +76,10 @@ class HealthConfiguration {
      */
     @Bean
     ProbeWarmup probeWarmup(ObjectProvider<HealthEndpointWebExtension> health, ObjectProvider<EndpointJsonMapper> json,
-            ProbeHealth probes, EtServeProperties props) {
+            EtServeProperties props) {
         HealthEndpointWebExtension web = health.getIfAvailable();
         EndpointJsonMapper mapper = json.getIfAvailable();
-        return new ProbeWarmup(web, mapper, probes, List.of("", ProbeHealth.READINESS, ProbeHealth.LIVENESS),
+        return new ProbeWarmup(web, mapper, List.of("", ProbeHealth.READINESS, ProbeHealth.LIVENESS),
                 props.health().warmProbes() && web != null && mapper != null);
     }
 

@@ -1,6 +1,5 @@
 package io.etserve.health;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.slf4j.Logger;
@@ -35,7 +34,6 @@ public final class ProbeWarmup implements SmartInitializingSingleton, Disposable
 
     private final HealthEndpointWebExtension health;
     private final EndpointJsonMapper json;
-    private final ProbeHealth probes;
     private final List<String> groups;
     private final boolean enabled;
     private volatile boolean closed;
@@ -47,11 +45,10 @@ public final class ProbeWarmup implements SmartInitializingSingleton, Disposable
      * @param groups the health groups whose answers to prepare ({@code ""} for {@code /actuator/health})
      * @param enabled false: do nothing (health and json may then be null)
      */
-    public ProbeWarmup(HealthEndpointWebExtension health, EndpointJsonMapper json, ProbeHealth probes,
-            List<String> groups, boolean enabled) {
+    public ProbeWarmup(HealthEndpointWebExtension health, EndpointJsonMapper json, List<String> groups,
+            boolean enabled) {
         this.health = health;
         this.json = json;
-        this.probes = probes;
         this.groups = List.copyOf(groups);
         this.enabled = enabled;
     }
@@ -77,27 +74,18 @@ public final class ProbeWarmup implements SmartInitializingSingleton, Disposable
 
     /** Serializes each group's answer as the management port would; returns the bytes written. */
     int run() {
-        List<Object> bodies = new ArrayList<>();
+        int bytes = 0;
         for (String group : groups) {
             if (closed) {
-                return 0;  // the context is closing (a failed start, a short test): its beans may be gone
+                break;  // the context is closing (a failed start, a short test): its beans may be gone
             }
             WebEndpointResponse<HealthDescriptor> answer = group.isEmpty()
                     ? health.health(ApiVersion.LATEST, WebServerNamespace.MANAGEMENT, SecurityContext.NONE)
                     : health.health(ApiVersion.LATEST, WebServerNamespace.MANAGEMENT, SecurityContext.NONE, false,
                             group);
             if (answer.getBody() != null) {
-                bodies.add(answer.getBody());
+                bytes += json.get().writeValueAsBytes(answer.getBody()).length;
             }
-        }
-        int bytes = 0;
-        for (Object body : bodies) {
-            bytes += json.get().writeValueAsBytes(body).length;
-        }
-        if (!closed) {
-            // The protocol's /v2/health/live and /ready ask the same groups through ProbeHealth.
-            probes.liveness();
-            probes.readiness();
         }
         return bytes;
     }
