@@ -206,30 +206,51 @@ jvm_options_bench() {
 }
 
 # The current application jar against a baseline on one host, interleaved (hosts of one kind
-# differ by more than most changes do): for ETSERVE_AB_ROUNDS rounds (default 3), each jar in
+# differ by more than most changes do): for ETSERVE_AB_ROUNDS rounds (default 3), each side in
 # turn serves the REST rows the issue's CPU goals are about: a 2 ms kernel at K = 4, then no GPU
-# time back to back and with clients pausing 2 ms. ETSERVE_BASELINE_JAR: the baseline's
-# application jar, built as etserve.jar is (the extracted layout; its dependencies must match,
-# since it runs against this bundle's lib/). Into $RESULTS/gpu-h200-ab.txt.
+# time back to back and with clients pausing 2 ms (ETSERVE_AB_K16=1: a 2 ms kernel at K = 16
+# with 16 clients too). ETSERVE_BASELINE_JAR: the baseline's application jar, built as
+# etserve.jar is (the extracted layout; its dependencies must match, since it runs against this
+# bundle's lib/), or unset: the current jar on both sides. ETSERVE_AB_BASELINE_ARGS and
+# ETSERVE_AB_CURRENT_ARGS: service arguments of each side (two settings of one jar compared).
+# ETSERVE_ASYNC_PROFILER=/path/libasyncProfiler.so: then one more start of the current side, its
+# K = 4 row CPU-profiled per thread into $RESULTS/ab-k4-cpu.collapsed. Into $RESULTS/gpu-h200-ab.txt.
 ab_bench() {
-  local base="${ETSERVE_BASELINE_JAR:?ETSERVE_BASELINE_JAR: the baseline application jar}" out="$RESULTS/gpu-h200-ab.txt" st=0
-  local current="$JAR" round which jar
+  local base="${ETSERVE_BASELINE_JAR:-$JAR}" out="$RESULTS/gpu-h200-ab.txt" st=0
+  local current="$JAR" round which jar args
   cp "$base" "$WORK/app/baseline.jar"  # beside lib/, which its manifest's class path names
   { echo "# Baseline against current, interleaved ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
-    echo "baseline: $(basename "$base"); current: $current"; host_facts
+    echo "baseline: $(basename "$base") ${ETSERVE_AB_BASELINE_ARGS:-}; current: $current ${ETSERVE_AB_CURRENT_ARGS:-}"; host_facts
     echo; echo "$THR_HEADER"; } > "$out"
   for round in $(seq 1 "${ETSERVE_AB_ROUNDS:-3}"); do
     for which in baseline current; do
-      jar="$current"; [[ $which == current ]] || jar="$WORK/app/baseline.jar"
+      jar="$current"; args="${ETSERVE_AB_CURRENT_ARGS:-}"
+      [[ $which == current ]] || { jar="$WORK/app/baseline.jar"; args="${ETSERVE_AB_BASELINE_ARGS:-}"; }
       make_repo "$WORK/service-repo" 8
-      JAR="$jar" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4
+      # shellcheck disable=SC2086
+      JAR="$jar" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4 $args
       check throughput port=$PORT model=probe spin=2000 clients=4 seconds=4 pid=$SERVICE_PID label="$which r$round K=4" >> "$out" || st=1
       check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pid=$SERVICE_PID label="$which r$round no GPU time" >> "$out" || st=1
       check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pause-us=2000 pid=$SERVICE_PID \
         label="$which r$round no GPU time, clients pause 2 ms" >> "$out" || st=1
       stop_service
+      if [[ ${ETSERVE_AB_K16:-0} == 1 ]]; then
+        make_repo "$WORK/service-repo" 32
+        # shellcheck disable=SC2086
+        JAR="$jar" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=16 $args
+        check throughput port=$PORT model=probe spin=2000 clients=16 seconds=4 pid=$SERVICE_PID label="$which r$round K=16" >> "$out" || st=1
+        stop_service
+      fi
     done
   done
+  if [[ -n ${ETSERVE_ASYNC_PROFILER:-} && -f $ETSERVE_ASYNC_PROFILER ]]; then
+    make_repo "$WORK/service-repo" 8
+    # shellcheck disable=SC2086
+    JAVA_EXTRA="-agentpath:$ETSERVE_ASYNC_PROFILER=start,event=cpu,interval=100us,threads,file=$RESULTS/ab-k4-cpu.collapsed,collapsed" \
+      start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4 ${ETSERVE_AB_CURRENT_ARGS:-}
+    check throughput port=$PORT model=probe spin=2000 clients=4 seconds=6 pid=$SERVICE_PID label="(profiled) current K=4" >> "$out" || st=1
+    stop_service
+  fi
   end_table "$out" $st
 }
 

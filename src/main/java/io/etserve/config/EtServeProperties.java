@@ -325,9 +325,16 @@ public record EtServeProperties(
      *     on the selector thread that read it while requests of other connections keep that
      *     selector busy, instead of a request thread (0, the default: every request on a request
      *     thread; off while tracing; docs/api.md)
+     * @param inlineAloneBelow a REST inference whose body came with its head, from a connection
+     *     alone on its selector thread, to a model (CPU or GPU) with no batching, static input
+     *     shapes and forward calls under this lately, runs on that selector thread when an
+     *     instance is free at once: the selector serves nobody else, so the call delays no other
+     *     connection's request, and it spares a hand-off and a wake-up (0: never; off while
+     *     tracing; docs/api.md)
      */
     public record Http(@DefaultValue("10s") Duration headerTimeout, @DefaultValue("4096") int acceptQueueSize,
-            @DefaultValue("64KB") DataSize inputBufferSize, @DefaultValue("0s") Duration inlineBelow) {
+            @DefaultValue("64KB") DataSize inputBufferSize, @DefaultValue("0s") Duration inlineBelow,
+            @DefaultValue("0s") Duration inlineAloneBelow) {
 
         public Http {
             if (headerTimeout.isNegative() || headerTimeout.isZero()) {
@@ -340,6 +347,14 @@ public record EtServeProperties(
             if (inlineBelow.isNegative()) {
                 throw new IllegalArgumentException("etserve.http.inline-below must not be negative");
             }
+            if (inlineAloneBelow.isNegative()) {
+                throw new IllegalArgumentException("etserve.http.inline-alone-below must not be negative");
+            }
+        }
+
+        /** Whether any inference may run on the selector thread that read it. */
+        public boolean inlinesAny() {
+            return !inlineBelow.isZero() || !inlineAloneBelow.isZero();
         }
     }
 

@@ -30,8 +30,9 @@ class HttpConfiguration {
      * {@link InferHandler} in front of the servlet context, unless tracing (a traced request's
      * server span comes from the servlet filter, {@link TracingConfiguration}) or the context has
      * a path of its own (the handler serves the protocol's paths from the server's root); with
-     * {@code etserve.http.inline-below} set (the default), quick calls may run on the selector
-     * that read them, there is a selector per core unless {@code server.jetty.threads.selectors}
+     * {@code etserve.http.inline-below} or {@code inline-alone-below} set (both off by default),
+     * calls may run on the selector that read them, there is a selector per core unless
+     * {@code server.jetty.threads.selectors}
      * says otherwise, and the request pool is a {@link ResumingThreadPool} (the same sizes,
      * {@code server.jetty.threads.*}). With {@code server.shutdown: graceful} (the default here), the
      * requests in progress are counted by {@link ActiveRequests}. The
@@ -44,7 +45,7 @@ class HttpConfiguration {
             @Value("${server.servlet.context-path:}") String contextPath, ObjectProvider<JettyServerProperties> jetty,
             @Value("${spring.threads.virtual.enabled:false}") boolean virtualThreads) {
         // With virtual threads Spring Boot's pool stays: requests go to it, none run on the selector.
-        boolean onSelector = !props.http().inlineBelow().isZero() && !virtualThreads;
+        boolean onSelector = props.http().inlinesAny() && !virtualThreads;
         boolean atRoot = contextPath.isEmpty() || contextPath.equals("/");
         return factory -> {
             factory.addServerCustomizers(new JettyServerSettings(props.http()));
@@ -85,6 +86,6 @@ class HttpConfiguration {
     CoreInference coreInference(InferenceProtocolController controller, RestrictedApis restricted,
             ProtocolMetrics metrics, EtServeProperties props) {
         return controller.core(restricted, metrics, props.http().inputBufferSize().toBytes(),
-                props.http().inlineBelow());
+                props.http().inlineBelow(), props.http().inlineAloneBelow());
     }
 }

@@ -77,14 +77,34 @@ public final class InferenceService {
      * says true: its answer is an immediate error.
      */
     public boolean runsAtOnce(String modelName, String version, Duration within) {
-        LoadedModel model;
+        LoadedModel model = servingOrNull(modelName, version);
+        return model == null || endsSoon(model, within) && model.instances().idleNow();
+    }
+
+    /**
+     * Whether a call to this model ends soon once it starts, wherever it runs (CPU or GPU): it
+     * has no batcher, static input shapes and its forward calls take under {@code within} lately.
+     * Unlike {@link #runsAtOnce} it does not ask whether an instance is free: a transport that
+     * runs the call on an I/O thread no other connection uses asks for one with
+     * {@link Caller#AT_ONCE} and hands the call on when none is. A model that cannot serve says
+     * true, as there.
+     */
+    public boolean endsSoon(String modelName, String version, Duration within) {
+        LoadedModel model = servingOrNull(modelName, version);
+        return model == null || endsSoon(model, within);
+    }
+
+    private static boolean endsSoon(LoadedModel model, Duration within) {
+        return model.batcher().isEmpty() && model.hasStaticInputs() && model.typicalForwardNanos() < within.toNanos();
+    }
+
+    /** The version that serves, or null when none can (the call's answer is then an error). */
+    private LoadedModel servingOrNull(String modelName, String version) {
         try {
-            model = models.serving(modelName, version);
+            return models.serving(modelName, version);
         } catch (InferenceException e) {
-            return true;
+            return null;
         }
-        return model.batcher().isEmpty() && model.hasStaticInputs() && model.instances().idleNow()
-                && model.typicalForwardNanos() < within.toNanos();
     }
 
     /** What now answers where {@code retiring} did, or null when nothing else does (unloaded). */

@@ -30,9 +30,10 @@ import org.springframework.http.HttpStatus;
 /**
  * The usual {@code /infer} request served through Jetty's core API instead of the servlet stack:
  * a POST to a plain model path whose whole body came with its head. {@link InferHandler} asks
- * {@link #target} and serves here what it accepts, on a pool thread or, for a model that will
- * run it at once and briefly ({@link #quick}) while other connections keep the selector busy, on
- * the selector thread that read it, the way quick gRPC calls run on Netty's event loop.
+ * {@link #target} and serves here what it accepts, on a pool thread or on the selector thread
+ * that read it: for a model that will run it at once and briefly ({@link #quick}) while other
+ * connections keep the selector busy, the way quick gRPC calls run on Netty's event loop, or for
+ * one whose calls end soon ({@link #endsSoon}) when the selector serves no other connection.
  * Everything else (a body still arriving, {@code Expect}, a restricted inference API, tracing)
  * takes the servlet path, whose answers this one matches: the same exchange
  * ({@link InferExchange#decode}, {@link InferExchange#run}), error bodies
@@ -53,6 +54,7 @@ public final class CoreInference {
     private final long maxBodyBytes;
     private final long maxWholeBytes;
     private final Duration within;
+    private final Duration withinAlone;
     private final SlowInlineCalls slowCalls = new SlowInlineCalls();
     private final LongAdder served = new LongAdder();
     private final LongAdder servedOnSelector = new LongAdder();
@@ -61,11 +63,13 @@ public final class CoreInference {
      * @param maxWholeBytes the largest body served here: one read of the connection (Jetty's
      *     request buffer), so a body that came with its head is one chunk
      * @param within a model's recent forward calls under this (its moving average) make its calls
-     *     quick enough for the selector; zero runs none there
+     *     quick enough for a selector other connections keep busy; zero runs none there
+     * @param withinAlone the same for a selector that serves only the call's own connection; zero
+     *     runs none there
      */
     CoreInference(InferExchange exchange, InferenceService inference, RestrictedApis restricted,
             ProtocolMetrics metrics, InflightBytes inflight, DirectBufferPool pool, long maxBodyBytes,
-            long maxWholeBytes, Duration within) {
+            long maxWholeBytes, Duration within, Duration withinAlone) {
         this.exchange = exchange;
         this.inference = inference;
         this.restricted = restricted;
@@ -75,11 +79,7 @@ public final class CoreInference {
         this.maxBodyBytes = maxBodyBytes;
         this.maxWholeBytes = maxWholeBytes;
         this.within = within;
-    }
-
-    /** Whether quick calls may run on the selector thread ({@code etserve.http.inline-below} set). */
-    boolean runsOnSelector() {
-        return !within.isZero();
+        this.withinAlone = withinAlone;
     }
 
     /**
@@ -108,7 +108,17 @@ public final class CoreInference {
      * briefly ({@link InferenceService#runsAtOnce}), and {@code etserve.http.inline-below} is set.
      */
     boolean quick(InferExchange.Target target) {
-        return runsOnSelector() && inference.runsAtOnce(target.model(), target.version(), within);
+        return !within.isZero() && inference.runsAtOnce(target.model(), target.version(), within);
+    }
+
+    /**
+     * Whether a selector that serves no other connection may run a call to {@code target}: its
+     * model's calls end soon once started ({@link InferenceService#endsSoon}, on a CPU or a GPU),
+     * and {@code etserve.http.inline-alone-below} is set. The call still runs there only on an
+     * instance free at once.
+     */
+    boolean endsSoon(InferExchange.Target target) {
+        return !withinAlone.isZero() && inference.endsSoon(target.model(), target.version(), withinAlone);
     }
 
     /**
@@ -164,7 +174,8 @@ public final class CoreInference {
         if (slowCalls.report(nanos)) {
             log.warn("a REST inference call ran {} ms on the thread that read it, holding the connections it"
                     + " serves, though its model's recent calls were quick; if a model's time follows its input's"
-                    + " values, set etserve.http.inline-below: 0", nanos / 1_000_000);
+                    + " values, set etserve.http.inline-below and etserve.http.inline-alone-below to 0",
+                    nanos / 1_000_000);
         }
     }
 

@@ -1,14 +1,19 @@
 package io.etserve.rest;
 
+import java.nio.channels.SelectableChannel;
+import java.nio.channels.Selector;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Supplier;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.io.ManagedSelector;
+import org.eclipse.jetty.server.ConnectionMetaData;
 import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.util.Callback;
 
 /**
@@ -17,23 +22,28 @@ import org.eclipse.jetty.util.Callback;
  * core API, never entering the servlet layer or Spring's filters; every other request goes on to
  * the servlet context, its first body chunk, when one was read to decide, read again first.
  *
- * <p>With {@code etserve.http.inline-below} set (the default) the handler declares itself
- * non-blocking, so Jetty parses each request on the selector thread that read it and calls
- * {@link #handle} there. A quick call ({@link CoreInference#quick}) is served right there while
- * other connections' requests keep the selector busy ({@link #sharedSelector}): no hand-off, no
- * wake-up. Everything else, and a connection alone, is handed to the pool
- * ({@link ResumingThreadPool}: the thread that answers goes on to read the connection's next
- * request and serves that one itself, as a thread Jetty dispatched to would). Jetty cannot tell
- * a non-blocking handler whether it runs on the selector, so the pool's threads say so
- * ({@link ResumingThreadPool#onHandedOverThread}). Set to 0, the handler is as blocking as the
- * servlet context behind it and Jetty hands every request to a pool thread itself
- * (bench/results/2026-12-05-2core-core-infer.md).
+ * <p>With {@code etserve.http.inline-below} or {@code etserve.http.inline-alone-below} set the
+ * handler declares itself non-blocking, so Jetty parses each request on the selector thread that
+ * read it and calls {@link #handle} there. A quick call ({@link CoreInference#quick}) is served
+ * right there while other connections' requests keep the selector busy ({@link #sharedSelector}):
+ * no hand-off, no wake-up. So is a call whose model's calls end soon
+ * ({@link CoreInference#endsSoon}, a GPU model's too) when its connection is the only one the
+ * selector serves ({@link #aloneOnSelector}): nobody else waits for that selector, and the thread
+ * that read the request answers it and goes back to wait for the next, one wake-up per request
+ * where a hand-off costs two or three (bench/results/2026-12-05-2core-inline-alone.md).
+ * Everything else is handed to the pool ({@link ResumingThreadPool}: the thread that answers goes
+ * on to read the connection's next request and serves that one itself, as a thread Jetty
+ * dispatched to would). Jetty cannot tell a non-blocking handler whether it runs on the selector,
+ * so the pool's threads say so ({@link ResumingThreadPool#onHandedOverThread}). With both set to
+ * 0 (the default), the handler is as blocking as the servlet context behind it and Jetty hands
+ * every request to a pool thread itself (bench/results/2026-12-05-2core-core-infer.md).
  */
 public final class InferHandler extends Handler.Wrapper {
 
     /** How recently another connection's request must have come for a selector to count as busy. */
     private static final long SHARED_WITHIN_NANOS = 1_000_000;
     private static final ThreadLocal<LastRequest> LAST_REQUEST = ThreadLocal.withInitial(LastRequest::new);
+    private static final ThreadLocal<SelectorOf> SELECTOR_OF = ThreadLocal.withInitial(SelectorOf::new);
 
     private final Supplier<CoreInference> core;
     private final boolean onSelector;
@@ -52,7 +62,8 @@ public final class InferHandler extends Handler.Wrapper {
      * Puts the handler in front of {@code server}'s own (once; a customizer may run twice).
      *
      * @param core the core-API path, or null until the application's beans are there
-     * @param onSelector whether quick calls run on the selector ({@code etserve.http.inline-below} set)
+     * @param onSelector whether calls may run on the selector ({@code etserve.http.inline-below} or
+     *     {@code inline-alone-below} set)
      */
     public static void install(Server server, Supplier<CoreInference> core, boolean onSelector) {
         if (server.getDescendant(InferHandler.class) == null) {
@@ -88,7 +99,8 @@ public final class InferHandler extends Handler.Wrapper {
             }
             if (mayBlock) {
                 here.serve(request, response, callback, target, chunk, false, handOver);
-            } else if (sharedSelector(request) && here.quick(target)) {
+            } else if (sharedSelector(request) && here.quick(target)
+                    || here.endsSoon(target) && aloneOnSelector(request)) {
                 here.serve(request, response, callback, target, chunk, true, handOver);
             } else {
                 dispatch(() -> here.serve(request, response, callback, target, chunk, false, handOver), request,
@@ -132,6 +144,46 @@ public final class InferHandler extends Handler.Wrapper {
         last.connection = connection;
         last.nanos = now;
         return shared;
+    }
+
+    /**
+     * Whether the selector running this request serves no other connection: the request's
+     * channel is the only one registered with it, so a call run here, however long, delays no
+     * other connection's request (only one accepted onto this selector meanwhile waits for its
+     * first read). The selector found for a connection is kept for its next request.
+     */
+    private static boolean aloneOnSelector(Request request) {
+        ConnectionMetaData connection = request.getConnectionMetaData();
+        if (!(connection.getConnector() instanceof ServerConnector connector)
+                || !(connection.getConnection().getEndPoint().getTransport() instanceof SelectableChannel channel)) {
+            return false;
+        }
+        ManagedSelector selector = SELECTOR_OF.get().find(connector, channel);
+        return selector != null && selector.size() == 1;
+    }
+
+    /**
+     * The selector of the connection a selector thread last asked about. Holds that channel
+     * until the thread asks about another one (a closed channel at most, one per thread).
+     */
+    private static final class SelectorOf {
+        private SelectableChannel channel;
+        private ManagedSelector selector;
+
+        ManagedSelector find(ServerConnector connector, SelectableChannel of) {
+            if (of != channel) {
+                channel = of;
+                selector = null;
+                for (ManagedSelector candidate : connector.getSelectorManager().getBeans(ManagedSelector.class)) {
+                    Selector nio = candidate.getSelector();
+                    if (nio != null && of.keyFor(nio) != null) {
+                        selector = candidate;
+                        break;
+                    }
+                }
+            }
+            return selector;
+        }
     }
 
     /** The last request a selector thread took: its connection (identity hash) and when. */

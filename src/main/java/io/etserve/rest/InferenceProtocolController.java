@@ -126,9 +126,9 @@ public class InferenceProtocolController {
      * controller's exchange, limits and budget.
      */
     public CoreInference core(RestrictedApis restricted, ProtocolMetrics metrics, long maxWholeBytes,
-            Duration within) {
+            Duration within, Duration withinAlone) {
         return new CoreInference(exchange, inference, restricted, metrics, inflight, pool, maxRequestBytes,
-                maxWholeBytes, within);
+                maxWholeBytes, within, withinAlone);
     }
 
     /** The exchange itself, which {@link InferBodyFilter} runs directly for a plain model path. */

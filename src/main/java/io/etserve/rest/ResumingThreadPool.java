@@ -8,8 +8,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Jetty's thread pool for a public port whose handler runs on the selector
- * ({@code etserve.http.inline-below}), where {@link InferHandler} hands every request it does not
- * run there to this pool. When such a request completes, Jetty resumes its connection (the read
+ * ({@code etserve.http.inline-below} or {@code inline-alone-below} set), where
+ * {@link InferHandler} hands every request it does not run there to this pool. When such a request completes, Jetty resumes its connection (the read
  * of the next request) by executing it on the pool: one more hand-off per request than when
  * Jetty dispatched the request itself. A task handed over through {@link #runHere} has that
  * resumption wait and run after it on the same thread instead, as the thread Jetty dispatched to

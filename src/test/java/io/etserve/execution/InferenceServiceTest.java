@@ -176,6 +176,21 @@ class InferenceServiceTest {
     }
 
     @Test
+    void aCallEndsSoonWithARecentForwardUnderTheBoundWhateverItsInstancesDo() throws Exception {
+        InferenceService service = service();
+        Reference.TensorValue x = input();
+        service.infer("demo-portable", null, request(x, x.shape()));  // its forward time is now known
+
+        assertThat(service.endsSoon("demo-portable", null, Duration.ofSeconds(1))).isTrue();
+        assertThat(service.endsSoon("demo-portable", null, Duration.ofNanos(1))).as("slower than the bound").isFalse();
+        try (AutoCloseable held = holdTheInstances()) {
+            // Unlike runsAtOnce: whoever runs it asks for an instance without waiting.
+            assertThat(service.endsSoon("demo-portable", null, Duration.ofSeconds(1))).as("instances busy").isTrue();
+        }
+        assertThat(service.endsSoon("no-such-model", null, Duration.ofSeconds(1))).as("an immediate error").isTrue();
+    }
+
+    @Test
     void aCallerThatMayNotWaitRunsOnAFreeInstanceOrIsHandedBackWithNoOutcome() throws Exception {
         InferenceService service = service();
         Reference.TensorValue x = input();

@@ -1,0 +1,111 @@
+package io.etserve.rest;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etserve.support.Http;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.RawConnection;
+import io.etserve.support.Reference;
+import io.etserve.support.TestPaths;
+import java.util.Map;
+import org.eclipse.jetty.io.ManagedSelector;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.util.thread.Invocable;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.jetty.JettyWebServer;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * {@code etserve.http.inline-alone-below}: a connection alone on its selector has its calls run
+ * there, one that shares the selector with another connection has them handed to a request
+ * thread. One selector for the whole port, and only raw connections this class opens, so it
+ * knows which connections the selector holds.
+ */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class InlineAloneApiTest {
+
+    static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-alone-")
+            .copy(TestPaths.demoModels(), "demo-xnnpack");
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry r) {
+        r.add("etserve.model-repository", () -> REPO.root().toString());
+        r.add("management.server.port", () -> "0");
+        r.add("etserve.http.inline-alone-below", () -> "1s");
+        r.add("server.jetty.threads.selectors", () -> "1");
+    }
+
+    @Value("${local.server.port}")
+    int port;
+
+    @Autowired
+    CoreInference core;
+
+    @Autowired
+    WebServerApplicationContext context;
+
+    @Test
+    void callsOfAConnectionAloneOnItsSelectorRunThereAndMatchTheReference() throws Exception {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        try (RawConnection raw = RawConnection.open(port, 10_000)) {
+            // Its first call registers the connection and teaches the model's time (a model
+            // without one is never run on the selector); a closed connection of another test may
+            // still be registered until the selector sees it closed.
+            assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
+            awaitConnectionsOnSelector(1);
+            long before = core.servedOnSelector();
+            for (Reference.Case c : ref.cases()) {
+                RawConnection.Response r = raw.exchange(infer("demo-xnnpack", c));
+                assertThat(r.status()).as(r.text()).isEqualTo(200);
+                ProtocolApiTest.assertMatches(ref, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
+            }
+            assertThat(core.servedOnSelector() - before).isEqualTo(ref.cases().size());
+            // Refusals are answered there too, and the connection goes on.
+            RawConnection.Response bad = raw.exchange(RawConnection.post("/v2/models/demo-xnnpack/infer", "{\"inputs\": ["));
+            assertThat(bad.status()).isEqualTo(400);
+            RawConnection.Response unknown = raw.exchange(RawConnection.post("/v2/models/nope/infer", "{\"inputs\": []}"));
+            assertThat(unknown.status()).isEqualTo(404);
+            assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
+        }
+        assertThat(((JettyWebServer) context.getWebServer()).getServer().getInvocationType())
+                .isEqualTo(Invocable.InvocationType.NON_BLOCKING);
+    }
+
+    @Test
+    void callsOfAConnectionThatSharesItsSelectorGoToARequestThread() throws Exception {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        try (RawConnection other = RawConnection.open(port, 10_000); RawConnection raw = RawConnection.open(port, 10_000)) {
+            // Both registered with the only selector before the calls counted: each answered once.
+            assertThat(other.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
+            assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
+            long before = core.servedOnSelector();
+            for (Reference.Case c : ref.cases()) {
+                RawConnection.Response r = raw.exchange(infer("demo-xnnpack", c));
+                assertThat(r.status()).as(r.text()).isEqualTo(200);
+                ProtocolApiTest.assertMatches(ref, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
+            }
+            assertThat(core.servedOnSelector()).isEqualTo(before);
+        }
+    }
+
+    private static String infer(String model, Reference.Case c) throws Exception {
+        return RawConnection.post("/v2/models/" + model + "/infer", Http.JSON.writeValueAsString(
+                Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList())));
+    }
+
+    /** Waits (up to 10 s) until the port's only selector holds {@code count} connections. */
+    private void awaitConnectionsOnSelector(int count) throws InterruptedException {
+        ServerConnector connector = (ServerConnector) ((JettyWebServer) context.getWebServer()).getServer().getConnectors()[0];
+        ManagedSelector selector = connector.getSelectorManager().getBeans(ManagedSelector.class).iterator().next();
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (selector.size() != count && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertThat(selector.size()).isEqualTo(count);
+    }
+}
