@@ -34,8 +34,10 @@
 #                                       the defaults against etserve.grpc.inline-below=0)
 #                                       ab: the current jar against ETSERVE_BASELINE_JAR (an
 #                                       application jar of another commit, same dependencies),
-#                                       interleaved on this host, the REST rows of the CPU goals;
-#                                       startup-ab: the same two jars' time to ready, as `java -jar`
+#                                       interleaved on this host, the REST rows of the CPU goals
+#                                       (ETSERVE_BASELINE_JAR unset: the current jar on both sides,
+#                                       ETSERVE_AB_BASELINE_ARGS / ETSERVE_AB_CURRENT_ARGS apart);
+#                                       startup-ab: the two jars' time to ready, as `java -jar`
 #                                       and as the image start them
 #   scripts/gpu-suite.sh cuda-latency [MODEL...]
 #                                       batch-1 latency of the exported CUDA models

@@ -53,9 +53,10 @@ class HttpConfiguration {
                 JettyServerProperties.Threads threads = jetty.getIfAvailable(JettyServerProperties::new).getThreads();
                 factory.setThreadPool(resumingPool(threads));
                 if (threads.getSelectors() == null || threads.getSelectors() < 1) {
-                    // A selector per core: quick calls run on the selectors, so fewer of them than
-                    // cores would cap how many run at once (Jetty's default is min(cores / 2,
-                    // max threads / 16): 4 on a 16-core host with 64 threads).
+                    // A selector per core: calls run on the selectors, so fewer of them than cores
+                    // would cap how many run at once, and a connection is more often alone on
+                    // one (Jetty's default is min(cores / 2, max threads / 16): 4 on a 16-core
+                    // host with 64 threads).
                     factory.setSelectors(Runtime.getRuntime().availableProcessors());
                 }
             }

@@ -31,7 +31,12 @@ public final class MultiDeviceInstancePool implements InstancePool {
         return acquire(timeout, LeaseQueue.Abandon.NEVER);
     }
 
-    /** A caller that gives up leaves within one poll of the last device ({@code POLL}). */
+    /**
+     * A caller that gives up leaves within one poll of the last device ({@code POLL}, or what is
+     * left of {@code timeout} when less). A zero timeout asks each device once and never waits:
+     * a caller that may not wait ({@link io.etserve.inference.Caller#AT_ONCE}) runs on an I/O
+     * thread.
+     */
     @Override
     public ExecutionSlot acquire(Duration timeout, LeaseQueue.Abandon abandon) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -45,7 +50,9 @@ public final class MultiDeviceInstancePool implements InstancePool {
                 }
                 GpuInstancePool pool = devices.get((start + i) % devices.size());
                 try {
-                    ExecutionSlot slot = pool.acquire(i == devices.size() - 1 ? POLL : Duration.ZERO, abandon);
+                    Duration wait = i < devices.size() - 1 ? Duration.ZERO
+                            : Duration.ofNanos(Math.min(POLL.toNanos(), Math.max(0, deadline - System.nanoTime())));
+                    ExecutionSlot slot = pool.acquire(wait, abandon);
                     if (slot != null) {
                         return slot;
                     }

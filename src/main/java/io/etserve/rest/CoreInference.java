@@ -55,7 +55,7 @@ public final class CoreInference {
     private final long maxWholeBytes;
     private final Duration within;
     private final Duration withinAlone;
-    private final SlowInlineCalls slowCalls = new SlowInlineCalls();
+    private final SlowInlineCalls slowCalls;
     private final LongAdder served = new LongAdder();
     private final LongAdder servedOnSelector = new LongAdder();
 
@@ -80,6 +80,7 @@ public final class CoreInference {
         this.maxWholeBytes = maxWholeBytes;
         this.within = within;
         this.withinAlone = withinAlone;
+        this.slowCalls = new SlowInlineCalls(Math.max(within.toNanos(), withinAlone.toNanos()));
     }
 
     /**
@@ -125,7 +126,7 @@ public final class CoreInference {
      * Serves a request {@link #target} took, whose whole body is {@code chunk} (released here),
      * and completes {@code callback} once the answer is written.
      *
-     * @param onSelector whether this runs on the selector ({@link #quick}): the call then runs
+     * @param onSelector whether this runs on the selector ({@link #quick}, {@link #endsSoon}): the call then runs
      *     only on an instance free now ({@link Caller#AT_ONCE}; none is: the request goes to
      *     {@code handOver} and runs there), nothing watches its client, and one that ran long is reported
      * @param handOver where a request the selector cannot run at once goes (unused off the selector)
@@ -172,10 +173,10 @@ public final class CoreInference {
         }
         long nanos = System.nanoTime() - start;
         if (slowCalls.report(nanos)) {
-            log.warn("a REST inference call ran {} ms on the thread that read it, holding the connections it"
-                    + " serves, though its model's recent calls were quick; if a model's time follows its input's"
-                    + " values, set etserve.http.inline-below and etserve.http.inline-alone-below to 0",
-                    nanos / 1_000_000);
+            log.warn("a REST inference call ran {} ms on the selector thread that read it, holding the other"
+                    + " connections that selector serves or takes on meanwhile, though its model's recent calls were"
+                    + " shorter; if a model's time follows its input's values, set etserve.http.inline-below and"
+                    + " etserve.http.inline-alone-below to 0", nanos / 1_000_000);
         }
     }
 

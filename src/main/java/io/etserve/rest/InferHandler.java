@@ -43,7 +43,8 @@ public final class InferHandler extends Handler.Wrapper {
     /** How recently another connection's request must have come for a selector to count as busy. */
     private static final long SHARED_WITHIN_NANOS = 1_000_000;
     private static final ThreadLocal<LastRequest> LAST_REQUEST = ThreadLocal.withInitial(LastRequest::new);
-    private static final ThreadLocal<SelectorOf> SELECTOR_OF = ThreadLocal.withInitial(SelectorOf::new);
+    /** A connection's attribute: the selector its channel is registered with. */
+    private static final String SELECTOR_ATTRIBUTE = InferHandler.class.getName() + ".selector";
 
     private final Supplier<CoreInference> core;
     private final boolean onSelector;
@@ -99,8 +100,8 @@ public final class InferHandler extends Handler.Wrapper {
             }
             if (mayBlock) {
                 here.serve(request, response, callback, target, chunk, false, handOver);
-            } else if (sharedSelector(request) && here.quick(target)
-                    || here.endsSoon(target) && aloneOnSelector(request)) {
+            } else if (sharedSelector(request) ? here.quick(target)
+                    : here.endsSoon(target) && aloneOnSelector(request)) {
                 here.serve(request, response, callback, target, chunk, true, handOver);
             } else {
                 dispatch(() -> here.serve(request, response, callback, target, chunk, false, handOver), request,
@@ -134,7 +135,10 @@ public final class InferHandler extends Handler.Wrapper {
      * them. A connection alone sends its next request only once it has its answer, and a
      * selector that served it would sleep and be woken for every one: handed to the pool, the
      * thread that answers reads the next request itself (ResumingThreadPool) and is often in
-     * time to find it there.
+     * time to find it there. That is the default for such a connection; with
+     * {@code etserve.http.inline-alone-below} set it is served on the selector all the same,
+     * which pays where threads idle between its requests anyway
+     * (bench/results/2026-12-05-2core-inline-alone.md).
      */
     private static boolean sharedSelector(Request request) {
         LastRequest last = LAST_REQUEST.get();
@@ -150,40 +154,32 @@ public final class InferHandler extends Handler.Wrapper {
      * Whether the selector running this request serves no other connection: the request's
      * channel is the only one registered with it, so a call run here, however long, delays no
      * other connection's request (only one accepted onto this selector meanwhile waits for its
-     * first read). The selector found for a connection is kept for its next request.
+     * first read). HTTP/1 only: one connection of HTTP/2 may carry many calls at once. The
+     * selector found for a connection is kept among its attributes for its next requests.
      */
     private static boolean aloneOnSelector(Request request) {
         ConnectionMetaData connection = request.getConnectionMetaData();
-        if (!(connection.getConnector() instanceof ServerConnector connector)
-                || !(connection.getConnection().getEndPoint().getTransport() instanceof SelectableChannel channel)) {
+        if (connection.getHttpVersion().getVersion() >= 20) {
             return false;
         }
-        ManagedSelector selector = SELECTOR_OF.get().find(connector, channel);
+        ManagedSelector selector = connection.getAttribute(SELECTOR_ATTRIBUTE) instanceof ManagedSelector known
+                ? known : selectorOf(connection);
         return selector != null && selector.size() == 1;
     }
 
-    /**
-     * The selector of the connection a selector thread last asked about. Holds that channel
-     * until the thread asks about another one (a closed channel at most, one per thread).
-     */
-    private static final class SelectorOf {
-        private SelectableChannel channel;
-        private ManagedSelector selector;
-
-        ManagedSelector find(ServerConnector connector, SelectableChannel of) {
-            if (of != channel) {
-                channel = of;
-                selector = null;
-                for (ManagedSelector candidate : connector.getSelectorManager().getBeans(ManagedSelector.class)) {
-                    Selector nio = candidate.getSelector();
-                    if (nio != null && of.keyFor(nio) != null) {
-                        selector = candidate;
-                        break;
-                    }
+    /** The selector {@code connection}'s channel is registered with (remembered), or null. */
+    private static ManagedSelector selectorOf(ConnectionMetaData connection) {
+        if (connection.getConnector() instanceof ServerConnector connector
+                && connection.getConnection().getEndPoint().getTransport() instanceof SelectableChannel channel) {
+            for (ManagedSelector candidate : connector.getSelectorManager().getBeans(ManagedSelector.class)) {
+                Selector nio = candidate.getSelector();
+                if (nio != null && channel.keyFor(nio) != null) {
+                    connection.setAttribute(SELECTOR_ATTRIBUTE, candidate);
+                    return candidate;
                 }
             }
-            return selector;
         }
+        return null;
     }
 
     /** The last request a selector thread took: its connection (identity hash) and when. */

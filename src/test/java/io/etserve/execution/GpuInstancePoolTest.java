@@ -104,4 +104,27 @@ class GpuInstancePoolTest {
         assertThat(streams.leasedCount()).isZero();
         streams.close();
     }
+
+    @Test
+    void severalDevicesAskedWithoutATimeoutNeverWaitForTheLastOne() throws Exception {
+        StreamPool zero = new StreamPool(0, 1, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
+        StreamPool one = new StreamPool(1, 1, 0, new OpaqueStreamFactory(List.of(1)), n -> {});
+        MultiDeviceInstancePool pool = new MultiDeviceInstancePool(
+                List.of(new GpuInstancePool(zero, newInstances(1)), new GpuInstancePool(one, newInstances(1))));
+        try (ExecutionSlot a = pool.acquire(SHORT); ExecutionSlot b = pool.acquire(SHORT)) {
+            assertThat(a.instance()).isNotSameAs(b.instance());
+            // Both busy: a zero timeout is refused at once. Polling the last device (2 ms) each
+            // time would take 200 ms or more for the hundred.
+            long start = System.nanoTime();
+            for (int i = 0; i < 100; i++) {
+                assertThatThrownBy(() -> pool.acquire(Duration.ZERO)).isInstanceOf(OverloadedException.class);
+            }
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(100));
+        }
+        try (ExecutionSlot free = pool.acquire(Duration.ZERO)) {
+            assertThat(free).isNotNull();
+        }
+        zero.close();
+        one.close();
+    }
 }
