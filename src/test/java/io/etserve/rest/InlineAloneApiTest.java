@@ -2,11 +2,17 @@ package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.execution.ExecutionSlot;
+import io.etserve.execution.InstancePool;
+import io.etserve.repository.ModelRegistry;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.RawConnection;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import org.eclipse.jetty.io.ManagedSelector;
 import org.eclipse.jetty.server.ServerConnector;
@@ -23,8 +29,9 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * {@code etserve.http.inline-alone-below}: a connection alone on its selector has its calls run
  * there, one that shares the selector with another connection has them handed to a request
- * thread. One selector for the whole port, and only raw connections this class opens, so it
- * knows which connections the selector holds.
+ * thread, and so has a call that finds no instance free (the selector may not wait). One
+ * selector for the whole port, and only raw connections this class opens, so it knows which
+ * connections the selector holds.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class InlineAloneApiTest {
@@ -47,6 +54,9 @@ class InlineAloneApiTest {
     CoreInference core;
 
     @Autowired
+    ModelRegistry registry;
+
+    @Autowired
     WebServerApplicationContext context;
 
     @Test
@@ -58,16 +68,8 @@ class InlineAloneApiTest {
             // still be registered until the selector sees it closed.
             assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
             awaitConnectionsOnSelector(1);
-            // A call handed to a request thread has that thread read the connection's next
-            // request itself if it comes at once: wait until one ran on the selector, which then
-            // reads the next ones.
-            long start = core.servedOnSelector();
-            for (int i = 0; i < 100 && core.servedOnSelector() == start; i++) {
-                Thread.sleep(5);
-                assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
-            }
+            awaitACallOnTheSelector(raw, ref);
             long before = core.servedOnSelector();
-            assertThat(before).isGreaterThan(start);
             for (Reference.Case c : ref.cases()) {
                 RawConnection.Response r = raw.exchange(infer("demo-xnnpack", c));
                 assertThat(r.status()).as(r.text()).isEqualTo(200);
@@ -100,6 +102,57 @@ class InlineAloneApiTest {
             }
             assertThat(core.servedOnSelector()).isEqualTo(before);
         }
+    }
+
+    @Test
+    void aCallThatFindsNoFreeInstanceWaitsOnARequestThread() throws Exception {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        try (RawConnection raw = RawConnection.open(port, 10_000)) {
+            assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
+            awaitConnectionsOnSelector(1);
+            awaitACallOnTheSelector(raw, ref);
+            InstancePool pool = registry.serving("demo-xnnpack", null).instances();
+            List<ExecutionSlot> held = new ArrayList<>();
+            for (int i = 0; i < pool.capacity(); i++) {
+                held.add(pool.acquire(Duration.ofSeconds(5)));
+            }
+            long before = core.servedOnSelector();
+            Thread release = new Thread(() -> {
+                try {
+                    Thread.sleep(300);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                held.forEach(ExecutionSlot::close);
+            }, "release-instances");
+            release.start();
+            long start = System.nanoTime();
+            Reference.Case c = ref.cases().get(1);
+            RawConnection.Response r = raw.exchange(infer("demo-xnnpack", c));
+            // Answered once an instance came free, not refused, and not on the selector, which
+            // may not wait: it handed the call to a request thread to wait in line.
+            assertThat(r.status()).as(r.text()).isEqualTo(200);
+            ProtocolApiTest.assertMatches(ref, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(Duration.ofMillis(250));
+            assertThat(core.servedOnSelector()).isEqualTo(before);
+            release.join();
+            // Instances free again: the selector serves the connection's calls again.
+            awaitACallOnTheSelector(raw, ref);
+        }
+    }
+
+    /**
+     * Waits until a call of {@code raw} ran on the selector: a call handed to a request thread
+     * has that thread read the connection's next request itself if it comes at once, and the
+     * selector then reads the next ones.
+     */
+    private void awaitACallOnTheSelector(RawConnection raw, Reference ref) throws Exception {
+        long start = core.servedOnSelector();
+        for (int i = 0; i < 100 && core.servedOnSelector() == start; i++) {
+            Thread.sleep(5);
+            assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
+        }
+        assertThat(core.servedOnSelector()).isGreaterThan(start);
     }
 
     private static String infer(String model, Reference.Case c) throws Exception {
