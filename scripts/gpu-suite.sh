@@ -29,7 +29,8 @@
 #                                       in ETSERVE_JVM_VARIANTS (';'-separated), optionally pinned
 #                                       (SERVICE_CPUS)
 #                                       selectors: REST calls to a quick CPU model with the service
-#                                       arguments in ETSERVE_SELECTOR_VARIANTS (';'-separated);
+#                                       arguments in ETSERVE_SELECTOR_VARIANTS (';'-separated),
+#                                       each client pausing ETSERVE_SELECTOR_PAUSES_US (a list);
 #                                       ETSERVE_SELECTOR_GRPC=1: gRPC calls instead (default variants:
 #                                       the defaults against etserve.grpc.inline-below=0)
 #                                       ab: the current jar against ETSERVE_BASELINE_JAR (an

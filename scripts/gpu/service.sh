@@ -319,10 +319,12 @@ startup_ab_bench() {
 
 # REST calls to a quick CPU model (the probe on a CPU instance per core, no kernel) for each set
 # of service arguments in ETSERVE_SELECTOR_VARIANTS (';'-separated; "" = the defaults): whether
-# quick calls on the selectors (etserve.http.inline-below, a selector per core) pay on this host.
+# calls on the selectors (etserve.http.inline-below, inline-alone-below, a selector per core) pay
+# on this host; back to back, and for each pause in ETSERVE_SELECTOR_PAUSES_US (default "0": none)
+# each client takes after each answer.
 # Into $RESULTS/gpu-h200-selectors.txt.
 selectors_bench() {
-  local out="$RESULTS/gpu-h200-selectors.txt" st=0 v c variants args repo="$WORK/selectors-repo" via=() what=REST
+  local out="$RESULTS/gpu-h200-selectors.txt" st=0 v c pause label variants args repo="$WORK/selectors-repo" via=() what=REST
   if [[ -n ${ETSERVE_SELECTOR_GRPC:-} ]]; then via=(grpc-port="$GRPC"); what=gRPC; out="$RESULTS/gpu-h200-selectors-grpc.txt"; fi
   { echo "# $what calls to a quick CPU model by service arguments ($(nproc) cores)"
     echo; echo "$THR_HEADER"; } > "$out"
@@ -335,9 +337,12 @@ selectors_bench() {
     printf 'inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: %s\n' "$(nproc)" > "$repo/probe-cpu/config.yml"
     read -r -a args <<< "$v"
     start_service "$repo" "${args[@]}"
-    for c in 1 4 16 32; do
-      check throughput port=$PORT "${via[@]}" model=probe-cpu spin=0 clients=$c seconds=4 pid=$SERVICE_PID \
-        label="${v:-(defaults)}" >> "$out" || st=1
+    for pause in ${ETSERVE_SELECTOR_PAUSES_US:-0}; do
+      label="${v:-(defaults)}"; [[ $pause == 0 ]] || label+=", clients pause $pause us"
+      for c in 1 4 16 32; do
+        check throughput port=$PORT "${via[@]}" model=probe-cpu spin=0 clients=$c seconds=4 pause-us="$pause" \
+          pid=$SERVICE_PID label="$label" >> "$out" || st=1
+      done
     done
     stop_service
   done
