@@ -38,6 +38,7 @@ class InlineAloneApiTest {
 
     static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-alone-")
             .copy(TestPaths.demoModels(), "demo-xnnpack");
+    static final Reference REF = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
 
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry r) {
@@ -61,27 +62,18 @@ class InlineAloneApiTest {
 
     @Test
     void callsOfAConnectionAloneOnItsSelectorRunThereAndMatchTheReference() throws Exception {
-        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
-        try (RawConnection raw = RawConnection.open(port, 10_000)) {
-            // Its first call registers the connection and teaches the model's time (a model
-            // without one is never run on the selector); a closed connection of another test may
-            // still be registered until the selector sees it closed.
-            assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
-            awaitConnectionsOnSelector(1);
-            awaitACallOnTheSelector(raw, ref);
+        try (RawConnection raw = openAloneOnTheSelector()) {
             long before = core.servedOnSelector();
-            for (Reference.Case c : ref.cases()) {
-                RawConnection.Response r = raw.exchange(infer("demo-xnnpack", c));
-                assertThat(r.status()).as(r.text()).isEqualTo(200);
-                ProtocolApiTest.assertMatches(ref, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
+            for (Reference.Case c : REF.cases()) {
+                assertAnswered(raw, c);
             }
-            assertThat(core.servedOnSelector() - before).isEqualTo(ref.cases().size());
+            assertThat(core.servedOnSelector() - before).isEqualTo(REF.cases().size());
             // Refusals are answered there too, and the connection goes on.
             RawConnection.Response bad = raw.exchange(RawConnection.post("/v2/models/demo-xnnpack/infer", "{\"inputs\": ["));
             assertThat(bad.status()).isEqualTo(400);
             RawConnection.Response unknown = raw.exchange(RawConnection.post("/v2/models/nope/infer", "{\"inputs\": []}"));
             assertThat(unknown.status()).isEqualTo(404);
-            assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
+            assertAnswered(raw, REF.cases().get(0));
         }
         assertThat(((JettyWebServer) context.getWebServer()).getServer().getInvocationType())
                 .isEqualTo(Invocable.InvocationType.NON_BLOCKING);
@@ -89,16 +81,13 @@ class InlineAloneApiTest {
 
     @Test
     void callsOfAConnectionThatSharesItsSelectorGoToARequestThread() throws Exception {
-        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
         try (RawConnection other = RawConnection.open(port, 10_000); RawConnection raw = RawConnection.open(port, 10_000)) {
             // Both registered with the only selector before the calls counted: each answered once.
-            assertThat(other.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
-            assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
+            assertAnswered(other, REF.cases().get(0));
+            assertAnswered(raw, REF.cases().get(0));
             long before = core.servedOnSelector();
-            for (Reference.Case c : ref.cases()) {
-                RawConnection.Response r = raw.exchange(infer("demo-xnnpack", c));
-                assertThat(r.status()).as(r.text()).isEqualTo(200);
-                ProtocolApiTest.assertMatches(ref, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
+            for (Reference.Case c : REF.cases()) {
+                assertAnswered(raw, c);
             }
             assertThat(core.servedOnSelector()).isEqualTo(before);
         }
@@ -106,11 +95,7 @@ class InlineAloneApiTest {
 
     @Test
     void aCallThatFindsNoFreeInstanceWaitsOnARequestThread() throws Exception {
-        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
-        try (RawConnection raw = RawConnection.open(port, 10_000)) {
-            assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
-            awaitConnectionsOnSelector(1);
-            awaitACallOnTheSelector(raw, ref);
+        try (RawConnection raw = openAloneOnTheSelector()) {
             InstancePool pool = registry.serving("demo-xnnpack", null).instances();
             List<ExecutionSlot> held = new ArrayList<>();
             for (int i = 0; i < pool.capacity(); i++) {
@@ -127,18 +112,29 @@ class InlineAloneApiTest {
             }, "release-instances");
             release.start();
             long start = System.nanoTime();
-            Reference.Case c = ref.cases().get(1);
-            RawConnection.Response r = raw.exchange(infer("demo-xnnpack", c));
             // Answered once an instance came free, not refused, and not on the selector, which
             // may not wait: it handed the call to a request thread to wait in line.
-            assertThat(r.status()).as(r.text()).isEqualTo(200);
-            ProtocolApiTest.assertMatches(ref, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
+            assertAnswered(raw, REF.cases().get(1));
             assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(Duration.ofMillis(250));
             assertThat(core.servedOnSelector()).isEqualTo(before);
             release.join();
             // Instances free again: the selector serves the connection's calls again.
-            awaitACallOnTheSelector(raw, ref);
+            awaitACallOnTheSelector(raw);
         }
+    }
+
+    /**
+     * A connection the only selector holds alone, whose calls now run there. Its first call
+     * registers it and teaches the model's time (a model without one is never run on the
+     * selector); a closed connection of another test may still be registered until the selector
+     * sees it closed.
+     */
+    private RawConnection openAloneOnTheSelector() throws Exception {
+        RawConnection raw = RawConnection.open(port, 10_000);
+        assertAnswered(raw, REF.cases().get(0));
+        awaitConnectionsOnSelector(1);
+        awaitACallOnTheSelector(raw);
+        return raw;
     }
 
     /**
@@ -146,18 +142,22 @@ class InlineAloneApiTest {
      * has that thread read the connection's next request itself if it comes at once, and the
      * selector then reads the next ones.
      */
-    private void awaitACallOnTheSelector(RawConnection raw, Reference ref) throws Exception {
+    private void awaitACallOnTheSelector(RawConnection raw) throws Exception {
         long start = core.servedOnSelector();
         for (int i = 0; i < 100 && core.servedOnSelector() == start; i++) {
             Thread.sleep(5);
-            assertThat(raw.exchange(infer("demo-xnnpack", ref.cases().get(0))).status()).isEqualTo(200);
+            assertAnswered(raw, REF.cases().get(0));
         }
         assertThat(core.servedOnSelector()).isGreaterThan(start);
     }
 
-    private static String infer(String model, Reference.Case c) throws Exception {
-        return RawConnection.post("/v2/models/" + model + "/infer", Http.JSON.writeValueAsString(
-                Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList())));
+    /** Sends {@code c} as JSON on {@code raw}: answered 200, its output the reference's. */
+    private static void assertAnswered(RawConnection raw, Reference.Case c) throws Exception {
+        String json = Http.JSON.writeValueAsString(
+                Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+        RawConnection.Response r = raw.exchange(RawConnection.post("/v2/models/demo-xnnpack/infer", json));
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        ProtocolApiTest.assertMatches(REF, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
     }
 
     /** Waits (up to 10 s) until the port's only selector holds {@code count} connections. */
