@@ -37,7 +37,8 @@
 #                                       application jar of another commit, same dependencies),
 #                                       interleaved on this host, the REST rows of the CPU goals
 #                                       (ETSERVE_BASELINE_JAR unset: the current jar on both sides,
-#                                       ETSERVE_AB_BASELINE_ARGS / ETSERVE_AB_CURRENT_ARGS apart);
+#                                       ETSERVE_AB_BASELINE_ARGS / ETSERVE_AB_CURRENT_ARGS apart;
+#                                       ETSERVE_AB_GRPC=1: gRPC rows too);
 #                                       startup-ab: the two jars' time to ready, as `java -jar`
 #                                       and as the image start them
 #   scripts/gpu-suite.sh cuda-latency [MODEL...]

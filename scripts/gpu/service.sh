@@ -209,7 +209,7 @@ jvm_options_bench() {
 # differ by more than most changes do): for ETSERVE_AB_ROUNDS rounds (default 3), each side in
 # turn serves the REST rows the CPU goals are about: a 2 ms kernel at K = 4, then no GPU
 # time back to back and with clients pausing 2 ms (ETSERVE_AB_K16=1: a 2 ms kernel at K = 16
-# with 16 clients too). ETSERVE_BASELINE_JAR: the baseline's application jar, built as
+# with 16 clients too; ETSERVE_AB_GRPC=1: the same K = 4 and pausing rows over gRPC). ETSERVE_BASELINE_JAR: the baseline's application jar, built as
 # etserve.jar is (the extracted layout; its dependencies must match, since it runs against this
 # bundle's lib/), or unset: the current jar on both sides. ETSERVE_AB_BASELINE_ARGS and
 # ETSERVE_AB_CURRENT_ARGS: service arguments of each side (two settings of one jar compared).
@@ -233,6 +233,12 @@ ab_bench() {
       check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pid=$SERVICE_PID label="$which r$round no GPU time" >> "$out" || st=1
       check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pause-us=2000 pid=$SERVICE_PID \
         label="$which r$round no GPU time, clients pause 2 ms" >> "$out" || st=1
+      if [[ ${ETSERVE_AB_GRPC:-0} == 1 ]]; then
+        check throughput port=$PORT grpc-port="$GRPC" model=probe spin=2000 clients=4 seconds=4 pid=$SERVICE_PID \
+          label="$which r$round gRPC K=4" >> "$out" || st=1
+        check throughput port=$PORT grpc-port="$GRPC" model=probe spin=0 clients=4 seconds=4 pause-us=2000 \
+          pid=$SERVICE_PID label="$which r$round gRPC no GPU time, clients pause 2 ms" >> "$out" || st=1
+      fi
       stop_service
       if [[ ${ETSERVE_AB_K16:-0} == 1 ]]; then
         make_repo "$WORK/service-repo" 32

@@ -220,6 +220,9 @@ public record EtServeProperties(
      *     request does)
      * @param inlineBelow an inference whose model has an idle CPU instance, no batching and forward
      *     calls under this lately runs on the event loop that read it, not on a worker (0: never)
+     * @param inlineAloneBelow an inference whose connection is the only one its event loop serves,
+     *     to a model (CPU or GPU) with no batching, static input shapes and forward calls under this
+     *     lately, runs on that loop when an instance is free at once (0: never, the default)
      * @param earlyInit initialize Netty's classes on their own thread while the context is built
      *     (read by {@link io.etserve.grpc.NettyEarlyInit} before binding)
      */
@@ -230,6 +233,7 @@ public record EtServeProperties(
             DataSize maxMessageSize,
             @DefaultValue("64") int threads,
             @DefaultValue("250us") Duration inlineBelow,
+            @DefaultValue("0s") Duration inlineAloneBelow,
             @DefaultValue("true") boolean earlyInit) {
 
         public Grpc {
@@ -239,6 +243,9 @@ public record EtServeProperties(
             atLeastOne("etserve.grpc.threads", threads);
             if (inlineBelow.isNegative()) {
                 throw new IllegalArgumentException("etserve.grpc.inline-below must not be negative");
+            }
+            if (inlineAloneBelow.isNegative()) {
+                throw new IllegalArgumentException("etserve.grpc.inline-alone-below must not be negative");
             }
         }
     }

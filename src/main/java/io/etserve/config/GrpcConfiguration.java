@@ -45,7 +45,7 @@ class GrpcConfiguration {
                 tensorBuffers);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), drainTimeout, traced(RestrictedApiInterceptor.guard(service, restricted),
-                tracing.getIfAvailable()), service.quickCalls(grpc.inlineBelow()), probes);
+                tracing.getIfAvailable()), service.eventLoopCalls(grpc.inlineBelow(), grpc.inlineAloneBelow()), probes);
     }
 
     /** Outermost, so refused calls are traced too (docs/tracing.md). */

@@ -14,6 +14,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,10 +27,12 @@ import org.slf4j.LoggerFactory;
  * between threads about six times (start, message, half-close, request(n), the answer's flush,
  * completion); here it crosses twice: to the worker, and back to the event loop for the write.
  * A handler may block (a busy instance pool, a GPU completion, a model load), so it runs on the
- * event loop only when {@code runsHere} says, for the request, that it starts at once and ends
- * soon, and no other call of its connection is in flight (calls multiplexed on one connection
- * share its event loop: run there, they would run one after another): then it crosses no thread
- * at all. The connections' call counts need {@link #connections()} on the server.
+ * event loop only when {@link EventLoopCalls} says, for the request, that it starts at once and
+ * ends soon, or that it ends soon and its connection is the only one the loop serves (nobody else
+ * waits for that loop, and its thread would idle until the answer anyway), and no other call of
+ * its connection is in flight (calls multiplexed on one connection share its event loop: run
+ * there, they would run one after another): then it crosses no thread at all. The connections'
+ * call counts, and each loop's count of connections, need {@link #connections()} on the server.
  *
  * <p>A handler running on the event loop finds {@link #EVENT_LOOP} in its context: one that would
  * have to wait after all (another call took the instance it was to run on) gives the rest of its
@@ -46,6 +49,8 @@ final class CallOnWorker implements ServerInterceptor {
 
     /** Calls of a connection started and not yet completed or cancelled. */
     private static final Attributes.Key<AtomicInteger> CALLS = Attributes.Key.create("etserve.calls-in-flight");
+    /** The count of connections of the event loop that serves this connection. */
+    private static final Attributes.Key<AtomicInteger> LOOP_CONNECTIONS = Attributes.Key.create("etserve.loop-connections");
 
     /** In a handler's context only while it runs on the event loop: where it may not wait. */
     static final Context.Key<HandOver> EVENT_LOOP = Context.key("etserve.grpc.event-loop");
@@ -63,20 +68,53 @@ final class CallOnWorker implements ServerInterceptor {
 
     private final Executor workers;
     private final Predicate<Object> runsHere;
-    private final SlowInlineCalls slowCalls = new SlowInlineCalls();
+    private final SlowInlineCalls slowCalls;
+    /**
+     * Ready connections per event loop, each loop's count found through its own thread: a
+     * transport is made ready on its loop, and a call's handler is placed there too. (Netty 4.2's
+     * loops no longer say how many channels they serve.)
+     */
+    private final ThreadLocal<AtomicInteger> loopConnections = ThreadLocal.withInitial(AtomicInteger::new);
+    private final LongAdder handledOnEventLoop = new LongAdder();
 
     /** @param runsHere whether a call with this request may run on the event loop (never blocks long) */
     CallOnWorker(Executor workers, Predicate<Object> runsHere) {
-        this.workers = workers;
-        this.runsHere = runsHere;
+        this(workers, EventLoopCalls.quick(runsHere));
     }
 
-    /** Gives each connection its count of calls in flight. */
+    CallOnWorker(Executor workers, EventLoopCalls onEventLoop) {
+        this.workers = workers;
+        Predicate<Object> endsSoon = onEventLoop.endsSoon();
+        this.runsHere = onEventLoop.quick().or(request -> endsSoon.test(request) && aloneOnItsLoop());
+        this.slowCalls = new SlowInlineCalls(onEventLoop.bound().toNanos());
+    }
+
+    /** Calls whose handler ran on the event loop that read them, since start. */
+    long handledOnEventLoop() {
+        return handledOnEventLoop.sum();
+    }
+
+    /** On an event loop: whether it serves one connection (the one whose call it runs). */
+    private boolean aloneOnItsLoop() {
+        return loopConnections.get().get() == 1;
+    }
+
+    /** Gives each connection its count of calls in flight, and counts each event loop's connections. */
     ServerTransportFilter connections() {
         return new ServerTransportFilter() {
             @Override
             public Attributes transportReady(Attributes transport) {
-                return transport.toBuilder().set(CALLS, new AtomicInteger()).build();
+                AtomicInteger loop = loopConnections.get();
+                loop.incrementAndGet();
+                return transport.toBuilder().set(CALLS, new AtomicInteger()).set(LOOP_CONNECTIONS, loop).build();
+            }
+
+            @Override
+            public void transportTerminated(Attributes transport) {
+                AtomicInteger loop = transport == null ? null : transport.get(LOOP_CONNECTIONS);
+                if (loop != null) {
+                    loop.decrementAndGet();
+                }
             }
         };
     }
@@ -86,7 +124,7 @@ final class CallOnWorker implements ServerInterceptor {
             ServerCallHandler<Q, R> next) {
         AtomicInteger calls = call.getAttributes().get(CALLS);
         Sequenced<Q> listener = new Sequenced<>(next.startCall(call, headers), call, workers, runsHere, calls,
-                slowCalls);
+                slowCalls, handledOnEventLoop);
         if (calls != null) {
             calls.incrementAndGet();
         }
@@ -104,6 +142,7 @@ final class CallOnWorker implements ServerInterceptor {
         private final Predicate<Object> runsHere;
         private final AtomicInteger connectionCalls;  // null: not counted (no transport filter)
         private final SlowInlineCalls slowCalls;
+        private final LongAdder handledOnEventLoop;
         private final AtomicBoolean ended = new AtomicBoolean();
         private Object request;  // written and read by the steps, which run in order
         private Runnable rest;  // what the handler on the event loop handed over; read after it returns
@@ -112,13 +151,15 @@ final class CallOnWorker implements ServerInterceptor {
         private boolean draining;  // guarded by this: a thread runs the steps, or a worker was asked to
 
         Sequenced(ServerCall.Listener<Q> delegate, ServerCall<Q, ?> call, Executor workers,
-                Predicate<Object> runsHere, AtomicInteger connectionCalls, SlowInlineCalls slowCalls) {
+                Predicate<Object> runsHere, AtomicInteger connectionCalls, SlowInlineCalls slowCalls,
+                LongAdder handledOnEventLoop) {
             this.delegate = delegate;
             this.call = call;
             this.workers = workers;
             this.runsHere = runsHere;
             this.connectionCalls = connectionCalls;
             this.slowCalls = slowCalls;
+            this.handledOnEventLoop = handledOnEventLoop;
         }
 
         @Override
@@ -209,6 +250,7 @@ final class CallOnWorker implements ServerInterceptor {
 
         /** The handler of a quick call, here; one that was not quick is told to the operator. */
         private void runOnEventLoop(Step step) {
+            handledOnEventLoop.increment();
             long start = System.nanoTime();
             HandOver handOver = (moved, refused) -> {
                 if (rest != null) {
@@ -232,8 +274,8 @@ final class CallOnWorker implements ServerInterceptor {
             if (slowCalls.report(nanos)) {
                 log.warn("a gRPC call ({}) ran {} ms on Netty's event loop, holding the connections that share it,"
                         + " though its model's recent calls were quick; if a model's time follows its input's"
-                        + " values, set etserve.grpc.inline-below: 0", call.getMethodDescriptor().getBareMethodName(),
-                        nanos / 1_000_000);
+                        + " values, set etserve.grpc.inline-below and etserve.grpc.inline-alone-below to 0",
+                        call.getMethodDescriptor().getBareMethodName(), nanos / 1_000_000);
             }
         }
 

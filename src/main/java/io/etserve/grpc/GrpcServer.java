@@ -18,7 +18,6 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.context.SmartLifecycle;
@@ -39,21 +38,22 @@ public final class GrpcServer implements SmartLifecycle {
     private final int threads;
     private final Duration drainTimeout;
     private final BindableService inference;
-    private final Predicate<Object> runsHere;
+    private final EventLoopCalls onEventLoop;
     private final ProbeHealth probes;
     private volatile Server server;
     private volatile ExecutorService executor;
+    private volatile CallOnWorker calls;
 
-    /** @param runsHere whether a call with this request may run on the event loop ({@link CallOnWorker}) */
+    /** @param onEventLoop which calls may run on the event loop that read them ({@link CallOnWorker}) */
     public GrpcServer(String address, int port, int maxMessageBytes, int threads, Duration drainTimeout,
-            BindableService inference, Predicate<Object> runsHere, ProbeHealth probes) {
+            BindableService inference, EventLoopCalls onEventLoop, ProbeHealth probes) {
         this.address = address;
         this.port = port;
         this.maxMessageBytes = maxMessageBytes;
         this.threads = threads;
         this.drainTimeout = drainTimeout;
         this.inference = inference;
-        this.runsHere = runsHere;
+        this.onEventLoop = onEventLoop;
         this.probes = probes;
     }
 
@@ -74,8 +74,8 @@ public final class GrpcServer implements SmartLifecycle {
         pool.allowCoreThreadTimeOut(true);
         InetSocketAddress bind = address == null || address.isBlank() ? new InetSocketAddress(port)
                 : new InetSocketAddress(address, port);
+        CallOnWorker onWorker = new CallOnWorker(pool, onEventLoop);
         try {
-            CallOnWorker onWorker = new CallOnWorker(pool, runsHere);
             server = NettyServerBuilder.forAddress(bind).directExecutor().addTransportFilter(onWorker.connections())
                     .maxInboundMessageSize(maxMessageBytes)
                     .addService(ServerInterceptors.intercept(inference, onWorker))
@@ -85,6 +85,7 @@ public final class GrpcServer implements SmartLifecycle {
             throw new UncheckedIOException("cannot listen for gRPC on " + bind + ": " + e.getMessage(), e);
         }
         executor = pool;
+        calls = onWorker;
         log.info("gRPC (Open Inference Protocol) listening on {}", server.getListenSockets());
     }
 
@@ -117,6 +118,12 @@ public final class GrpcServer implements SmartLifecycle {
     @Override
     public int getPhase() {
         return Integer.MAX_VALUE - 1024;
+    }
+
+    /** Calls whose handler ran on the event loop that read them (etserve.grpc.inline-*), since start. */
+    public long callsOnEventLoop() {
+        CallOnWorker c = calls;
+        return c == null ? 0 : c.handledOnEventLoop();
     }
 
     /** The port it listens on (the one asked for, or the one picked when that was 0). */

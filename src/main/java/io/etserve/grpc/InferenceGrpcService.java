@@ -255,14 +255,19 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
 
     /**
      * Which calls may run on the event loop that read them ({@link CallOnWorker}): an inference
-     * whose model would run it at once and briefly ({@link InferenceService#runsAtOnce}).
+     * whose model would run it at once and briefly ({@link InferenceService#runsAtOnce}, under
+     * {@code quickWithin}), and, on a loop that serves only its connection, one whose model's
+     * calls end soon once started ({@link InferenceService#endsSoon}, under {@code aloneWithin}; a
+     * GPU model's too). Zero turns either off.
      */
-    public Predicate<Object> quickCalls(Duration within) {
-        if (within.isZero()) {
-            return request -> false;
-        }
-        return request -> request instanceof ModelInferRequest r
-                && inference.runsAtOnce(r.getModelName(), emptyToNull(r.getModelVersion()), within);
+    public EventLoopCalls eventLoopCalls(Duration quickWithin, Duration aloneWithin) {
+        Predicate<Object> quick = quickWithin.isZero() ? request -> false
+                : request -> request instanceof ModelInferRequest r
+                        && inference.runsAtOnce(r.getModelName(), emptyToNull(r.getModelVersion()), quickWithin);
+        Predicate<Object> endsSoon = aloneWithin.isZero() ? request -> false
+                : request -> request instanceof ModelInferRequest r
+                        && inference.endsSoon(r.getModelName(), emptyToNull(r.getModelVersion()), aloneWithin);
+        return new EventLoopCalls(quick, endsSoon, quickWithin.compareTo(aloneWithin) >= 0 ? quickWithin : aloneWithin);
     }
 
     private <T> void answer(StreamObserver<T> out, Supplier<T> call) {

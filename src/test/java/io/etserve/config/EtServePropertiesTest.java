@@ -68,6 +68,21 @@ class EtServePropertiesTest {
     }
 
     @Test
+    void theInlineSettingsAreOffOrBoundsAndNeverNegative() {
+        EtServeProperties defaults = bind(Map.of());
+        assertThat(defaults.http().inlineAloneBelow()).isZero();
+        assertThat(defaults.grpc().inlineAloneBelow()).isZero();
+        assertThat(defaults.grpc().inlineBelow()).isEqualTo(Duration.ofNanos(250_000));
+        assertThat(bind(Map.of("etserve.grpc.inline-alone-below", "20ms")).grpc().inlineAloneBelow())
+                .isEqualTo(Duration.ofMillis(20));
+        for (String property : new String[] {"etserve.http.inline-alone-below", "etserve.grpc.inline-alone-below",
+                "etserve.grpc.inline-below"}) {
+            assertThatThrownBy(() -> bind(Map.of(property, "-1ms"))).isInstanceOf(BindException.class)
+                    .hasRootCauseMessage(property + " must not be negative");
+        }
+    }
+
+    @Test
     void theSleepSliceIsADurationOfAtMostTheBridgesSixteenBitsOfMicroseconds() {
         assertThat(bind(Map.of()).cuda().sleepSlice()).isZero();
         assertThat(bind(Map.of("etserve.cuda.sleep-slice", "50us")).cuda().sleepSlice())

@@ -81,7 +81,7 @@ class CallOnWorkerTest {
             listener.onHalfClose();
         }
         assertThat(output.getOut().split("ran \\d+ ms on Netty's event loop", -1)).as("one warning a minute").hasSize(2);
-        assertThat(output.getOut()).contains("etserve.grpc.inline-below: 0");
+        assertThat(output.getOut()).contains("set etserve.grpc.inline-below and etserve.grpc.inline-alone-below to 0");
     }
 
     @Test
@@ -107,6 +107,50 @@ class CallOnWorkerTest {
         third.onMessage("quick");
         third.onHalfClose();  // alone on its connection now
         assertThat(seen.subList(4, 6)).containsExactly("message@" + here, "halfClose@" + here);
+    }
+
+    @Test
+    void aCallThatEndsSoonRunsOnItsEventLoopOnlyWhileItsConnectionIsTheOnlyOneThere() throws Exception {
+        CallOnWorker interceptor = new CallOnWorker(worker,
+                new EventLoopCalls(request -> false, "soon"::equals, java.time.Duration.ofSeconds(1)));
+        io.grpc.ServerTransportFilter connections = interceptor.connections();
+        // This thread plays one event loop: a transport is made ready on the loop that serves it.
+        call.attributes = connections.transportReady(io.grpc.Attributes.EMPTY);
+        String here = Thread.currentThread().getName();
+
+        assertThat(handlerThread(interceptor, "soon")).isEqualTo(here);
+        assertThat(handlerThread(interceptor, "other")).as("not a call that ends soon").isEqualTo("worker");
+
+        // Another loop's connection changes nothing here.
+        ExecutorService otherLoop = Executors.newSingleThreadExecutor();
+        otherLoop.submit(() -> connections.transportReady(io.grpc.Attributes.EMPTY)).get(10, TimeUnit.SECONDS);
+        otherLoop.shutdown();
+        assertThat(handlerThread(interceptor, "soon")).isEqualTo(here);
+
+        // A second connection on this loop: the call would hold it up, so it goes to a worker.
+        io.grpc.Attributes second = connections.transportReady(io.grpc.Attributes.EMPTY);
+        assertThat(handlerThread(interceptor, "soon")).isEqualTo("worker");
+
+        // Alone again once it is gone.
+        connections.transportTerminated(second);
+        connections.transportTerminated(null);  // a transport that never became ready
+        assertThat(handlerThread(interceptor, "soon")).isEqualTo(here);
+    }
+
+    /** Runs one unary call with this request to its end: the thread its handler ran on. */
+    private String handlerThread(CallOnWorker interceptor, String request) throws InterruptedException {
+        java.util.concurrent.atomic.AtomicReference<String> thread = new java.util.concurrent.atomic.AtomicReference<>();
+        CountDownLatch handled = new CountDownLatch(1);
+        ServerCall.Listener<String> listener = interceptor.interceptCall(call, new Metadata(),
+                (c, h) -> new Recording(() -> {
+                    thread.set(Thread.currentThread().getName());
+                    handled.countDown();
+                }, null));
+        listener.onMessage(request);
+        listener.onHalfClose();
+        assertThat(handled.await(10, TimeUnit.SECONDS)).isTrue();
+        listener.onComplete();
+        return thread.get();
     }
 
     @Test

@@ -109,13 +109,7 @@ class GrpcApiTest {
         for (String model : new String[] {"demo-portable", "demo-xnnpack"}) {
             Reference ref = Reference.load(TestPaths.demoModels().resolve(model + "/1/reference.json"));
             for (Reference.Case c : ref.cases()) {
-                ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName(model).setId("case");
-                for (Reference.TensorValue in : c.inputs()) {
-                    req.addInputsBuilder().setName(in.name()).setDatatype(in.datatype())
-                            .addAllShape(java.util.Arrays.stream(in.shape()).boxed().toList());
-                    req.addRawInputContents(ByteString.copyFrom(in.bytes()));
-                }
-                ModelInferResponse res = stub.modelInfer(req.build());
+                ModelInferResponse res = stub.modelInfer(request(model, c));
                 assertThat(res.getModelName()).isEqualTo(model);
                 assertThat(res.getModelVersion()).isEqualTo("1");
                 assertThat(res.getId()).isEqualTo("case");
@@ -292,20 +286,9 @@ class GrpcApiTest {
     }
 
     @Test
-    void stoppingTheServerLetsCallsInFlightFinishAndRefusesNewOnes(@Autowired io.etserve.repository.ModelRegistry registry,
-            @Autowired io.etserve.execution.InferenceService inference,
-            @Autowired io.etserve.health.ServerReadiness readiness, @Autowired io.etserve.health.ProbeHealth probes,
-            @Autowired io.etserve.protocol.PublicMessages messages, @Autowired io.etserve.triton.TritonExtensions triton)
-            throws Exception {
+    void stoppingTheServerLetsCallsInFlightFinishAndRefusesNewOnes() throws Exception {
         // A second server over the same services, so this context's own keeps serving the other tests.
-        GrpcServer second = new GrpcServer("127.0.0.1", 0, 1 << 20, 4, java.time.Duration.ofSeconds(20),
-                new InferenceGrpcService(registry, inference, readiness, probes,
-                        new io.etserve.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
-                        new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
-                                registry::knows),
-                        new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
-                        triton, new io.etserve.runtime.DirectBufferPool(1 << 20)),
-                request -> false, probes);
+        GrpcServer second = secondServer(service -> EventLoopCalls.NONE);
         second.start();
         ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
                 InsecureChannelCredentials.create()).build();
@@ -324,6 +307,66 @@ class GrpcApiTest {
             ch.shutdownNow();
             second.stop();
         }
+    }
+
+    @Test
+    void callsThatEndSoonOfAConnectionAloneOnItsEventLoopRunThereAndMatchTheReference() throws Exception {
+        // etserve.grpc.inline-alone-below without inline-below: only the alone rule puts calls there.
+        GrpcServer second = secondServer(service -> service.eventLoopCalls(java.time.Duration.ZERO,
+                java.time.Duration.ofSeconds(1)));
+        second.start();
+        // The only connection to this server: alone on whichever loop serves it.
+        ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
+                InsecureChannelCredentials.create()).build();
+        try {
+            var alone = GRPCInferenceServiceGrpc.newBlockingStub(ch).withDeadlineAfter(30, TimeUnit.SECONDS);
+            assertThat(alone.serverLive(ServerLiveRequest.getDefaultInstance()).getLive()).isTrue();
+            assertThat(second.callsOnEventLoop()).as("not an inference: on a worker").isZero();
+            Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+            for (Reference.Case c : ref.cases()) {
+                assertMatches(ref, c, alone.modelInfer(request("demo-xnnpack", c)));
+            }
+            assertThat(second.callsOnEventLoop()).isEqualTo(ref.cases().size());
+        } finally {
+            ch.shutdownNow();
+            second.stop();
+        }
+    }
+
+    @Autowired
+    io.etserve.repository.ModelRegistry registry;
+    @Autowired
+    io.etserve.execution.InferenceService inference;
+    @Autowired
+    io.etserve.health.ServerReadiness readiness;
+    @Autowired
+    io.etserve.health.ProbeHealth probes;
+    @Autowired
+    io.etserve.protocol.PublicMessages messages;
+    @Autowired
+    io.etserve.triton.TritonExtensions triton;
+
+    /** A second gRPC server over this context's services, with its own event-loop rule. */
+    private GrpcServer secondServer(java.util.function.Function<InferenceGrpcService, EventLoopCalls> onEventLoop) {
+        InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
+                new io.etserve.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
+                new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
+                        registry::knows),
+                new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
+                triton, new io.etserve.runtime.DirectBufferPool(1 << 20));
+        return new GrpcServer("127.0.0.1", 0, 1 << 20, 4, java.time.Duration.ofSeconds(20), service,
+                onEventLoop.apply(service), probes);
+    }
+
+    /** A reference case as a raw-contents request. */
+    private static ModelInferRequest request(String model, Reference.Case c) {
+        ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName(model).setId("case");
+        for (Reference.TensorValue in : c.inputs()) {
+            req.addInputsBuilder().setName(in.name()).setDatatype(in.datatype())
+                    .addAllShape(java.util.Arrays.stream(in.shape()).boxed().toList());
+            req.addRawInputContents(ByteString.copyFrom(in.bytes()));
+        }
+        return req.build();
     }
 
     /** The probe program: x = [0, host milliseconds to hold the instance]. */
