@@ -209,8 +209,8 @@ jvm_options_bench() {
 # differ by more than most changes do): for ETSERVE_AB_ROUNDS rounds (default 3), each side in
 # turn serves the REST rows the CPU goals are about: a 2 ms kernel at K = 4, then no GPU
 # time back to back and with clients pausing 2 ms (ETSERVE_AB_K16=1: a 2 ms kernel at K = 16
-# with 16 clients too; ETSERVE_AB_GRPC=1: the same K = 4 and pausing rows over gRPC). ETSERVE_BASELINE_JAR: the baseline's application jar, built as
-# etserve.jar is (the extracted layout; its dependencies must match, since it runs against this
+# with 16 clients too; ETSERVE_AB_GRPC=1: the same K = 4 and pausing rows over gRPC).
+# ETSERVE_BASELINE_JAR: the baseline's application jar, built as etserve.jar is (the extracted layout; its dependencies must match, since it runs against this
 # bundle's lib/), or unset: the current jar on both sides. ETSERVE_AB_BASELINE_ARGS and
 # ETSERVE_AB_CURRENT_ARGS: service arguments of each side (two settings of one jar compared).
 # ETSERVE_ASYNC_PROFILER=/path/libasyncProfiler.so: then one more start of the current side, its

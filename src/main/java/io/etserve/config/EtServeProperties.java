@@ -220,7 +220,7 @@ public record EtServeProperties(
      *     request does)
      * @param inlineBelow an inference whose model has an idle CPU instance, no batching and forward
      *     calls under this lately runs on the event loop that read it, not on a worker (0: never)
-     * @param inlineAloneBelow an inference whose connection is the only one its event loop serves,
+     * @param inlineAloneBelow an inference whose connection is the only one of this port on its event loop,
      *     to a model (CPU or GPU) with no batching, static input shapes and forward calls under this
      *     lately, runs on that loop when an instance is free at once (0: never, the default)
      * @param earlyInit initialize Netty's classes on their own thread while the context is built

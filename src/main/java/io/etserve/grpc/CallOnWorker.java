@@ -85,7 +85,7 @@ final class CallOnWorker implements ServerInterceptor {
     CallOnWorker(Executor workers, EventLoopCalls onEventLoop) {
         this.workers = workers;
         Predicate<Object> endsSoon = onEventLoop.endsSoon();
-        this.runsHere = onEventLoop.quick().or(request -> endsSoon.test(request) && aloneOnItsLoop());
+        this.runsHere = onEventLoop.quick().or(request -> aloneOnItsLoop() && endsSoon.test(request));
         this.slowCalls = new SlowInlineCalls(onEventLoop.bound().toNanos());
     }
 
@@ -94,7 +94,11 @@ final class CallOnWorker implements ServerInterceptor {
         return handledOnEventLoop.sum();
     }
 
-    /** On an event loop: whether it serves one connection (the one whose call it runs). */
+    /**
+     * On an event loop: whether it serves one connection of this server (the one whose call it
+     * runs). Only this server's connections are counted: a gRPC client channel of the same
+     * process may share grpc-java's default loops, and then goes unseen.
+     */
     private boolean aloneOnItsLoop() {
         return loopConnections.get().get() == 1;
     }
@@ -104,6 +108,10 @@ final class CallOnWorker implements ServerInterceptor {
         return new ServerTransportFilter() {
             @Override
             public Attributes transportReady(Attributes transport) {
+                // grpc-java calls this once per connection, on its event loop, at the client's first
+                // SETTINGS, and hands what it returns back to transportTerminated (null for a
+                // connection that never got here). A later filter that threw would leave the count
+                // up: the server has no other.
                 AtomicInteger loop = loopConnections.get();
                 loop.incrementAndGet();
                 return transport.toBuilder().set(CALLS, new AtomicInteger()).set(LOOP_CONNECTIONS, loop).build();

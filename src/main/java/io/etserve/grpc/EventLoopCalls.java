@@ -10,8 +10,8 @@ import java.util.function.Predicate;
  * @param quick calls that run at once and briefly ({@code etserve.grpc.inline-below}): run there
  *     whatever else the loop serves
  * @param endsSoon calls that end soon once started, on a CPU or a GPU
- *     ({@code etserve.grpc.inline-alone-below}): run there only when their connection is the only
- *     one the loop serves, so they hold up no other connection
+ *     ({@code etserve.grpc.inline-alone-below}): run there only when their connection is the
+ *     server's only one on that loop, so they hold up no other connection
  * @param bound the longer of the two settings: a call on the loop that takes twice this (and at
  *     least 100 ms) is reported
  */

@@ -112,14 +112,14 @@ class CallOnWorkerTest {
     @Test
     void aCallThatEndsSoonRunsOnItsEventLoopOnlyWhileItsConnectionIsTheOnlyOneThere() throws Exception {
         CallOnWorker interceptor = new CallOnWorker(worker,
-                new EventLoopCalls(request -> false, "soon"::equals, java.time.Duration.ofSeconds(1)));
+                new EventLoopCalls("quick"::equals, "soon"::equals, java.time.Duration.ofSeconds(1)));
         io.grpc.ServerTransportFilter connections = interceptor.connections();
         // This thread plays one event loop: a transport is made ready on the loop that serves it.
         call.attributes = connections.transportReady(io.grpc.Attributes.EMPTY);
         String here = Thread.currentThread().getName();
 
         assertThat(handlerThread(interceptor, "soon")).isEqualTo(here);
-        assertThat(handlerThread(interceptor, "other")).as("not a call that ends soon").isEqualTo("worker");
+        assertThat(handlerThread(interceptor, "other")).as("neither quick nor ending soon").isEqualTo("worker");
 
         // Another loop's connection changes nothing here.
         ExecutorService otherLoop = Executors.newSingleThreadExecutor();
@@ -130,6 +130,7 @@ class CallOnWorkerTest {
         // A second connection on this loop: the call would hold it up, so it goes to a worker.
         io.grpc.Attributes second = connections.transportReady(io.grpc.Attributes.EMPTY);
         assertThat(handlerThread(interceptor, "soon")).isEqualTo("worker");
+        assertThat(handlerThread(interceptor, "quick")).as("quick calls run here, shared loop or not").isEqualTo(here);
 
         // Alone again once it is gone.
         connections.transportTerminated(second);

@@ -323,10 +323,13 @@ class GrpcApiTest {
             assertThat(alone.serverLive(ServerLiveRequest.getDefaultInstance()).getLive()).isTrue();
             assertThat(second.callsOnEventLoop()).as("not an inference: on a worker").isZero();
             Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+            // One call first: a model not called yet has no recent time to go by, and goes to a worker.
+            assertMatches(ref, ref.cases().get(0), alone.modelInfer(request("demo-xnnpack", ref.cases().get(0))));
+            long before = second.callsOnEventLoop();
             for (Reference.Case c : ref.cases()) {
                 assertMatches(ref, c, alone.modelInfer(request("demo-xnnpack", c)));
             }
-            assertThat(second.callsOnEventLoop()).isEqualTo(ref.cases().size());
+            assertThat(second.callsOnEventLoop() - before).isEqualTo(ref.cases().size());
         } finally {
             ch.shutdownNow();
             second.stop();
