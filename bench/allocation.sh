@@ -6,7 +6,7 @@
 # divided by the run's requests (the recording brackets the run by ~1.5 s each side, when nothing
 # is served). Writes target/bench/allocation.md; the busiest threads beside each figure.
 #
-# Knobs (environment): BENCH_MODEL (demo-xnnpack), BENCH_FORMATS ("json binary"),
+# Knobs (environment): BENCH_MODEL (demo-xnnpack), BENCH_FORMATS ("json binary"; grpc too),
 # BENCH_WARMUP (20, seconds of unrecorded load per format), BENCH_DURATION (6, seconds measured),
 # BENCH_PORT (18080), BENCH_MGMT_PORT (18081), BENCH_GRPC_PORT (18001), BENCH_JAR (this tree's jar,
 # rebuilt when older than the sources), BENCH_SERVICE_ARGS (more arguments for the service).
