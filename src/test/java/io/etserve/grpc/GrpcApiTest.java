@@ -288,7 +288,7 @@ class GrpcApiTest {
     @Test
     void stoppingTheServerLetsCallsInFlightFinishAndRefusesNewOnes() throws Exception {
         // A second server over the same services, so this context's own keeps serving the other tests.
-        GrpcServer second = secondServer(service -> EventLoopCalls.NONE);
+        GrpcServer second = secondServer();
         second.start();
         ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
                 InsecureChannelCredentials.create()).build();
@@ -309,54 +309,6 @@ class GrpcApiTest {
         }
     }
 
-    @Test
-    void callsThatEndSoonOfAConnectionAloneOnItsEventLoopRunThereAndMatchTheReference() throws Exception {
-        // etserve.grpc.inline-alone-below without inline-below: only the alone rule puts calls there.
-        GrpcServer second = secondServer(service -> service.eventLoopCalls(java.time.Duration.ZERO,
-                java.time.Duration.ofSeconds(1)));
-        second.start();
-        // The only connection to this server: alone on whichever loop serves it.
-        ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
-                InsecureChannelCredentials.create()).build();
-        try {
-            var alone = GRPCInferenceServiceGrpc.newBlockingStub(ch).withDeadlineAfter(30, TimeUnit.SECONDS);
-            assertThat(alone.serverLive(ServerLiveRequest.getDefaultInstance()).getLive()).isTrue();
-            assertThat(second.callsOnEventLoop()).as("not an inference: on a worker").isZero();
-            Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
-            // One call first: a model not called yet has no recent time to go by, and goes to a worker.
-            assertMatches(ref, ref.cases().get(0), alone.modelInfer(request("demo-xnnpack", ref.cases().get(0))));
-            long before = second.callsOnEventLoop();
-            for (Reference.Case c : ref.cases()) {
-                assertMatches(ref, c, alone.modelInfer(request("demo-xnnpack", c)));
-            }
-            assertThat(second.callsOnEventLoop() - before).isEqualTo(ref.cases().size());
-
-            // More connections than grpc-java has event loops: some share a loop, and their calls
-            // go to workers (were the two settings swapped, every call here would be quick).
-            int count = 2 * Runtime.getRuntime().availableProcessors() + 1;
-            List<ManagedChannel> more = new java.util.ArrayList<>();
-            try {
-                for (int i = 0; i < count; i++) {
-                    more.add(Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
-                            InsecureChannelCredentials.create()).build());
-                    GRPCInferenceServiceGrpc.newBlockingStub(more.get(i)).withDeadlineAfter(30, TimeUnit.SECONDS)
-                            .serverLive(ServerLiveRequest.getDefaultInstance());  // connected, all at once
-                }
-                long shared = second.callsOnEventLoop();
-                for (ManagedChannel each : more) {
-                    assertMatches(ref, ref.cases().get(0), GRPCInferenceServiceGrpc.newBlockingStub(each)
-                            .withDeadlineAfter(30, TimeUnit.SECONDS).modelInfer(request("demo-xnnpack", ref.cases().get(0))));
-                }
-                assertThat(second.callsOnEventLoop() - shared).isLessThan(count);
-            } finally {
-                more.forEach(ManagedChannel::shutdownNow);
-            }
-        } finally {
-            ch.shutdownNow();
-            second.stop();
-        }
-    }
-
     @Autowired
     io.etserve.repository.ModelRegistry registry;
     @Autowired
@@ -370,8 +322,8 @@ class GrpcApiTest {
     @Autowired
     io.etserve.triton.TritonExtensions triton;
 
-    /** A second gRPC server over this context's services, with its own event-loop rule. */
-    private GrpcServer secondServer(java.util.function.Function<InferenceGrpcService, EventLoopCalls> onEventLoop) {
+    /** A second gRPC server over this context's services, every call on a worker. */
+    private GrpcServer secondServer() {
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new io.etserve.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
                 new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
@@ -379,11 +331,11 @@ class GrpcApiTest {
                 new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
                 triton, new io.etserve.runtime.DirectBufferPool(1 << 20));
         return new GrpcServer("127.0.0.1", 0, 1 << 20, 4, java.time.Duration.ofSeconds(20), service,
-                onEventLoop.apply(service), probes);
+                EventLoopCalls.NONE, probes);
     }
 
     /** A reference case as a raw-contents request. */
-    private static ModelInferRequest request(String model, Reference.Case c) {
+    static ModelInferRequest request(String model, Reference.Case c) {
         ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName(model).setId("case");
         for (Reference.TensorValue in : c.inputs()) {
             req.addInputsBuilder().setName(in.name()).setDatatype(in.datatype())
@@ -422,7 +374,7 @@ class GrpcApiTest {
         return e;
     }
 
-    private static void assertMatches(Reference ref, Reference.Case c, ModelInferResponse res) {
+    static void assertMatches(Reference ref, Reference.Case c, ModelInferResponse res) {
         assertThat(res.getOutputsCount()).isEqualTo(c.outputs().size());
         for (int i = 0; i < c.outputs().size(); i++) {
             Reference.TensorValue want = c.outputs().get(i);
