@@ -77,11 +77,7 @@ final class CallOnWorker implements ServerInterceptor {
     private final ThreadLocal<AtomicInteger> loopConnections = ThreadLocal.withInitial(AtomicInteger::new);
     private final LongAdder handledOnEventLoop = new LongAdder();
 
-    /** @param runsHere whether a call with this request may run on the event loop (never blocks long) */
-    CallOnWorker(Executor workers, Predicate<Object> runsHere) {
-        this(workers, EventLoopCalls.quick(runsHere));
-    }
-
+    /** @param onEventLoop which calls may run on the event loop (never block long) */
     CallOnWorker(Executor workers, EventLoopCalls onEventLoop) {
         this.workers = workers;
         Predicate<Object> endsSoon = onEventLoop.endsSoon();

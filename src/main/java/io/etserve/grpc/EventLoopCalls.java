@@ -19,9 +19,4 @@ public record EventLoopCalls(Predicate<Object> quick, Predicate<Object> endsSoon
 
     /** Every call on a worker. */
     public static final EventLoopCalls NONE = new EventLoopCalls(request -> false, request -> false, Duration.ZERO);
-
-    /** Quick calls only, whatever the loop serves (the bound unknown: reported past 100 ms). */
-    public static EventLoopCalls quick(Predicate<Object> quick) {
-        return new EventLoopCalls(quick, request -> false, Duration.ZERO);
-    }
 }

@@ -55,7 +55,7 @@ class CallOnWorkerTest {
 
     @Test
     void aCallThatRunsAtOnceRunsItsHandlerWhereItArrivedAndOthersStillGoToAWorker() throws Exception {
-        CallOnWorker interceptor = new CallOnWorker(worker, "quick"::equals);
+        CallOnWorker interceptor = new CallOnWorker(worker, quickOnly("quick"::equals));
         ServerCall.Listener<String> quick = interceptor.interceptCall(call, new Metadata(),
                 (c, h) -> new Recording(() -> {}, null));
         quick.onMessage("quick");
@@ -73,7 +73,7 @@ class CallOnWorkerTest {
 
     @Test
     void aQuickCallThatTurnsOutLongIsReportedOnce(CapturedOutput output) {
-        CallOnWorker interceptor = new CallOnWorker(worker, "quick"::equals);
+        CallOnWorker interceptor = new CallOnWorker(worker, quickOnly("quick"::equals));
         for (int i = 0; i < 2; i++) {
             ServerCall.Listener<String> listener = interceptor.interceptCall(call, new Metadata(),
                     (c, h) -> new Recording(() -> sleep(120), null));
@@ -86,7 +86,7 @@ class CallOnWorkerTest {
 
     @Test
     void aQuickCallGoesToAWorkerWhileAnotherCallOfItsConnectionIsInFlight() throws Exception {
-        CallOnWorker interceptor = new CallOnWorker(worker, "quick"::equals);
+        CallOnWorker interceptor = new CallOnWorker(worker, quickOnly("quick"::equals));
         call.attributes = interceptor.connections().transportReady(io.grpc.Attributes.EMPTY);
         String here = Thread.currentThread().getName();
 
@@ -159,7 +159,7 @@ class CallOnWorkerTest {
         CountDownLatch restRunning = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         List<String> rest = new CopyOnWriteArrayList<>();
-        CallOnWorker interceptor = new CallOnWorker(worker, "quick"::equals);
+        CallOnWorker interceptor = new CallOnWorker(worker, quickOnly("quick"::equals));
         ServerCall.Listener<String> listener = interceptor.interceptCall(call, new Metadata(),
                 (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get().toWorker(() -> {
                     rest.add(Thread.currentThread().getName() + " " + CALL.get() + " "
@@ -188,7 +188,7 @@ class CallOnWorkerTest {
         List<String> rest = new CopyOnWriteArrayList<>();
         ServerCall.Listener<String> listener = new CallOnWorker(r -> {
             throw new RejectedExecutionException("shut down");
-        }, "quick"::equals).interceptCall(call, new Metadata(),
+        }, quickOnly("quick"::equals)).interceptCall(call, new Metadata(),
                 (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"),
                         () -> rest.add("refused on " + Thread.currentThread().getName())), null));
 
@@ -205,7 +205,7 @@ class CallOnWorkerTest {
     @Test
     void aHandlerThatThrowsAfterHandingOverRunsTheRefusalAndLaterCallbacksStillRunHere() {
         List<String> rest = new CopyOnWriteArrayList<>();
-        ServerCall.Listener<String> listener = new CallOnWorker(worker, "quick"::equals).interceptCall(call,
+        ServerCall.Listener<String> listener = new CallOnWorker(worker, quickOnly("quick"::equals)).interceptCall(call,
                 new Metadata(), (c, h) -> new Recording(() -> {
                     CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"), () -> rest.add("refused"));
                     throw new IllegalArgumentException("bug");
@@ -303,7 +303,7 @@ class CallOnWorkerTest {
 
     /** A pool that cannot take the half-close: the call ends UNAVAILABLE, its later callbacks run here. */
     private void assertRefusedWithoutRunningTheHandler(java.util.concurrent.Executor refusingPool) {
-        ServerCall.Listener<String> listener = new CallOnWorker(refusingPool, request -> false)
+        ServerCall.Listener<String> listener = new CallOnWorker(refusingPool, EventLoopCalls.NONE)
                 .interceptCall(call, new Metadata(), (c, h) -> new Recording(() -> {}, null));
 
         listener.onMessage("request");
@@ -330,7 +330,12 @@ class CallOnWorkerTest {
     }
 
     private ServerCall.Listener<String> start(Recording delegate) {
-        return new CallOnWorker(worker, request -> false).interceptCall(call, new Metadata(), (c, h) -> delegate);
+        return new CallOnWorker(worker, EventLoopCalls.NONE).interceptCall(call, new Metadata(), (c, h) -> delegate);
+    }
+
+    /** Calls that run on the event loop whatever else it serves: {@code etserve.grpc.inline-below} alone. */
+    private static EventLoopCalls quickOnly(java.util.function.Predicate<Object> quick) {
+        return new EventLoopCalls(quick, request -> false, java.time.Duration.ZERO);
     }
 
     private void awaitSeen(int n) throws InterruptedException {

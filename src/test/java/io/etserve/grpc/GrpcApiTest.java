@@ -286,9 +286,20 @@ class GrpcApiTest {
     }
 
     @Test
-    void stoppingTheServerLetsCallsInFlightFinishAndRefusesNewOnes() throws Exception {
+    void stoppingTheServerLetsCallsInFlightFinishAndRefusesNewOnes(@Autowired io.etserve.repository.ModelRegistry registry,
+            @Autowired io.etserve.execution.InferenceService inference,
+            @Autowired io.etserve.health.ServerReadiness readiness, @Autowired io.etserve.health.ProbeHealth probes,
+            @Autowired io.etserve.protocol.PublicMessages messages, @Autowired io.etserve.triton.TritonExtensions triton)
+            throws Exception {
         // A second server over the same services, so this context's own keeps serving the other tests.
-        GrpcServer second = secondServer();
+        GrpcServer second = new GrpcServer("127.0.0.1", 0, 1 << 20, 4, java.time.Duration.ofSeconds(20),
+                new InferenceGrpcService(registry, inference, readiness, probes,
+                        new io.etserve.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
+                        new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
+                                registry::knows),
+                        new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
+                        triton, new io.etserve.runtime.DirectBufferPool(1 << 20)),
+                EventLoopCalls.NONE, probes);
         second.start();
         ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
                 InsecureChannelCredentials.create()).build();
@@ -307,31 +318,6 @@ class GrpcApiTest {
             ch.shutdownNow();
             second.stop();
         }
-    }
-
-    @Autowired
-    io.etserve.repository.ModelRegistry registry;
-    @Autowired
-    io.etserve.execution.InferenceService inference;
-    @Autowired
-    io.etserve.health.ServerReadiness readiness;
-    @Autowired
-    io.etserve.health.ProbeHealth probes;
-    @Autowired
-    io.etserve.protocol.PublicMessages messages;
-    @Autowired
-    io.etserve.triton.TritonExtensions triton;
-
-    /** A second gRPC server over this context's services, every call on a worker. */
-    private GrpcServer secondServer() {
-        InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
-                new io.etserve.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
-                new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
-                        registry::knows),
-                new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
-                triton, new io.etserve.runtime.DirectBufferPool(1 << 20));
-        return new GrpcServer("127.0.0.1", 0, 1 << 20, 4, java.time.Duration.ofSeconds(20), service,
-                EventLoopCalls.NONE, probes);
     }
 
     /** A reference case as a raw-contents request. */
