@@ -17,7 +17,7 @@ import java.util.Locale;
  * takes. One JSON line per way, medians of {@code reps} loads.
  *
  * <pre>
- * java -cp target/test-classes:target/classes io.etserve.bench.PrivateCopyCost target/bench-models/heavy-xnnpack-ptd/1 5
+ * java -cp target/test-classes:target/classes:$(cat target/bench/classpath.txt) io.etserve.bench.PrivateCopyCost target/bench-models/heavy-xnnpack-ptd/1 5
  * </pre>
  */
 public final class PrivateCopyCost {

@@ -17,6 +17,7 @@ import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.boot.context.properties.bind.Name;
@@ -218,8 +219,9 @@ public record EtServeProperties(
      * @param maxMessageSize largest request message (RESOURCE_EXHAUSTED above); empty = etserve.inference.max-request-size
      * @param threads calls run at once on workers (each runs its forward call on its thread, as a REST
      *     request does)
-     * @param inlineBelow an inference whose model has an idle CPU instance, no batching and forward
-     *     calls under this lately runs on the event loop that read it, not on a worker (0: never)
+     * @param inlineBelow an inference whose model has an idle CPU instance, static input shapes, no
+     *     batching and forward calls under this lately, with no other call of its connection in
+     *     flight, runs on the event loop that read it, not on a worker (0: never)
      * @param inlineAloneBelow an inference whose connection is the only one of this port on its event loop,
      *     to a model (CPU or GPU) with no batching, static input shapes and forward calls under this
      *     lately, runs on that loop when an instance is free at once (0: never, the default)
@@ -291,8 +293,9 @@ public record EtServeProperties(
 
     /**
      * @param restricted API groups (Triton's names: {@code health}, {@code metadata},
-     *     {@code inference}, {@code model-repository}) that need a header with a value over REST
-     *     and gRPC; a group whose {@code header} is empty is open
+     *     {@code inference}, {@code model-repository}, {@code model-config}, {@code statistics})
+     *     that need a header with a value over REST and gRPC; a group whose {@code header} is
+     *     empty is open
      */
     public record Api(@DefaultValue Map<String, Restricted> restricted) {
 
@@ -305,7 +308,8 @@ public record EtServeProperties(
                 var group = Arrays.stream(RestrictedApis.Group.values())
                         .filter(g -> g.tritonName().equals(e.getKey())).findFirst()
                         .orElseThrow(() -> new IllegalArgumentException("etserve.api.restricted." + e.getKey()
-                                + ": no such API group (health, metadata, inference, model-repository)"));
+                                + ": no such API group (" + Arrays.stream(RestrictedApis.Group.values())
+                                        .map(RestrictedApis.Group::tritonName).collect(Collectors.joining(", ")) + ")"));
                 if (!e.getValue().header().isBlank()) {
                     try {
                         keys.put(group, new RestrictedApis.Key(e.getValue().header(), e.getValue().value()));

@@ -170,7 +170,7 @@ public final class TritonMetrics implements InferenceObserver {
                 batchSizes = DistributionSummary.builder(BATCH_SIZE)
                         .description("Rows per forward call of a model with dynamic batching").baseUnit("rows")
                         .tag("model", model).tag("version", version)
-                        .serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
+                        .serviceLevelObjectives(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
                         .register(registry);
             }
             return batchSizes;

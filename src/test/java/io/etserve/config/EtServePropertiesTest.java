@@ -50,7 +50,8 @@ class EtServePropertiesTest {
         assertThat(bind(Map.of("etserve.api.restricted.model-repository.header", "")).api().restrictedApis()
                 .restricts(RestrictedApis.Group.MODEL_REPOSITORY)).isFalse();
         assertThatThrownBy(() -> bind(Map.of("etserve.api.restricted.repository.header", "k")).api().restrictedApis())
-                .hasMessageContaining("etserve.api.restricted.repository: no such API group");
+                .hasMessageContaining("etserve.api.restricted.repository: no such API group (health, metadata, inference,"
+                        + " model-repository, model-config, statistics)");
         assertThatThrownBy(() -> bind(Map.of("etserve.api.restricted.model-repository.header", "admin-key"))
                 .api().restrictedApis()).hasMessageContaining("needs a value");
     }
