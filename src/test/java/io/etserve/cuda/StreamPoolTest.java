@@ -117,10 +117,19 @@ class StreamPoolTest {
         StreamLease held = pool.lease(Duration.ofSeconds(1));
         ExecutorService exec = Executors.newSingleThreadExecutor();
         Future<?> closing = exec.submit(() -> pool.close(Duration.ofSeconds(10)));
-        Thread.sleep(100);
+        // Until the close begins a lease still succeeds (the idle stream): lease until refused.
+        IllegalStateException refused = null;
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (refused == null) {
+            assertThat(System.nanoTime()).as("the pool never closed").isLessThan(until);
+            try (StreamLease before = pool.lease(Duration.ofMillis(10))) {
+                Thread.sleep(1);
+            } catch (IllegalStateException e) {
+                refused = e;
+            }
+        }
+        assertThat(refused).hasMessageContaining("closed");
         assertThat(factory.destroyed).isEmpty(); // a stream is still leased: nothing destroyed yet
-        assertThatThrownBy(() -> pool.lease(Duration.ofMillis(10))).isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("closed");
         held.close();
         closing.get(10, TimeUnit.SECONDS);
         assertThat(new HashSet<>(factory.destroyed)).hasSize(2);

@@ -34,6 +34,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -269,11 +270,11 @@ class DynamicBatchingTest {
             Thread.sleep(5);
         }
         assertThat(model.batcher().orElseThrow().queued()).isEqualTo(3);
-        long t0 = System.nanoTime();
-        own.close();  // the 10 s delay is not waited out: queued requests run now
-        assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(8_000);
+        // The delay (10 s, the most config.yml allows) is not waited out: the queued requests run
+        // now. The guard is a hang guard set short of the delay, not a speed bound.
+        assertThat(CompletableFuture.runAsync(own::close)).succeedsWithin(Duration.ofSeconds(8));
         for (int i = 0; i < 3; i++) {
-            assertMatches(answers.get(i).get(1, TimeUnit.SECONDS), REF.cases().get(i % 2));
+            assertMatches(answers.get(i).get(60, TimeUnit.SECONDS), REF.cases().get(i % 2));
         }
         assertThatThrownBy(() -> model.batcher().orElseThrow().submit(new DynamicBatcher.Member(List.of(), 1,
                 null, Duration.ZERO, Duration.ZERO))).isInstanceOf(ModelUnavailableException.class);

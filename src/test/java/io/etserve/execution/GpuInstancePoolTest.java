@@ -3,6 +3,7 @@ package io.etserve.execution;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.etserve.cuda.LeaseQueue;
 import io.etserve.cuda.StreamPool;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.OverloadedException;
@@ -15,6 +16,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -113,13 +115,26 @@ class GpuInstancePoolTest {
                 List.of(new GpuInstancePool(zero, newInstances(1)), new GpuInstancePool(one, newInstances(1))));
         try (ExecutionSlot a = pool.acquire(SHORT); ExecutionSlot b = pool.acquire(SHORT)) {
             assertThat(a.instance()).isNotSameAs(b.instance());
-            // Both busy: a zero timeout is refused at once. Polling the last device (2 ms) each
-            // time would take 200 ms or more for the hundred.
-            long start = System.nanoTime();
+            // Both busy: a zero timeout is refused without waiting in any device's line (a wait
+            // there, even the 2 ms poll of the last device, starts by announcing its waiter).
+            AtomicInteger waits = new AtomicInteger();
+            LeaseQueue.Abandon counting = new LeaseQueue.Abandon() {
+                @Override
+                public void watching(Thread waiter) {
+                    waits.incrementAndGet();
+                }
+
+                @Override
+                public boolean abandoned() {
+                    return false;
+                }
+            };
             for (int i = 0; i < 100; i++) {
-                assertThatThrownBy(() -> pool.acquire(Duration.ZERO)).isInstanceOf(OverloadedException.class);
+                assertThatThrownBy(() -> pool.acquire(Duration.ZERO, counting)).isInstanceOf(OverloadedException.class);
             }
-            assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(100));
+            assertThat(waits).as("lines waited in with a zero timeout").hasValue(0);
+            assertThatThrownBy(() -> pool.acquire(Duration.ofMillis(5), counting)).isInstanceOf(OverloadedException.class);
+            assertThat(waits.get()).as("a timeout of 5 ms does wait (what the count above would have seen)").isPositive();
         }
         try (ExecutionSlot free = pool.acquire(Duration.ZERO)) {
             assertThat(free).isNotNull();

@@ -295,15 +295,13 @@ class InferenceServiceTest {
         InferenceService service = service();
         try (AutoCloseable held = holdTheInstances()) {
             Reference.TensorValue x = input();
-            long t0 = System.nanoTime();
+            // Cancelled at its own 50 ms: the queue's timeout (1 s) would end it as overloaded.
             assertThatThrownBy(() -> service.infer("demo-portable", null,
                     request(x, x.shape(), Map.of("timeout", 50_000L))))
                     .isInstanceOf(RequestCancelledException.class)
                     .hasMessageContaining("request timeout expired: it did not start within its timeout of 50000 us")
                     .satisfies(e -> assertThat(((RequestCancelledException) e).reason())
                             .isEqualTo(RequestCancelledException.Reason.TIMEOUT));
-            assertThat(System.nanoTime() - t0).as("at its 50 ms, not at the queue's 1 s")
-                    .isLessThan(TimeUnit.MILLISECONDS.toNanos(900));
         }
         assertThat(heard).containsExactly("cancelled:queue/timeout", "metrics:REJECTED");
     }

@@ -13,6 +13,7 @@ import io.etserve.grpc.protocol.ModelReadyRequest;
 import io.etserve.grpc.protocol.ServerLiveRequest;
 import io.etserve.grpc.protocol.ServerMetadataRequest;
 import io.etserve.grpc.protocol.ServerReadyRequest;
+import io.etserve.support.ModelActivity;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
@@ -200,11 +201,12 @@ class GrpcApiTest {
     }
 
     @Test
-    void overloadIsResourceExhaustedWithRetryInfo() throws Exception {
+    void overloadIsResourceExhaustedWithRetryInfo(@Autowired io.etserve.repository.ModelRegistry registry)
+            throws Exception {
         ModelInferRequest slow = probe(2500);
         stub.modelInfer(probe(0));  // warm: the burst measures admission, not first-call costs
         var first = GRPCInferenceServiceGrpc.newFutureStub(channel).modelInfer(slow);
-        Thread.sleep(600);  // the slow call holds the only instance now
+        ModelActivity.awaitNoIdleInstance(registry, "slow");  // the slow call holds the only instance now
         StatusRuntimeException e = assertStatus(Status.Code.RESOURCE_EXHAUSTED, "slow", probe(0));
         com.google.rpc.RetryInfo retry = e.getTrailers().get(
                 io.grpc.protobuf.ProtoUtils.keyForProto(com.google.rpc.RetryInfo.getDefaultInstance()));
@@ -305,10 +307,9 @@ class GrpcApiTest {
                 InsecureChannelCredentials.create()).build();
         try {
             var future = GRPCInferenceServiceGrpc.newFutureStub(ch).modelInfer(probe(2500));
-            Thread.sleep(600);  // in flight
-            long t0 = System.nanoTime();
+            ModelActivity.awaitNoIdleInstance(registry, "slow");  // in flight
             second.stop();  // returns once the call in flight is done
-            assertThat((System.nanoTime() - t0) / 1_000_000).as("stop waited for the call").isGreaterThan(500);
+            assertThat(ModelActivity.idleNow(registry, "slow")).as("stop waited for the call's forward").isTrue();
             assertThat(future.get(5, TimeUnit.SECONDS).getOutputsCount()).isEqualTo(1);
             StatusRuntimeException refused = (StatusRuntimeException) org.assertj.core.api.Assertions.catchThrowable(
                     () -> GRPCInferenceServiceGrpc.newBlockingStub(ch).withDeadlineAfter(5, TimeUnit.SECONDS)

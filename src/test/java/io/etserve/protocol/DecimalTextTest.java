@@ -54,17 +54,21 @@ class DecimalTextTest {
     @Test
     void decimalsNearAPointHalfwayBetweenTwoFloatsAreNeverMisrounded() {
         SplittableRandom random = new SplittableRandom(3);
+        int answered = 0;
         for (int i = 0; i < CASES / 4; i++) {
             float f = randomNormalFloat(random);
             BigDecimal midpoint = new BigDecimal(f).add(new BigDecimal(Math.nextUp(f))).divide(BigDecimal.valueOf(2));
             checkFloat(midpoint.toString());  // exact: its rounding is decided by ties-to-even
             for (int precision = 14; precision <= 19; precision++) {
                 BigDecimal near = midpoint.round(new MathContext(precision));
-                checkFloat(near.toString());
-                checkFloat(near.add(near.ulp()).toString());
-                checkFloat(near.subtract(near.ulp()).toString());
+                answered += (checkFloat(near.toString()) ? 1 : 0)
+                        + (checkFloat(near.add(near.ulp()).toString()) ? 1 : 0)
+                        + (checkFloat(near.subtract(near.ulp()).toString()) ? 1 : 0);
             }
         }
+        // Most of these are left to Jackson (within 16 units in the last place of halfway), but
+        // unless many are answered here the test checks nothing of DecimalText's rounding.
+        assertThat(answered).as("texts near halfway answered without Jackson").isGreaterThan(CASES / 4);
     }
 
     @Test

@@ -75,7 +75,7 @@ class EncodedResponseTest {
         RecordingStream out = new RecordingStream();
         r.writeTo(out);
         assertThat(out.calls).containsExactly("bytes:" + r.jsonLength(), "bytes:16");
-        assertThat(out.all.toByteArray()).isEqualTo(r.body());
+        assertThat(out.all.toByteArray()).isEqualTo(expectedBody(16));
     }
 
     @Test
@@ -84,7 +84,7 @@ class EncodedResponseTest {
         RecordingStream out = new RecordingStream();
         r.writeTo(out);
         assertThat(out.calls).containsExactly("bytes:" + r.jsonLength(), "buffer:" + (EncodedResponse.ONE_WRITE_BYTES + 1));
-        assertThat(out.all.toByteArray()).isEqualTo(r.body());
+        assertThat(out.all.toByteArray()).isEqualTo(expectedBody(EncodedResponse.ONE_WRITE_BYTES + 1));
     }
 
     /** The expected body, assembled here: the JSON part, then the section's bytes 0, 1, 2, ... */
@@ -149,6 +149,16 @@ class EncodedResponseTest {
         List<ByteBuffer> body = r.buffers();
         assertThat(body).hasSize(1);
         assertThat(body.get(0).array()).as("no second array for the section").isSameAs(r.json());
-        assertThat(joined(body)).isEqualTo(r.body());
+        // The body, built here: the protocol's JSON header (its length announced apart), then the
+        // 16 floats 0..15 little-endian.
+        byte[] joinedBody = joined(body);
+        String header = new String(joinedBody, 0, r.jsonLength(), StandardCharsets.UTF_8);
+        assertThat(header).isEqualTo("{\"model_name\":\"m\",\"model_version\":\"1\",\"outputs\":[{\"name\":\"y\","
+                + "\"datatype\":\"FP32\",\"shape\":[16],\"parameters\":{\"binary_data_size\":64}}]}");
+        ByteBuffer floats = ByteBuffer.allocate(64).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < 16; i++) {
+            floats.putFloat(i);
+        }
+        assertThat(Arrays.copyOfRange(joinedBody, r.jsonLength(), joinedBody.length)).isEqualTo(floats.array());
     }
 }

@@ -9,7 +9,9 @@ import io.etserve.grpc.protocol.InferParameter;
 import io.etserve.grpc.protocol.InferTensorContents;
 import io.etserve.grpc.protocol.ModelInferRequest;
 import io.etserve.grpc.protocol.ModelInferResponse;
+import io.etserve.repository.ModelRegistry;
 import io.etserve.support.Http;
+import io.etserve.support.ModelActivity;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.RawConnection;
 import io.etserve.support.TestPaths;
@@ -70,6 +72,9 @@ class CancellationApiTest {
 
     @Value("${local.server.port}")
     int port;
+
+    @Autowired
+    ModelRegistry registry;
 
     @Value("${local.management.port}")
     int managementPort;
@@ -166,11 +171,12 @@ class CancellationApiTest {
         return false;
     }
 
-    /** Holds the slow model's only instance for {@code millis}; returns once the call runs. */
+    /** Holds the slow model's only instance with {@code body}'s call; returns once the call runs. */
     CompletableFuture<Http.Response> hold(String model, String body) throws InterruptedException {
         CompletableFuture<Http.Response> held = CompletableFuture.supplyAsync(
                 () -> Http.local(port).post("/v2/models/" + model + "/infer", body));
         awaitPending(model, 1);
+        ModelActivity.awaitNoIdleInstance(registry, model);
         return held;
     }
 
@@ -204,8 +210,7 @@ class CancellationApiTest {
         double calls = forwardCalls("slow-batched");
         double rows = metric("nv_inference_count", "model=\"slow-batched\"");
         double dropped = cancelled("slow-batched", "batch", "client");
-        CompletableFuture<Http.Response> held = hold("slow-batched", batchedProbe(1500));
-        Thread.sleep(200);  // past its 20 ms batching delay: its batch of one runs
+        CompletableFuture<Http.Response> held = hold("slow-batched", batchedProbe(1500));  // its batch of one runs
         CompletableFuture<Http.Response> stays;
         try (RawConnection client = RawConnection.open(port, 10_000)) {
             client.send(RawConnection.post("/v2/models/slow-batched/infer", batchedProbe(0)));
@@ -237,7 +242,8 @@ class CancellationApiTest {
         long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         assertThat(r.status()).as(r.text()).isEqualTo(503);
         assertThat(r.text()).contains("request timeout expired").contains("200000 us");
-        assertThat(millis).as("at its 200 ms, not when the instance is free").isBetween(190L, 1200L);
+        assertThat(millis).as("not before its 200 ms").isGreaterThanOrEqualTo(190L);
+        assertThat(held.isDone()).as("at its 200 ms, not when the instance came free").isFalse();
         assertThat(cancelled("slow", "queue", "timeout")).isEqualTo(expired + 1);
         assertThat(held.get(30, TimeUnit.SECONDS).status()).isEqualTo(200);
         assertThat(forwardCalls("slow")).isEqualTo(calls + 1);
@@ -297,7 +303,8 @@ class CancellationApiTest {
                         .modelInfer(grpcProbe(0, 200_000)));
         assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
         assertThat(e.getStatus().getDescription()).contains("request timeout expired");
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).isLessThan(1200);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).as("not before its 200 ms").isGreaterThanOrEqualTo(190);
+        assertThat(held.isDone()).as("at its 200 ms, not when the instance came free").isFalse();
         assertThat(held.get(30, TimeUnit.SECONDS).status()).isEqualTo(200);
     }
 

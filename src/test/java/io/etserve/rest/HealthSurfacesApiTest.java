@@ -2,11 +2,13 @@ package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.cuda.StreamPools;
 import io.etserve.health.CudaFaultMonitor;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ProbeWarmup;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.support.Http;
+import io.etserve.support.ModelActivity;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.OpaqueStreamFactory;
 import io.etserve.support.TestPaths;
@@ -84,6 +86,9 @@ class HealthSurfacesApiTest {
     @Autowired
     CudaFaultMonitor faults;
 
+    @Autowired
+    StreamPools streams;
+
     record Surfaces(int protocolLive, int actuatorLive, int protocolReady, int actuatorReady) {}
 
     /** Reads all four answers and asserts the two surfaces agree; returns them for the state's own checks. */
@@ -143,7 +148,7 @@ class HealthSurfacesApiTest {
         Http http = Http.local(port);
         CompletableFuture<Integer> slow = CompletableFuture.supplyAsync(
                 () -> http.post("/v2/models/caller-stream-probe/infer", probe(1500)).status());
-        Thread.sleep(300);
+        ModelActivity.awaitLeasedStreams(streams.defaultPool().orElseThrow(), 1);  // it runs
         Http.Response refused = http.post("/v2/models/caller-stream-probe/infer", probe(0));
         assertThat(refused.status()).isEqualTo(503);
         Surfaces s = agree();

@@ -2,7 +2,9 @@ package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.repository.ModelRegistry;
 import io.etserve.support.Http;
+import io.etserve.support.ModelActivity;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
@@ -35,6 +37,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -89,6 +92,9 @@ class VersionRolloutApiTest {
 
     @Value("${local.server.port}")
     int port;
+
+    @Autowired
+    ModelRegistry registry;
 
     @Value("${local.management.port}")
     int managementPort;
@@ -239,7 +245,7 @@ class VersionRolloutApiTest {
         assertThat(http.post("/v2/models/" + m + "/infer", probe(0)).status()).isEqualTo(200);
         CompletableFuture<Http.Response> inFlight = CompletableFuture.supplyAsync(
                 () -> http.post("/v2/models/" + m + "/infer", probe(4000)));
-        Thread.sleep(300);
+        ModelActivity.awaitNoIdleInstance(registry, m);  // version 1 runs it
         publish(m, "2", read(REPO.root().resolve(m + "/1/model.pte")));
         await(() -> "READY".equals(state(m, "2")), "version 2 READY");
         Http.Response next = http.post("/v2/models/" + m + "/infer", probe(0));
