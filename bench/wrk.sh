@@ -167,6 +167,15 @@ PY
 done
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+# The process's CPU ticks by the JVM's own thread families: "gc jit" (G1's and the VM thread's,
+# the compilers'); what allocation costs in collection shows in the first.
+jvm_ticks() {
+  cat /proc/"$SERVER_PID"/task/*/stat 2> /dev/null | awk '{
+    name = substr($0, index($0, "(") + 1); name = substr(name, 1, index(name, ")") - 1)
+    split(substr($0, index($0, ") ") + 2), f, " "); ticks = f[12] + f[13]
+    if (name ~ /^(GC Thread|G1|VM Thread)/) gc += ticks; else if (name ~ /^C[12] Compiler/) jit += ticks
+  } END { print gc + 0, jit + 0 }'
+}
 TICK=$(getconf CLK_TCK)
 
 # wrk's latency lines ("50%   31.00us", "99%    1.20ms") in microseconds.
@@ -230,18 +239,23 @@ for r in $(seq "$ROUNDS"); do
   for f in $FORMATS; do
     for c in $CONCURRENCY; do
       load=$(cut -d' ' -f1 /proc/loadavg)
+      read -r gc_before jit_before <<< "$(jvm_ticks)"
       before=$(cpu_ticks)
       timed_run "$f" "$c"
       after=$(cpu_ticks)
+      read -r gc_after jit_after <<< "$(jvm_ticks)"
       n=$(awk '/requests in/ {print $1}' "$OUT/wrk-run.txt")
       non2xx=$(awk '/Non-2xx/ {print $NF}' "$OUT/wrk-run.txt")
       rps=$(awk '/Requests\/sec/ {print $2}' "$OUT/wrk-run.txt")
       p50=$(micros 50% < "$OUT/wrk-run.txt")
       p99=$(micros 99% < "$OUT/wrk-run.txt")
-      cpu=$(awk -v a="$before" -v b="$after" -v n="$n" -v t="$TICK" 'BEGIN {printf "%.1f", (b - a) * 1e6 / t / n}')
-      printf '{"round":%d,"format":"%s","concurrency":%d,"requests":%d,"non2xx":%d,"rps":%s,"p50_us":%s,"p99_us":%s,"server_cpu_us_per_request":%s,"load":%s}\n' \
-        "$r" "$f" "$c" "$n" "${non2xx:-0}" "$rps" "$p50" "$p99" "$cpu" "$load" >> "$OUT/wrk.jsonl"
-      log "round $r $f c=$c: $n requests, $rps req/s, p50 $p50 us, p99 $p99 us, server CPU $cpu us/req (load $load)"
+      per_request() { awk -v a="$1" -v b="$2" -v n="$n" -v t="$TICK" 'BEGIN {printf "%.2f", (b - a) * 1e6 / t / n}'; }
+      cpu=$(per_request "$before" "$after")
+      gc=$(per_request "$gc_before" "$gc_after")
+      jit=$(per_request "$jit_before" "$jit_after")
+      printf '{"round":%d,"format":"%s","concurrency":%d,"requests":%d,"non2xx":%d,"rps":%s,"p50_us":%s,"p99_us":%s,"server_cpu_us_per_request":%s,"gc_us_per_request":%s,"jit_us_per_request":%s,"load":%s}\n' \
+        "$r" "$f" "$c" "$n" "${non2xx:-0}" "$rps" "$p50" "$p99" "$cpu" "$gc" "$jit" "$load" >> "$OUT/wrk.jsonl"
+      log "round $r $f c=$c: $n requests, $rps req/s, p50 $p50 us, p99 $p99 us, server CPU $cpu us/req (GC $gc, JIT $jit; load $load)"
       [[ ${non2xx:-0} == 0 ]] || { echo "wrk saw $non2xx answers that were not 2xx" >&2; exit 1; }
     done
   done
@@ -253,14 +267,15 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print(f"wrk 4.x, -t1 (grpc: h2load -t1 -m1), model {sys.argv[2]}; server CPU = whole process from /proc per request; rounds separated by /; {sys.argv[3]}")
 print()
-print("| format | c | server CPU us/req | p50 us | p99 us | p99/p50 | req/s | median CPU | median p99/p50 |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| format | c | server CPU us/req | of which GC | of which JIT | p50 us | p99 us | p99/p50 | req/s | median CPU | median p99/p50 |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 keys = sorted({(r["format"], r["concurrency"]) for r in rows}, key=lambda k: (k[0], k[1]))
 for fmt, c in keys:
     rs = [r for r in rows if r["format"] == fmt and r["concurrency"] == c]
     j = lambda k, f="{:.1f}": " / ".join(f.format(r[k]) for r in rs)
     ratio = [r["p99_us"] / r["p50_us"] for r in rs]
-    print(f"| {fmt} | {c} | {j('server_cpu_us_per_request')} | {j('p50_us')} | {j('p99_us')} | "
+    print(f"| {fmt} | {c} | {j('server_cpu_us_per_request')} | {j('gc_us_per_request', '{:.2f}')} | "
+          f"{j('jit_us_per_request', '{:.2f}')} | {j('p50_us')} | {j('p99_us')} | "
           f"{' / '.join(f'{x:.1f}' for x in ratio)} | {j('rps', '{:.0f}')} | "
           f"{statistics.median(r['server_cpu_us_per_request'] for r in rs):.1f} | {statistics.median(ratio):.1f} |")
 PY
