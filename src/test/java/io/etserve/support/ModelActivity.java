@@ -1,5 +1,6 @@
 package io.etserve.support;
 
+import io.etserve.cuda.LeaseQueue;
 import io.etserve.cuda.StreamPool;
 import io.etserve.execution.CpuInstancePool;
 import io.etserve.execution.LoadedModel;
@@ -41,6 +42,33 @@ public final class ModelActivity {
             }
             Thread.sleep(2);
         }
+    }
+
+    /**
+     * Returns once some thread waits in an instance line ({@code LeaseQueue.take}, parked): a
+     * request that found every instance held. Fails after a 30 s guard.
+     */
+    public static void awaitWaiterInInstanceLine() throws InterruptedException {
+        long until = System.nanoTime() + GUARD_NANOS;
+        while (!someoneWaitsInLine()) {
+            if (System.nanoTime() - until > 0) {
+                throw new AssertionError("no thread waited in an instance line within 30 s");
+            }
+            Thread.sleep(2);
+        }
+    }
+
+    private static boolean someoneWaitsInLine() {
+        for (StackTraceElement[] stack : Thread.getAllStackTraces().values()) {
+            boolean parked = false;
+            for (StackTraceElement frame : stack) {
+                parked |= frame.getClassName().equals("java.util.concurrent.locks.LockSupport");
+                if (parked && frame.getClassName().equals(LeaseQueue.class.getName()) && frame.getMethodName().equals("take")) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** Whether one of {@code model}'s CPU instances is idle now. */
