@@ -16,9 +16,11 @@ import io.etserve.protocol.TensorChecks;
 import io.etserve.runtime.BufferLease;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.IntToLongFunction;
 
 /**
@@ -34,6 +36,11 @@ import java.util.function.IntToLongFunction;
  * lease gives the buffers back.
  */
 final class GrpcTensors {
+
+    private static final String SHARED_MEMORY_REGION = "shared_memory_region";
+    private static final String CLASSIFICATION = "classification";
+    /** Requested outputs checked for repeats by a scan; past this many, by a set. */
+    private static final int FEW_OUTPUTS = 8;
 
     private final DecodeLimits limits;
 
@@ -59,6 +66,10 @@ final class GrpcTensors {
             String label = TensorChecks.label(in.getName());
             TensorChecks.requireFirstUse(inputs, in.getName());
             DataType type = TensorChecks.dataType(label, in.getDatatype());
+            TensorChecks.requireRank(label, in.getShapeCount());
+            if (in.getParametersMap().containsKey(SHARED_MEMORY_REGION)) {
+                throw TensorChecks.sharedMemoryRefused(label);
+            }
             long[] shape = new long[in.getShapeCount()];
             for (int d = 0; d < shape.length; d++) {
                 shape[d] = in.getShape(d);
@@ -72,12 +83,43 @@ final class GrpcTensors {
                     : fromContents(label, type, shape, elements, in.getContents(), buffers);
             inputs.add(new Tensor(in.getName(), type, shape, data));
         }
-        List<InferenceRequest.RequestedOutput> outputs = new ArrayList<>();
-        for (ModelInferRequest.InferRequestedOutputTensor out : request.getOutputsList()) {
+        return new InferenceRequest(request.getId().isEmpty() ? null : request.getId(),
+                parameters(request.getParametersMap()), inputs, requestedOutputs(request), true);
+    }
+
+    /** The outputs asked for, refused as the REST decoder refuses them (no name, an extension, twice). */
+    private static List<InferenceRequest.RequestedOutput> requestedOutputs(ModelInferRequest request) {
+        int count = request.getOutputsCount();
+        List<InferenceRequest.RequestedOutput> outputs = new ArrayList<>(count);
+        Set<String> names = count > FEW_OUTPUTS ? new HashSet<>() : null;  // a scan while few
+        for (int i = 0; i < count; i++) {
+            ModelInferRequest.InferRequestedOutputTensor out = request.getOutputs(i);
+            if (out.getName().isEmpty()) {
+                throw new InvalidRequestException("Requested output #" + i + " has no 'name'.");
+            }
+            String label = TensorChecks.requestedOutputLabel(out.getName());
+            if (out.getParametersMap().containsKey(CLASSIFICATION)) {
+                throw TensorChecks.classificationRefused(label);
+            }
+            if (out.getParametersMap().containsKey(SHARED_MEMORY_REGION)) {
+                throw TensorChecks.sharedMemoryRefused(label);
+            }
+            if (names != null ? !names.add(out.getName()) : requested(outputs, out.getName())) {
+                throw TensorChecks.requestedTwice(label);
+            }
+            // Every output travels as a raw section over gRPC (Triton's way): binary_data is moot.
             outputs.add(new InferenceRequest.RequestedOutput(out.getName(), Boolean.TRUE));
         }
-        return new InferenceRequest(request.getId().isEmpty() ? null : request.getId(),
-                parameters(request.getParametersMap()), inputs, outputs, true);
+        return outputs;
+    }
+
+    private static boolean requested(List<InferenceRequest.RequestedOutput> outputs, String name) {
+        for (InferenceRequest.RequestedOutput o : outputs) {
+            if (o.name().equals(name)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Every output as a raw section (what Triton's gRPC endpoint does), straight from its buffer. */

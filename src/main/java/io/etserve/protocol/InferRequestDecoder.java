@@ -41,10 +41,8 @@ import tools.jackson.core.ObjectReadContext;
  */
 public final class InferRequestDecoder {
 
-    /** Most dimensions a shape may have; ExecuTorch itself allows 16. */
-    static final int MAX_RANK = 32;
     /** Deepest nesting of a {@code data} array (row-major nesting has one level per dimension). */
-    static final int MAX_DATA_NESTING = MAX_RANK;
+    static final int MAX_DATA_NESTING = TensorChecks.MAX_RANK;
     /** Requested outputs checked for repeats by a scan; past this many, by a set. */
     private static final int FEW_OUTPUTS = 8;
     private static final NumberedLabels INPUT_LABELS = new NumberedLabels("Input #");
@@ -246,7 +244,7 @@ public final class InferRequestDecoder {
                 throw new InvalidRequestException(label + " has no 'shape'.");
             }
             if (parameters.sharedMemory) {
-                throw new InvalidRequestException(label + " uses shared memory, which this server does not support.");
+                throw TensorChecks.sharedMemoryRefused(label);
             }
             Object binarySize = parameters.binaryDataSize;
             if (binarySize != null) {
@@ -292,9 +290,7 @@ public final class InferRequestDecoder {
                 if (t != JsonToken.VALUE_NUMBER_INT) {
                     throw new InvalidRequestException(label + " 'shape' must be an array of non-negative integers.");
                 }
-                if (rank == MAX_RANK) {
-                    throw new InvalidRequestException(label + " has more than " + MAX_RANK + " dimensions.");
-                }
+                TensorChecks.requireRank(label, rank + 1);
                 if (p.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
                     throw new InvalidRequestException(label + " has dimension " + p.getString() + ", which is too large.");
                 }
@@ -361,10 +357,10 @@ public final class InferRequestDecoder {
                     throw new InvalidRequestException(label + " has no 'name'.");
                 }
                 if (parameters.classification) {
-                    throw new InvalidRequestException(label + " asks for classification, which this server does not support.");
+                    throw TensorChecks.classificationRefused(label);
                 }
                 if (parameters.sharedMemory) {
-                    throw new InvalidRequestException(label + " uses shared memory, which this server does not support.");
+                    throw TensorChecks.sharedMemoryRefused(label);
                 }
                 Object binary = parameters.binaryData;
                 if (binary != null && !(binary instanceof Boolean)) {
@@ -377,7 +373,7 @@ public final class InferRequestDecoder {
                     }
                 }
                 if (names != null ? !names.add(name) : requested(outputs, name)) {
-                    throw new InvalidRequestException(label + " is requested more than once.");
+                    throw TensorChecks.requestedTwice(label);
                 }
                 outputs.add(new RequestedOutput(name, (Boolean) binary));
             }

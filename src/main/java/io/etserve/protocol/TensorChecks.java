@@ -9,9 +9,10 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * What the REST and gRPC decoders both check about a request's inputs on their own, before any
- * model is involved: that the request is well formed (known datatypes, names given once, bytes
- * that fit the declared shape) and within the server's size limits, checked before tensor
+ * What the REST and gRPC decoders both check about a request's inputs and requested outputs on
+ * their own, before any model is involved: that the request is well formed (known datatypes,
+ * names given once, at most {@link #MAX_RANK} dimensions, bytes that fit the declared shape, no
+ * extension this server lacks) and within the server's size limits, checked before tensor
  * memory is allocated. Whether the inputs fit a model's method is {@code TensorContract}'s
  * question, never a decoder's. Every refusal is an {@link InvalidRequestException} naming the
  * input, in the same words over both protocols.
@@ -20,6 +21,8 @@ public final class TensorChecks {
 
     /** Largest tensor a direct buffer can hold. */
     static final long MAX_TENSOR_BYTES = Integer.MAX_VALUE;
+    /** Most dimensions a shape may have; ExecuTorch itself allows 16. */
+    static final int MAX_RANK = 32;
     private static final int MAX_QUOTED_LENGTH = 100;
 
     private static final KeptLabels INPUT_LABELS = new KeptLabels("Input ");
@@ -33,7 +36,7 @@ public final class TensorChecks {
     }
 
     /** How messages name an output the request asks for: {@code Requested output 'x'}. */
-    static String requestedOutputLabel(String name) {
+    public static String requestedOutputLabel(String name) {
         return REQUESTED_OUTPUT_LABELS.of(name);
     }
 
@@ -55,6 +58,28 @@ public final class TensorChecks {
                 throw new InvalidRequestException(label(name) + " appears more than once.");
             }
         }
+    }
+
+    /** Refuses a shape of {@code rank} dimensions past {@link #MAX_RANK}. */
+    public static void requireRank(String label, int rank) {
+        if (rank > MAX_RANK) {
+            throw new InvalidRequestException(label + " has more than " + MAX_RANK + " dimensions.");
+        }
+    }
+
+    /** The refusal of a tensor that names a shared-memory region (Triton's extension, not served here). */
+    public static InvalidRequestException sharedMemoryRefused(String label) {
+        return new InvalidRequestException(label + " uses shared memory, which this server does not support.");
+    }
+
+    /** The refusal of a requested output that asks for classification (Triton's extension, not served here). */
+    public static InvalidRequestException classificationRefused(String label) {
+        return new InvalidRequestException(label + " asks for classification, which this server does not support.");
+    }
+
+    /** The refusal of an output requested a second time. */
+    public static InvalidRequestException requestedTwice(String label) {
+        return new InvalidRequestException(label + " is requested more than once.");
     }
 
     public static DataType dataType(String label, String name) {

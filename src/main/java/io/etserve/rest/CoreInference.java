@@ -270,6 +270,14 @@ public final class CoreInference {
     }
 
     /**
+     * A full request pool's 503 for a request to {@code target} refused before it came here
+     * ({@link InferHandler}), counted in the REST metrics as one refused here is.
+     */
+    void refuseOverloaded(InferExchange.Target target, Response response, Callback callback) {
+        writeRefusal(response, overloaded(), completion(target, response, callback, null, System.nanoTime()));
+    }
+
+    /**
      * A full request pool's answer, the same wherever the request was refused (here, or by
      * {@link InferHandler} before it came here): 503, the protocol's error body, Retry-After.
      */

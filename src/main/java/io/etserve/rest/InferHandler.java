@@ -5,6 +5,7 @@ import java.nio.channels.Selector;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Supplier;
+import org.eclipse.jetty.http.HttpMethod;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.io.ManagedSelector;
@@ -104,8 +105,10 @@ public final class InferHandler extends Handler.Wrapper {
                     : here.endsSoon(target) && aloneOnSelector(request)) {
                 here.serve(request, response, callback, target, chunk, true, handOver);
             } else {
-                dispatch(() -> here.serve(request, response, callback, target, chunk, false, handOver), request,
-                        response, callback, chunk);
+                dispatch(() -> here.serve(request, response, callback, target, chunk, false, handOver), () -> {
+                    chunk.release();
+                    here.refuseOverloaded(target, response, callback);
+                });
             }
             return true;
         }
@@ -124,7 +127,7 @@ public final class InferHandler extends Handler.Wrapper {
         if (mayBlock) {
             return super.handle(request, response, callback);
         }
-        dispatch(() -> handleNext(request, response, callback), request, response, callback, null);
+        dispatch(() -> handleNext(request, response, callback), () -> refuseOverloaded(request, response, callback));
         return true;
     }
 
@@ -199,16 +202,27 @@ public final class InferHandler extends Handler.Wrapper {
 
     /**
      * {@code task} on a pool thread, which goes on to read the connection's next request once
-     * this one is answered ({@link ResumingThreadPool}); a full pool answers 503 as
-     * {@link CoreInference} does ({@code chunk}, if any, released).
+     * this one is answered ({@link ResumingThreadPool}); {@code refuse} when the pool is full.
      */
-    private void dispatch(Runnable task, Request request, Response response, Callback callback, Content.Chunk chunk) {
+    private void dispatch(Runnable task, Runnable refuse) {
         try {
             handOver.execute(task);
         } catch (RejectedExecutionException e) {
-            if (chunk != null) {
-                chunk.release();
-            }
+            refuse.run();
+        }
+    }
+
+    /**
+     * A full pool's 503 for a request bound for the servlet context, as {@link CoreInference}
+     * answers it; an inference request is counted in the REST metrics as there.
+     */
+    private void refuseOverloaded(Request request, Response response, Callback callback) {
+        CoreInference here = core();
+        InferExchange.Target target = HttpMethod.POST.is(request.getMethod())
+                ? InferExchange.target(request.getHttpURI().getPath()) : null;
+        if (here != null && target != null) {
+            here.refuseOverloaded(target, response, callback);
+        } else {
             CoreInference.writeRefusal(response, CoreInference.overloaded(), callback);
         }
     }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.ByteString;
+import io.etserve.grpc.protocol.InferParameter;
 import io.etserve.grpc.protocol.InferTensorContents;
 import io.etserve.grpc.protocol.ModelInferRequest;
 import io.etserve.inference.DataType;
@@ -43,6 +44,14 @@ class GrpcTensorsTest {
             in.addShape(d);
         }
         return in;
+    }
+
+    private static ModelInferRequest.InferRequestedOutputTensor.Builder output(String name) {
+        return ModelInferRequest.InferRequestedOutputTensor.newBuilder().setName(name);
+    }
+
+    private static InferParameter text(String value) {
+        return InferParameter.newBuilder().setStringParam(value).build();
     }
 
     private static ModelInferRequest one(ModelInferRequest.InferInputTensor.Builder in) {
@@ -207,7 +216,22 @@ class GrpcTensorsTest {
                 "Input 'x' has negative dimension -1 in its shape."},
             {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1001],\"data\":[1]}]}",
                 "Input 'x' has 1001 elements, more than the limit of 1000 per tensor."},
+            {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[" + "1,".repeat(32) + "1],\"data\":[1]}]}",
+                "Input 'x' has more than 32 dimensions."},
+            {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],"
+                    + "\"parameters\":{\"shared_memory_region\":\"r\"}}]}",
+                "Input 'x' uses shared memory, which this server does not support."},
+            {"{\"inputs\":[],\"outputs\":[{\"name\":\"y\",\"parameters\":{\"classification\":3}}]}",
+                "Requested output 'y' asks for classification, which this server does not support."},
+            {"{\"inputs\":[],\"outputs\":[{\"name\":\"y\",\"parameters\":{\"shared_memory_region\":\"r\"}}]}",
+                "Requested output 'y' uses shared memory, which this server does not support."},
+            {"{\"inputs\":[],\"outputs\":[{\"name\":\"y\"},{\"name\":\"y\"}]}",
+                "Requested output 'y' is requested more than once."},
+            {"{\"inputs\":[],\"outputs\":[{\"name\":\"y\"},{\"parameters\":{}}]}",
+                "Requested output #1 has no 'name'."},
         };
+        long[] rank33 = new long[33];
+        java.util.Arrays.fill(rank33, 1);
         ModelInferRequest[] grpc = {
             request().addInputs(input("x", "INT8", 1).setContents(InferTensorContents.newBuilder().addIntContents(1)))
                     .addInputs(input("x", "INT8", 1).setContents(InferTensorContents.newBuilder().addIntContents(1)))
@@ -215,6 +239,13 @@ class GrpcTensorsTest {
             one(input("x", "FP33", 1)),
             one(input("x", "INT8", 2, -1)),
             one(input("x", "INT8", 1001)),
+            one(input("x", "INT8", rank33)),
+            one(input("x", "INT8", 1).putParameters("shared_memory_region", text("r"))),
+            request().addOutputs(output("y").putParameters("classification", InferParameter.newBuilder().setInt64Param(3).build()))
+                    .build(),
+            request().addOutputs(output("y").putParameters("shared_memory_region", text("r"))).build(),
+            request().addOutputs(output("y")).addOutputs(output("y")).build(),
+            request().addOutputs(output("y")).addOutputs(ModelInferRequest.InferRequestedOutputTensor.newBuilder()).build(),
         };
         for (int i = 0; i < cases.length; i++) {
             byte[] json = cases[i][0].getBytes(StandardCharsets.UTF_8);

@@ -2,6 +2,12 @@ package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.metrics.ProtocolMetrics;
+import io.etserve.runtime.DirectBufferPool;
+import io.etserve.security.RestrictedApis;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.HttpTester;
@@ -53,6 +59,47 @@ class InferHandlerTest {
             assertThat(answer.get(HttpHeader.CONTENT_TYPE)).startsWith("application/json");
             assertThat(answer.get(HttpHeader.RETRY_AFTER)).isEqualTo("1");
             assertThat(answer.getContent()).isEqualTo("{\"error\":\"" + expected.text() + "\"}");
+        } finally {
+            server.stop();
+        }
+    }
+
+    @Test
+    void anInferenceTheFullPoolRefusesIsCountedAsOneRefusedInsideTheCorePath() throws Exception {
+        Server server = new Server(new FullForHandOvers());
+        server.setErrorHandler(new JsonErrorHandler());
+        LocalConnector connector = new LocalConnector(server);
+        server.addConnector(connector);
+        server.setHandler(new Handler.Abstract() {
+            @Override
+            public boolean handle(Request request, Response response, Callback callback) {
+                Response.writeError(request, response, callback, 200);  // never reached: refused first
+                return true;
+            }
+        });
+        SimpleMeterRegistry meters = new SimpleMeterRegistry();
+        // The core path's refusal needs none of the exchange or the models: nothing runs.
+        CoreInference core = new CoreInference(null, null, RestrictedApis.none(),
+                new ProtocolMetrics(meters, "m"::equals), new InflightBytes(1 << 20), new DirectBufferPool(1 << 20),
+                1 << 20, 1 << 16, Duration.ZERO, Duration.ZERO);
+        InferHandler.install(server, () -> core, true);
+        server.start();
+        try {
+            // A body whole with its head goes to the core path; a chunked one to the servlet context.
+            String whole = "POST /v2/models/m/infer HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: 13\r\nConnection: close\r\n\r\n{\"inputs\":[]}";
+            String chunked = "POST /v2/models/m/infer HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                    + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\nd\r\n{\"inputs\":[]}\r\n0\r\n\r\n";
+            for (String request : new String[] {whole, chunked}) {
+                assertThat(HttpTester.parseResponse(connector.getResponse(request)).getStatus()).isEqualTo(503);
+            }
+            assertThat(HttpTester.parseResponse(connector.getResponse(
+                    "GET /v2/models/m HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")).getStatus())
+                    .isEqualTo(503);
+            Timer refused = meters.find("etserve.inference.requests").tags("protocol", "rest", "model", "m", "code", "503")
+                    .timer();
+            assertThat(refused).as("the REST series of model m, answer 503").isNotNull();
+            assertThat(refused.count()).as("both inferences, not the metadata request").isEqualTo(2);
         } finally {
             server.stop();
         }
