@@ -2,6 +2,7 @@ package io.etserve.bench;
 
 import io.etserve.execution.CpuInstancePool;
 import io.etserve.execution.ExecutionSlot;
+import io.etserve.execution.FaultListener;
 import io.etserve.inference.DataType;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
@@ -38,7 +39,7 @@ public final class FirstRequestLatency {
             // Random data reads no file: no decoder needed.
             WarmupCalls.run(new Warmup(samples, Warmup.Data.RANDOM), pool, model, Long.MAX_VALUE, null, body -> {
                 throw new UnsupportedOperationException("no warm-up file here");
-            });
+            }, FaultListener.NONE);
             long warmupNanos = System.nanoTime() - started;
             double[] calls = new double[3];
             for (int i = 0; i < calls.length; i++) {

@@ -4,6 +4,7 @@ import io.etserve.cuda.CudaRuntime;
 import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
 import io.etserve.health.CallerStreamCheck;
+import io.etserve.health.CudaFaultMonitor;
 import io.etserve.metrics.TritonMetrics;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.InferRequestDecoder;
@@ -38,7 +39,7 @@ class ModelRepositoryConfiguration {
     /** Loads every model at startup; closing it unloads them before the stream pools go. */
     @Bean(initMethod = "loadAll", destroyMethod = "close")
     ModelRegistry modelRegistry(EtServeProperties props, StreamPools pools, NodeCapabilities node,
-            CallerStreamCheck callerStreamChecked, TritonMetrics metrics) {
+            CallerStreamCheck callerStreamChecked, TritonMetrics metrics, CudaFaultMonitor faults) {
         // Both bound as enums: a misspelt value stops startup naming the property and its values.
         Program.Verification verification = props.nativeRuntime().verification();
         DevicePlacement.Policy placement = props.cuda().placement();
@@ -50,7 +51,7 @@ class ModelRepositoryConfiguration {
                 new HashSet<>(props.cuda().gpuBackends()), props.inference().maxElementsPerTensor(), placement,
                 new ModelLoader.PlannedMemoryLimits(props.inference().maxPlannedMemory().toBytes(),
                         props.inference().maxPlannedMemoryPerModel().toBytes()), props.repository().copies(),
-                props.inference().queuePolicy().policy(), body -> decoder.decode(body, null, limits));
+                props.inference().queuePolicy().policy(), body -> decoder.decode(body, null, limits), faults);
         if (verification == Program.Verification.MINIMAL) {
             LoggerFactory.getLogger(ModelLoader.class).info("etserve.native.verification=minimal applies "
                     + "only to programs whose declared sha256 matches; the others are verified fully");

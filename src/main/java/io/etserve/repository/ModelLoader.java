@@ -5,6 +5,7 @@ import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPools;
 import io.etserve.execution.CpuInstancePool;
 import io.etserve.execution.DynamicBatcher;
+import io.etserve.execution.FaultListener;
 import io.etserve.execution.GpuInstancePool;
 import io.etserve.execution.InstancePool;
 import io.etserve.execution.LoadedModel;
@@ -52,6 +53,7 @@ public final class ModelLoader {
     private final long defaultMaxElements;
     private final DevicePlacement.Policy placement;
     private final PlannedMemoryLimits plannedLimits;
+    private final FaultListener faults;
     private final PrivateCopies copies;
     private final QueuePolicy queuePolicy;
     private final WarmupCalls.RequestDecoder warmupFiles;
@@ -86,17 +88,19 @@ public final class ModelLoader {
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
             DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, WarmupCalls.RequestDecoder warmupFiles) {
         this(verification, streamPools, node, defaultInstances, gpuBackends, defaultMaxElements, placement,
-                plannedLimits, PrivateCopies.none(), QueuePolicy.DEFAULT, warmupFiles);
+                plannedLimits, PrivateCopies.none(), QueuePolicy.DEFAULT, warmupFiles, FaultListener.NONE);
     }
 
     /**
      * @param copies where versions are served from: private copies, or the repository itself
      * @param queuePolicy the order of every line a request waits in (instances, a batch)
+     * @param faults told of a warm-up call's failure, as of a served call's
      */
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
             DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, PrivateCopies copies,
-            QueuePolicy queuePolicy, WarmupCalls.RequestDecoder warmupFiles) {
+            QueuePolicy queuePolicy, WarmupCalls.RequestDecoder warmupFiles, FaultListener faults) {
+        this.faults = faults;
         this.copies = copies;
         this.warmupFiles = Objects.requireNonNull(warmupFiles, "warmupFiles");
         this.queuePolicy = queuePolicy;
@@ -232,7 +236,7 @@ public final class ModelLoader {
             // Described once the instances exist: only a loaded method knows which tensors may change shape.
             ModelDescription description = describe(name, version, created.get(0).signature(), config, true);
             WarmupCalls.run(config.warmup(), pool, description, maxElements, file.toAbsolutePath().getParent(),
-                    warmupFiles);
+                    warmupFiles, faults);
             DynamicBatcher batcher = null;
             if (config.dynamicBatching().isPresent()) {
                 config.dynamicBatching().get().checkFits(description);

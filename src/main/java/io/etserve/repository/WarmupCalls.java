@@ -1,6 +1,7 @@
 package io.etserve.repository;
 
 import io.etserve.execution.ExecutionSlot;
+import io.etserve.execution.FaultListener;
 import io.etserve.execution.InstancePool;
 import io.etserve.execution.TensorContract;
 import io.etserve.inference.DataType;
@@ -9,6 +10,7 @@ import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
 import io.etserve.modelconfig.Warmup;
 import io.etserve.runtime.ExecutionInput;
+import io.etserve.runtime.StreamSelection;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -17,6 +19,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalInt;
 import java.util.SplittableRandom;
 
 /** Runs a model's {@link Warmup} on every instance of a freshly loaded version, before it reports ready. */
@@ -44,9 +47,11 @@ public final class WarmupCalls {
      * @param model the version's description: its inputs, and the signature's bounds for the dynamic ones
      * @param maxElementsPerTensor the version's element limit, which a file's inputs must keep too
      * @param versionDir where a {@link Warmup.Data#FILE} warm-up file lives
+     * @param faults told of a failed call and its device, as a served call's failure is: a sticky
+     *     CUDA fault met during warm-up marks the device as one met while serving does
      */
     public static void run(Warmup warmup, InstancePool pool, ModelDescription model, long maxElementsPerTensor,
-            Path versionDir, RequestDecoder decoder) {
+            Path versionDir, RequestDecoder decoder, FaultListener faults) {
         int samples = warmup.samples();
         if (samples == 0) {
             return;
@@ -64,7 +69,13 @@ public final class WarmupCalls {
                     for (ExecutionInput in : values) {
                         in.data().rewind();
                     }
-                    slot.instance().execute(values, slot.selection());
+                    try {
+                        slot.instance().execute(values, slot.selection());
+                    } catch (RuntimeException e) {
+                        faults.onRuntimeFailure(slot.selection().mode() != StreamSelection.Mode.NONE
+                                ? OptionalInt.of(slot.selection().device()) : OptionalInt.empty(), e);
+                        throw e;
+                    }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new IllegalStateException("warm-up interrupted");

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.etserve.execution.CpuInstancePool;
+import io.etserve.execution.FaultListener;
 import io.etserve.execution.ExecutionSlot;
 import io.etserve.inference.DataType;
 import io.etserve.inference.ModelDescription;
@@ -45,8 +46,8 @@ class WarmupTest {
             ProgramInstance b = p.newInstance("forward");
             ModelDescription model = described(a, INPUTS);
             try (CpuInstancePool pool = new CpuInstancePool(List.of(a, b))) {
-                WarmupCalls.run(new Warmup(3, Warmup.Data.RANDOM), pool, model, 1 << 20, null, DECODER);
-                WarmupCalls.run(new Warmup(1, Warmup.Data.ZEROS), pool, model, 1 << 20, null, DECODER);
+                WarmupCalls.run(new Warmup(3, Warmup.Data.RANDOM), pool, model, 1 << 20, null, DECODER, FaultListener.NONE);
+                WarmupCalls.run(new Warmup(1, Warmup.Data.ZEROS), pool, model, 1 << 20, null, DECODER, FaultListener.NONE);
                 // Every slot went back: both can be held again.
                 try (ExecutionSlot one = pool.acquire(Duration.ofSeconds(1));
                         ExecutionSlot two = pool.acquire(Duration.ofSeconds(1))) {
@@ -63,10 +64,14 @@ class WarmupTest {
             // A shape the method cannot take (rank 3) makes ExecuTorch refuse the call.
             List<TensorMetadata> wrong = List.of(new TensorMetadata("x", DataType.FP32, new long[] {1, 16, 1}));
             ModelDescription model = described(a, wrong);
+            List<String> heard = new java.util.ArrayList<>();
+            // Told as a served call's failure is (a sticky CUDA fault would mark its device).
+            FaultListener faults = (device, error) -> heard.add(device + ": " + error.getMessage());
             try (CpuInstancePool pool = new CpuInstancePool(List.of(a))) {
-                assertThatThrownBy(() -> WarmupCalls.run(new Warmup(2, Warmup.Data.ZEROS), pool, model, 1 << 20, null, DECODER))
+                assertThatThrownBy(() -> WarmupCalls.run(new Warmup(2, Warmup.Data.ZEROS), pool, model, 1 << 20, null, DECODER, faults))
                         .hasMessageContaining("warm-up call 1 of 2 failed").hasMessageContaining("rank");
             }
+            assertThat(heard).singleElement().asString().startsWith("OptionalInt.empty: ").contains("rank");
         }
     }
 
@@ -98,12 +103,12 @@ class WarmupTest {
             var values = WarmupCalls.fromFile(dir.resolve("warmup.json"), model, 1 << 20, DECODER);
             assertThat(values.get(0).shape()).containsExactly(3, 16);
             assertThat(values.get(0).data().order(ByteOrder.LITTLE_ENDIAN).getFloat(47 * 4)).isEqualTo(0.5f);
-            WarmupCalls.run(new Warmup(2, Warmup.Data.FILE, "warmup.json"), pool, model, 1 << 20, dir, DECODER);
-            assertThatThrownBy(() -> WarmupCalls.run(new Warmup(1, Warmup.Data.FILE, "too-big.json"), pool, model, 1 << 20, dir, DECODER))
+            WarmupCalls.run(new Warmup(2, Warmup.Data.FILE, "warmup.json"), pool, model, 1 << 20, dir, DECODER, FaultListener.NONE);
+            assertThatThrownBy(() -> WarmupCalls.run(new Warmup(1, Warmup.Data.FILE, "too-big.json"), pool, model, 1 << 20, dir, DECODER, FaultListener.NONE))
                     .hasMessageContaining("too-big.json").hasMessageContaining("bound 32");
-            assertThatThrownBy(() -> WarmupCalls.run(new Warmup(1, Warmup.Data.FILE, "short.json"), pool, model, 1 << 20, dir, DECODER))
+            assertThatThrownBy(() -> WarmupCalls.run(new Warmup(1, Warmup.Data.FILE, "short.json"), pool, model, 1 << 20, dir, DECODER, FaultListener.NONE))
                     .hasMessageContaining("short.json").hasMessageContaining("needs 48");
-            assertThatThrownBy(() -> WarmupCalls.run(new Warmup(1, Warmup.Data.FILE, "absent.json"), pool, model, 1 << 20, dir, DECODER))
+            assertThatThrownBy(() -> WarmupCalls.run(new Warmup(1, Warmup.Data.FILE, "absent.json"), pool, model, 1 << 20, dir, DECODER, FaultListener.NONE))
                     .hasMessageContaining("cannot read the warm-up file absent.json");
             pool.close();
         }
