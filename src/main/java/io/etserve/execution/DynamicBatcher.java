@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * can share a forward call (same dimensions after the first) until the batch is full, a preferred
  * size is reached, or the first request has waited {@code max-queue-delay}. It then waits for a
  * free instance (the queue keeps growing meanwhile, so batches grow under load) and hands the
- * batch, with that instance, to the batch's oldest request: its own request thread runs the
+ * batch, with that instance, to the batch's first request (its oldest; its newest while the queue
+ * policy serves newest first, {@link #take}): that request's own thread runs the
  * batch ({@link Batch#run}: join the inputs, one forward call, cut the outputs back) for
  * everyone, so no thread sits between the HTTP threads and the runtime and a lone request costs
  * one hand-off.

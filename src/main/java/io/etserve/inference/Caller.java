@@ -11,7 +11,7 @@ import java.util.OptionalLong;
  */
 public interface Caller {
 
-    /** A caller that never goes and sets no deadline: in-process callers (warm-up, benchmarks, tests). */
+    /** A caller that never goes and sets no deadline: in-process callers (benchmarks, tests). */
     Caller STAYS = gone -> () -> {};
 
     /**

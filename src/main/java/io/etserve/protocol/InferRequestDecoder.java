@@ -49,7 +49,7 @@ public final class InferRequestDecoder {
     private static final NumberedLabels REQUESTED_OUTPUT_LABELS = new NumberedLabels("Requested output #");
 
     /**
-     * A whole body in one array (tests and tools): the binary sections are copied once into a
+     * A whole body in one array (a model's warm-up file, tests and tools): the binary sections are copied once into a
      * fresh direct buffer, so the inputs do not depend on {@code body} afterwards.
      */
     public InferenceRequest decode(byte[] body, Integer inferenceHeaderContentLength, DecodeLimits limits) {

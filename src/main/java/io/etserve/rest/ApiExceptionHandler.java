@@ -19,7 +19,8 @@ import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
 
 /**
- * The protocol fixes its error body: {@code {"error": "..."}} with 400, 404, 503 or 500.
+ * The protocol fixes its error body: {@code {"error": "..."}}, whatever the status (400, 404,
+ * 408, 413, 499, 500, 503, 504).
  * Scoped to the protocol controllers; everything else keeps Spring's problem details. Spring
  * MVC's own exceptions (wrong method, media types, a body or header that does not bind) are
  * {@link MvcExceptionHandler}'s, which comes first. Every other failure is classified by

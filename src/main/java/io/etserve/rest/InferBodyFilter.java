@@ -25,10 +25,11 @@ import org.springframework.http.HttpStatus;
 
 /**
  * Reads an inference request's body without holding a request thread while it waits, then
- * hands it to the controller. A slow client (a trickled or stalled upload) costs one connection
- * and the bytes it sent, never a parked thread: the body is read with the servlet's non-blocking
- * I/O (a container thread runs only when bytes have arrived, to copy them) and the request is
- * dispatched to the controller once the whole body is here. A body that has not arrived within
+ * serves it: a plain model path through {@link InferExchange} directly, anything else through the
+ * controller. A slow client (a trickled or stalled upload) costs one connection and the bytes it
+ * sent, never a parked thread: the body is read with the servlet's non-blocking I/O (a container
+ * thread runs only when bytes have arrived, to copy them) and the request is served once the
+ * whole body is here. A body that has not arrived within
  * {@code etserve.inference.body-timeout} is answered 408.
  *
  * <p>A refused body (503: the byte budget is spent; 413: over the size limit) is read to its end

@@ -231,8 +231,8 @@ public final class InferExchange {
     }
 
     /**
-     * The answer to the request in {@code body}, whichever thread and API carry it (this servlet
-     * path, or {@link CoreInference} through Jetty's core API); throws what failed.
+     * The answer to the request in {@code body} on the servlet path ({@link CoreInference} calls
+     * {@link #decode} and {@link #run} itself); throws what failed.
      *
      * @param headerLength {@code Inference-Header-Content-Length}, or null when absent
      * @param arrivedNanos when the request came ({@code System.nanoTime()}), kept by a second attempt

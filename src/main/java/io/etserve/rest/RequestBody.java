@@ -184,7 +184,11 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
                 : "request body exceeds the limit of " + maxBytes + " bytes");
     }
 
-    /** {@code Inference-Header-Content-Length}, or -1 when absent or not a number (the controller refuses that). */
+    /**
+     * {@code Inference-Header-Content-Length} as the body is read: -1 when absent, negative or not
+     * a number (the whole body is then held as JSON, within the limit), and {@link
+     * InferExchange#headerLength} refuses such a value with 400 once the request is decoded.
+     */
     static long headerLength(HttpServletRequest request) {
         return headerLength(request.getHeader(InferExchange.HEADER_LENGTH));
     }
