@@ -512,11 +512,6 @@ public final class DynamicBatcher implements AutoCloseable {
             return rows;
         }
 
-        /** When it was cut from the queue (a {@link System#nanoTime} reading). */
-        long startedNanos() {
-            return startedNanos;
-        }
-
         /** Led by {@code me}: it runs the batch, and its wait ended when the batch was cut. */
         @Override
         public Share claim(Member me, LoadedModel model, Forward forward) {

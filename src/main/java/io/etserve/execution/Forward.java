@@ -98,7 +98,7 @@ final class Forward {
                     joined = new InferenceSpans.BatchJoined(span.context(), members.size(), rows);
                 }
                 try {
-                    return execute(inputs, outputs, rows);
+                    return execute(inputs, outputs);
                 } catch (RuntimeException e) {
                     span.failed(e);
                     throw e;
@@ -106,7 +106,7 @@ final class Forward {
             }
         }
 
-        private List<ExecutionOutput> execute(List<ExecutionInput> inputs, OutputBuffers outputs, int rows) {
+        private List<ExecutionOutput> execute(List<ExecutionInput> inputs, OutputBuffers outputs) {
             OptionalInt device = slot.selection().mode() != StreamSelection.Mode.NONE
                     ? OptionalInt.of(slot.selection().device()) : OptionalInt.empty();
             long executing = System.nanoTime();

@@ -108,10 +108,6 @@ public final class GpuInstancePool implements InstancePool {
         return streams.fault().map(f -> "device " + streams.device() + " is faulted: " + f);
     }
 
-    public int device() {
-        return streams.device();
-    }
-
     @Override
     public void close() {
         instances.forEach(ProgramInstance::close);

@@ -122,11 +122,6 @@ public final class InferenceService {
         return infer(modelName, version, request, OutputBuffers.ALLOCATE, Caller.STAYS);
     }
 
-    /** As {@link #infer(String, String, InferenceRequest, OutputBuffers, Caller)}, for a caller that stays. */
-    public InferenceResponse infer(String modelName, String version, InferenceRequest request, OutputBuffers outputs) {
-        return infer(modelName, version, request, outputs, Caller.STAYS);
-    }
-
     /** As {@link #infer(String, String, InferenceRequest, OutputBuffers, Caller, long)}, arrived now. */
     public InferenceResponse infer(String modelName, String version, InferenceRequest request, OutputBuffers outputs,
             Caller caller) {

@@ -34,13 +34,10 @@ public final class LoadedModel implements AutoCloseable {
     /** A moving average of its unbatched forward calls (1/8 weight to the latest); MAX until one ran. */
     private volatile long typicalForwardNanos = Long.MAX_VALUE;
 
-    /** @param batcher joins this model's requests into batches, or null when it runs each alone */
-    public LoadedModel(ModelDescription description, Program program, InstancePool instances,
-            long maxElementsPerTensor, DynamicBatcher batcher) {
-        this(description, program, instances, maxElementsPerTensor, batcher, ModelConfig.defaults());
-    }
-
-    /** @param config the configuration it was loaded with (config.yml, and a load's override) */
+    /**
+     * @param batcher joins this model's requests into batches, or null when it runs each alone
+     * @param config the configuration it was loaded with (config.yml, and a load's override)
+     */
     public LoadedModel(ModelDescription description, Program program, InstancePool instances,
             long maxElementsPerTensor, DynamicBatcher batcher, ModelConfig config) {
         this.config = Objects.requireNonNull(config, "config");

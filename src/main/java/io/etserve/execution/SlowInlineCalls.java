@@ -17,11 +17,6 @@ public final class SlowInlineCalls {
     private final long slowNanos;
     private final AtomicLong lastReport = new AtomicLong(System.nanoTime() - INTERVAL_NANOS - 1);
 
-    /** Reports calls over 100 ms. */
-    public SlowInlineCalls() {
-        this(0);
-    }
-
     /**
      * Reports calls over 100 ms or twice {@code boundNanos}, whichever is longer: calls may run
      * inline while their model's recent ones took under that bound.

@@ -85,7 +85,10 @@ final class CallOnWorker implements ServerInterceptor {
         this.slowCalls = new SlowInlineCalls(onEventLoop.bound().toNanos());
     }
 
-    /** Calls whose handler ran on the event loop that read them, since start. */
+    /**
+     * Calls whose handler ran on the event loop that read them without handing its work to a
+     * worker (no instance was free at once), since start: as REST counts its calls on a selector.
+     */
     long handledOnEventLoop() {
         return handledOnEventLoop.sum();
     }
@@ -254,7 +257,6 @@ final class CallOnWorker implements ServerInterceptor {
 
         /** The handler of a quick call, here; one that was not quick is told to the operator. */
         private void runOnEventLoop(Step step) {
-            handledOnEventLoop.increment();
             long start = System.nanoTime();
             HandOver handOver = (moved, refused) -> {
                 if (rest != null) {
@@ -273,6 +275,9 @@ final class CallOnWorker implements ServerInterceptor {
                     refused.run();
                 }
                 throw e;
+            }
+            if (rest == null) {
+                handledOnEventLoop.increment();
             }
             long nanos = System.nanoTime() - start;
             if (slowCalls.report(nanos)) {

@@ -120,7 +120,10 @@ public final class GrpcServer implements SmartLifecycle {
         return Integer.MAX_VALUE - 1024;
     }
 
-    /** Calls whose handler ran on the event loop that read them (etserve.grpc.inline-*), since start. */
+    /**
+     * Calls run to their answer on the event loop that read them (etserve.grpc.inline-*), not
+     * handed to a worker, since start.
+     */
     public long callsOnEventLoop() {
         CallOnWorker c = calls;
         return c == null ? 0 : c.handledOnEventLoop();
