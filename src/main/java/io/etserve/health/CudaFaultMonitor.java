@@ -12,7 +12,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.availability.AvailabilityChangeEvent;
 import org.springframework.boot.availability.LivenessState;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.context.ApplicationEventPublisher;
+import org.springframework.context.ApplicationListener;
 
 /**
  * Watches runtime failures for sticky CUDA errors (illegal address, launch failure...): after
@@ -21,9 +23,11 @@ import org.springframework.context.ApplicationEventPublisher;
  * <p>The faulted device's stream pool stops leasing, which takes out only that device's
  * instances (models placed on other devices keep serving). Once no served device is left, or
  * when the device is unknown, liveness goes BROKEN so Kubernetes restarts the pod, instead of
- * staying green while every call fails.
+ * staying green while every call fails. A fault met while the application starts (a model's
+ * warm-up calls) is stated again once it is ready: Spring Boot sets liveness CORRECT when the
+ * start completes, over what was published before.
  */
-public final class CudaFaultMonitor implements FaultListener {
+public final class CudaFaultMonitor implements FaultListener, ApplicationListener<ApplicationReadyEvent> {
 
     private static final Logger log = LoggerFactory.getLogger(CudaFaultMonitor.class);
 
@@ -57,6 +61,15 @@ public final class CudaFaultMonitor implements FaultListener {
         }
         if (fault.compareAndSet(null, sticky)) {
             log.error("sticky CUDA fault, marking liveness BROKEN so the process is restarted: {}", sticky);
+            AvailabilityChangeEvent.publish(events, this, LivenessState.BROKEN);
+        }
+    }
+
+    @Override
+    public void onApplicationEvent(ApplicationReadyEvent started) {
+        String sticky = fault.get();
+        if (sticky != null) {
+            log.error("a sticky CUDA fault met during the start, liveness stays BROKEN: {}", sticky);
             AvailabilityChangeEvent.publish(events, this, LivenessState.BROKEN);
         }
     }

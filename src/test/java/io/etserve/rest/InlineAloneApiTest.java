@@ -18,6 +18,7 @@ import java.util.Map;
 import org.eclipse.jetty.io.ManagedSelector;
 import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.util.thread.Invocable;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
@@ -108,7 +109,7 @@ class InlineAloneApiTest {
                     Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()))));
             // The selector may not wait: it hands the call to a request thread, which waits in
             // the instance line until the instances come free.
-            ModelActivity.awaitWaiterInInstanceLine();
+            ModelActivity.awaitWaiterInInstanceLine(requestThreads());
             held.forEach(ExecutionSlot::close);
             RawConnection.Response r = raw.read();
             assertThat(r.status()).as(r.text()).isEqualTo(200);
@@ -154,6 +155,11 @@ class InlineAloneApiTest {
         RawConnection.Response r = raw.exchange(RawConnection.post("/v2/models/demo-xnnpack/infer", json));
         assertThat(r.status()).as(r.text()).isEqualTo(200);
         ProtocolApiTest.assertMatches(REF, c.outputs().get(0), Http.JSON.readTree(r.text()).path("outputs").get(0));
+    }
+
+    /** The prefix of this server's request threads' names (Jetty's pool: its name, a dash, a number). */
+    private String requestThreads() {
+        return ((QueuedThreadPool) ((JettyWebServer) context.getWebServer()).getServer().getThreadPool()).getName() + "-";
     }
 
     /** Waits (up to 10 s) until the port's only selector holds {@code count} connections. */

@@ -45,12 +45,13 @@ public final class ModelActivity {
     }
 
     /**
-     * Returns once some thread waits in an instance line ({@code LeaseQueue.take}, parked): a
-     * request that found every instance held. Fails after a 30 s guard.
+     * Returns once a thread whose name starts with {@code threadNamePrefix} (a server's request
+     * threads: other servers may share the JVM) waits in an instance line ({@code LeaseQueue.take},
+     * parked): a request that found every instance held. Fails after a 30 s guard.
      */
-    public static void awaitWaiterInInstanceLine() throws InterruptedException {
+    public static void awaitWaiterInInstanceLine(String threadNamePrefix) throws InterruptedException {
         long until = System.nanoTime() + GUARD_NANOS;
-        while (!someoneWaitsInLine()) {
+        while (!someoneWaitsInLine(threadNamePrefix)) {
             if (System.nanoTime() - until > 0) {
                 throw new AssertionError("no thread waited in an instance line within 30 s");
             }
@@ -58,10 +59,13 @@ public final class ModelActivity {
         }
     }
 
-    private static boolean someoneWaitsInLine() {
-        for (StackTraceElement[] stack : Thread.getAllStackTraces().values()) {
+    private static boolean someoneWaitsInLine(String threadNamePrefix) {
+        for (var thread : Thread.getAllStackTraces().entrySet()) {
+            if (!thread.getKey().getName().startsWith(threadNamePrefix)) {
+                continue;
+            }
             boolean parked = false;
-            for (StackTraceElement frame : stack) {
+            for (StackTraceElement frame : thread.getValue()) {
                 parked |= frame.getClassName().equals("java.util.concurrent.locks.LockSupport");
                 if (parked && frame.getClassName().equals(LeaseQueue.class.getName()) && frame.getMethodName().equals("take")) {
                     return true;
