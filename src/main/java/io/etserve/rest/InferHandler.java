@@ -214,14 +214,16 @@ public final class InferHandler extends Handler.Wrapper {
 
     /**
      * A full pool's 503 for a request bound for the servlet context, as {@link CoreInference}
-     * answers it; an inference request is counted in the REST metrics as there.
+     * answers it; an inference request is counted in the REST metrics as the servlet path counts
+     * it ({@link RestRequestMetricsFilter}: a POST to a path ending in {@code /infer}, its model
+     * as the path names it).
      */
     private void refuseOverloaded(Request request, Response response, Callback callback) {
         CoreInference here = core();
-        InferExchange.Target target = HttpMethod.POST.is(request.getMethod())
-                ? InferExchange.target(request.getHttpURI().getPath()) : null;
-        if (here != null && target != null) {
-            here.refuseOverloaded(target, response, callback);
+        String path = request.getHttpURI().getPath();
+        if (here != null && HttpMethod.POST.is(request.getMethod()) && path != null && path.endsWith("/infer")) {
+            here.refuseOverloaded(new InferExchange.Target(RestRequestMetricsFilter.modelOf(path), null), response,
+                    callback);
         } else {
             CoreInference.writeRefusal(response, CoreInference.overloaded(), callback);
         }
