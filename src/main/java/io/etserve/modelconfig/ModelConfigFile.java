@@ -48,6 +48,8 @@ public final class ModelConfigFile {
     private static final Pattern HEX64 = Pattern.compile("[0-9a-fA-F]{64}");
 
     private static final int MAX_CONFIG_BYTES = 64 * 1024;
+    /** Deepest nesting a config.yml may have (its deepest value, in inputs[].dims[], is four down). */
+    private static final int MAX_DEPTH = 8;
     private static final String ROOT = "model";
     private static final Pattern KEY = Pattern.compile("[A-Za-z0-9][A-Za-z0-9-]{0,63}");
 
@@ -117,13 +119,35 @@ public final class ModelConfigFile {
             LoaderOptions options = new LoaderOptions();
             options.setAllowDuplicateKeys(false);
             options.setMaxAliasesForCollections(10);
-            return new Yaml(new SafeConstructor(options)).load(new String(bytes, StandardCharsets.UTF_8));
+            Object doc = new Yaml(new SafeConstructor(options)).load(new String(bytes, StandardCharsets.UTF_8));
+            requireShallow(doc, 0);
+            return doc;
         } catch (IOException e) {
             throw new InvalidModelConfigException("cannot read " + file + ": " + e.getMessage());
         } catch (InvalidModelConfigException e) {
             throw e;
         } catch (RuntimeException e) {
             throw new InvalidModelConfigException("invalid YAML in " + file + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * Refuses a document nested deeper than {@link #MAX_DEPTH}: none of this file's keys needs
+     * more, and an alias that contains itself ({@code a: &x [*x]}) would make every walk of the
+     * document below recurse until the stack overflows.
+     */
+    private void requireShallow(Object value, int depth) {
+        if (depth > MAX_DEPTH) {
+            throw invalid("nests deeper than " + MAX_DEPTH + " levels (an alias that contains itself?)");
+        }
+        if (value instanceof Map<?, ?> map) {
+            for (Object v : map.values()) {
+                requireShallow(v, depth + 1);
+            }
+        } else if (value instanceof List<?> list) {
+            for (Object v : list) {
+                requireShallow(v, depth + 1);
+            }
         }
     }
 

@@ -219,9 +219,10 @@ public final class ModelLoader {
                     int cudaDevice = streams.selectionMode() == StreamSelection.Mode.CUDA ? device : -1;
                     List<ProgramInstance> onDevice = new ArrayList<>();
                     for (int i = 0; i < perPlacement; i++) {
-                        onDevice.add(program.newInstance(config.method(), cudaDevice));
+                        ProgramInstance instance = program.newInstance(config.method(), cudaDevice);
+                        created.add(instance);  // at once: a later instance that fails must not leak this one
+                        onDevice.add(instance);
                     }
-                    created.addAll(onDevice);
                     pools.add(new GpuInstancePool(streams, onDevice, queuePolicy));
                 }
                 pool = pools.size() == 1 ? pools.get(0) : new MultiDeviceInstancePool(pools);
@@ -250,6 +251,11 @@ public final class ModelLoader {
             created.forEach(ProgramInstance::close);
             program.close();
             return new ModelVersionState.Failed(name, version, e.getMessage());
+        } catch (Error e) {
+            // Out of memory (a warm-up's direct buffers) or the like: nothing of this load is kept.
+            created.forEach(ProgramInstance::close);
+            program.close();
+            throw e;
         }
     }
 

@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -45,11 +46,12 @@ public final class PrivateCopies {
     }
 
     /**
-     * Copies under {@code base/<pid>}. Directories of processes that are gone (a crash, a kill)
-     * are removed first.
+     * Copies under {@code base/<pid>-<start time>}. Directories of processes that are gone (a
+     * crash, a kill) are removed first, those of an earlier process with this one's pid too: a
+     * container's JVM is PID 1 again after a restart, on a {@code /tmp} that outlived it.
      */
     public static PrivateCopies under(Path base) {
-        Path root = base.resolve(Long.toString(ProcessHandle.current().pid()));
+        Path root = base.resolve(processKey(ProcessHandle.current()));
         try {
             Files.createDirectories(base);
             try (var entries = Files.list(base)) {
@@ -67,12 +69,28 @@ public final class PrivateCopies {
         return new PrivateCopies(root);
     }
 
+    /** A process's name for its folder: its pid and when it started, so a reused pid is another name. */
+    private static String processKey(ProcessHandle process) {
+        return process.pid() + "-" + process.info().startInstant().map(Instant::toEpochMilli).orElse(0L);
+    }
+
     private static boolean ofDeadProcess(Path dir) {
         String name = dir.getFileName().toString();
-        if (!name.matches("[0-9]{1,10}") || !Files.isDirectory(dir)) {
+        if (!Files.isDirectory(dir)) {
             return false;
         }
-        return ProcessHandle.of(Long.parseLong(name)).map(p -> !p.isAlive()).orElse(true);
+        if (name.matches("[0-9]{1,10}-[0-9]{1,19}")) {
+            long pid = Long.parseLong(name.substring(0, name.indexOf('-')));
+            return ProcessHandle.of(pid).filter(ProcessHandle::isAlive).map(p -> !processKey(p).equals(name))
+                    .orElse(true);
+        }
+        if (name.matches("[0-9]{1,10}")) {
+            // The layout of earlier releases (the pid alone): this process never makes one.
+            long pid = Long.parseLong(name);
+            return pid == ProcessHandle.current().pid()
+                    || ProcessHandle.of(pid).map(p -> !p.isAlive()).orElse(true);
+        }
+        return false;
     }
 
     public boolean enabled() {

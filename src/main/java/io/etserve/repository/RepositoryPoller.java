@@ -36,8 +36,9 @@ public final class RepositoryPoller implements SmartLifecycle {
         s.scheduleWithFixedDelay(() -> {
             try {
                 registry.poll();
-            } catch (RuntimeException e) {
-                log.warn("repository poll failed: {}", e.getMessage());
+            } catch (RuntimeException | StackOverflowError | OutOfMemoryError e) {
+                // Anything thrown out of here would cancel the schedule: polling would stop unseen.
+                log.warn("repository poll failed: {}", e.toString());
             }
         }, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
         scheduler = s;

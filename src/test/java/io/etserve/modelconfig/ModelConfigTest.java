@@ -74,6 +74,16 @@ class ModelConfigTest {
     }
 
     @Test
+    void anAliasThatContainsItselfIsRefusedNotRecursedInto() {
+        // Each would have overflowed the stack walking the document (an Error no load catches).
+        for (String bad : new String[] {"method: &a [*a]\n", "inputs: &a [*a]\n",
+                "version-policy: &p {latest: *p}\n", "dynamic-batching: &b {max-batch-size: 4, x: [*b]}\n"}) {
+            assertThatThrownBy(() -> read(bad)).as(bad).isInstanceOf(ModelConfig.InvalidModelConfigException.class)
+                    .hasMessageContaining("nests deeper than 8 levels");
+        }
+    }
+
+    @Test
     void dynamicBatchingRefusalsSayWhatIsWrong() {
         for (String[] bad : new String[][] {
                 {"dynamic-batching: { max-queue-delay: 1ms }", "needs max-batch-size"},

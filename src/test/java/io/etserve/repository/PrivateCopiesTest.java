@@ -23,7 +23,8 @@ class PrivateCopiesTest {
         Files.delete(data);
         assertThat(Files.readAllBytes(copy.program())).containsExactly(1, 2, 3);
         assertThat(Files.readAllBytes(copy.dataFiles().get(0))).containsExactly(4, 5);
-        assertThat(copy.directory()).startsWith(tmp.resolve("copies").resolve(Long.toString(ProcessHandle.current().pid())));
+        assertThat(copy.directory().getParent().getFileName().toString())
+                .startsWith(ProcessHandle.current().pid() + "-");
         copy.close();
         assertThat(copy.directory()).doesNotExist();
     }
@@ -31,11 +32,31 @@ class PrivateCopiesTest {
     @Test
     void copiesLeftByADeadProcessAreRemovedAndTheLivingOnesKept() throws Exception {
         Path base = tmp.resolve("copies");
-        Path dead = Files.createDirectories(base.resolve("2147483646").resolve("1-m-1"));
-        Path mine = Files.createDirectories(base.resolve(Long.toString(ProcessHandle.current().pid())).resolve("7-m-1"));
+        Path dead = Files.createDirectories(base.resolve("2147483646-1").resolve("1-m-1"));
+        Path deadEarlierLayout = Files.createDirectories(base.resolve("2147483646").resolve("1-m-1"));
+        Path program = Files.write(tmp.resolve("model.pte"), new byte[] {1});
+        // Another context of this process: its copies serve while a second repository starts.
+        PrivateCopies.Copy mine = PrivateCopies.under(base).copy("m", "1", program, List.of());
         PrivateCopies.under(base);
         assertThat(dead.getParent()).doesNotExist();
-        assertThat(mine).exists();
+        assertThat(deadEarlierLayout.getParent()).doesNotExist();
+        assertThat(mine.program()).exists();
+    }
+
+    @Test
+    void copiesOfAnEarlierProcessWithThisPidAreRemovedAndNeverCollide() throws Exception {
+        // A container restarted on a /tmp that outlived it: its JVM is PID 1 again, and the
+        // earlier one's copies (same model, same version, same load order) are still there.
+        long pid = ProcessHandle.current().pid();
+        Path base = tmp.resolve("copies");
+        Path earlier = Files.createDirectories(base.resolve(pid + "-1").resolve("1-m-1"));
+        Path earlierLayout = Files.createDirectories(base.resolve(Long.toString(pid)).resolve("1-m-1"));
+        Path program = Files.write(tmp.resolve("model.pte"), new byte[] {1});
+        try (PrivateCopies.Copy copy = PrivateCopies.under(base).copy("m", "1", program, List.of())) {
+            assertThat(copy.program()).exists();
+        }
+        assertThat(earlier.getParent()).doesNotExist();
+        assertThat(earlierLayout.getParent()).doesNotExist();
     }
 
     @Test
