@@ -11,6 +11,7 @@ import io.etserve.inference.UntrustedText;
 import io.etserve.modelconfig.ModelConfig;
 import io.etserve.modelconfig.VersionPolicy;
 import java.io.IOException;
+import java.nio.file.DirectoryIteratorException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -205,14 +206,29 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
      * being written waits, and what serves serves on meanwhile.
      */
     public synchronized void poll() {
+        // A repository that cannot be read now (a volume remounting, too many open files, a
+        // network file system's hiccup) is not an empty one: nothing unloads for it.
+        List<Path> modelDirs;
+        try {
+            modelDirs = listing(root);
+        } catch (IOException e) {
+            log.warn("cannot read the model repository {}: this poll changes nothing ({})", root, e.toString());
+            return;
+        }
         Set<String> present = new HashSet<>();
-        for (Path modelDir : Files.isDirectory(root) ? list(root) : List.<Path>of()) {
+        for (Path modelDir : modelDirs) {
             String name = modelDir.getFileName().toString();
             if (!Files.isDirectory(modelDir) || name.startsWith(".") || !ModelNames.isValidModelName(name)) {
                 continue;
             }
             present.add(name);
-            Snapshot now = snapshot(modelDir);
+            Snapshot now;
+            try {
+                now = polledSnapshot(modelDir);
+            } catch (IOException e) {
+                log.warn("cannot read model directory {}: it stays as it is this poll ({})", modelDir, e.toString());
+                continue;
+            }
             Snapshot previous = lastPoll.put(name, now);
             Model current = models.get(name);
             if (current != null && now.equals(current.snapshot())) {
@@ -491,14 +507,39 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
     }
 
     private static List<Path> list(Path dir) {
-        List<Path> out = new ArrayList<>();
-        try (DirectoryStream<Path> s = Files.newDirectoryStream(dir)) {
-            s.forEach(out::add);
+        try {
+            return listing(dir);
         } catch (IOException e) {
             log.error("cannot list {}: {}", dir, e.getMessage());
+            return List.of();
+        }
+    }
+
+    /** {@code dir}'s entries in name order; throws when it cannot be read. */
+    private static List<Path> listing(Path dir) throws IOException {
+        List<Path> out = new ArrayList<>();
+        try (DirectoryStream<Path> s = Files.newDirectoryStream(dir)) {
+            for (Path p : s) {
+                out.add(p);
+            }
+        } catch (DirectoryIteratorException e) {
+            throw e.getCause();
         }
         out.sort(Comparator.naturalOrder());
         return out;
+    }
+
+    /**
+     * As {@link #snapshot}, for the poll: throws when the model's directory, or one of its
+     * version directories, cannot be listed, rather than reading it as empty.
+     */
+    private static Snapshot polledSnapshot(Path modelDir) throws IOException {
+        for (Path dir : listing(modelDir)) {
+            if (ModelNames.isValidVersion(dir.getFileName().toString()) && Files.isDirectory(dir)) {
+                listing(dir);
+            }
+        }
+        return snapshot(modelDir);
     }
 
     /** True once every model's load has concluded (ready, unavailable or failed). */

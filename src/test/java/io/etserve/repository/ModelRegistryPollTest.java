@@ -91,6 +91,26 @@ class ModelRegistryPollTest {
     }
 
     @Test
+    void aRepositoryThatCannotBeReadIsNotAnEmptyOne() throws Exception {
+        // A volume remounting (or a file system's hiccup): the root is not there for a poll or two.
+        start(null);
+        LoadedModel v1 = serving();
+        Path away = repo.root().resolveSibling(repo.root().getFileName() + "-away");
+        Files.move(repo.root(), away);
+        try {
+            registry.poll();
+            registry.poll();
+            assertThat(index()).containsExactly("1 READY");
+            assertThat(serving()).isSameAs(v1);
+        } finally {
+            Files.move(away, repo.root());
+        }
+        registry.poll();
+        assertThat(serving()).as("nothing changed on disk: nothing reloads").isSameAs(v1);
+        assertThat(metrics.events).doesNotContain("m/1 gone");
+    }
+
+    @Test
     void aVersionBeingWrittenWaitsUntilItsFilesHoldStillForOneInterval() throws Exception {
         start("{ latest: 1 }");
         LoadedModel v1 = serving();
