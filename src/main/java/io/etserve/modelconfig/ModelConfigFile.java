@@ -50,6 +50,8 @@ public final class ModelConfigFile {
     private static final int MAX_CONFIG_BYTES = 64 * 1024;
     /** Deepest nesting a config.yml may have (its deepest value, in inputs[].dims[], is four down). */
     private static final int MAX_DEPTH = 8;
+    /** Most instances a config.yml may ask for (per GPU, or in all on the CPU), as a Triton override's count. */
+    private static final int MAX_INSTANCES = 1024;
     private static final String ROOT = "model";
     private static final Pattern KEY = Pattern.compile("[A-Za-z0-9][A-Za-z0-9-]{0,63}");
 
@@ -263,7 +265,7 @@ public final class ModelConfigFile {
     private ModelConfig toConfig(Document y, Map<?, ?> raw) {
         return new ModelConfig(y.method() == null ? "forward" : string("method", y.method()),
                 names("inputs", y.inputs()), names("outputs", y.outputs()),
-                Optional.ofNullable(y.instances()).map(v -> positive("instances", v)),
+                Optional.ofNullable(y.instances()).map(v -> atMost("instances", positive("instances", v), MAX_INSTANCES)),
                 Optional.ofNullable(y.maxElementsPerTensor()).map(v -> (long) positive("max-elements-per-tensor", v)),
                 devices(y.devices()), Optional.ofNullable(y.placement()), warmup(y.warmup()), dataFiles(y.dataFiles()),
                 sha256(y.sha256()), plannedMemory(y.maxPlannedMemory()), dims(y.inputs()),
@@ -431,6 +433,14 @@ public final class ModelConfigFile {
     private String string(String key, String v) {
         if (v == null || v.isBlank() || v.length() > 256) {
             throw invalid("'" + key + "' must be a non-empty string");
+        }
+        return v;
+    }
+
+    /** {@code v}, refused past {@code max}. */
+    private int atMost(String key, int v, int max) {
+        if (v > max) {
+            throw invalid("'" + key + "' must be at most " + max + ", got " + v);
         }
         return v;
     }

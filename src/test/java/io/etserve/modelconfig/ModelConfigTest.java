@@ -123,10 +123,12 @@ class ModelConfigTest {
     }
 
     @Test
-    void refusesWithTheFileAndTheKey() {
+    void refusesWithTheFileAndTheKey() throws Exception {
         assertThatThrownBy(() -> read("instance: 2\n")).isInstanceOf(ModelConfig.InvalidModelConfigException.class)
                 .hasMessageContaining("unknown key 'instance'");
         assertThatThrownBy(() -> read("sha256: 1234\n")).hasMessageContaining("64 hex digits");
+        assertThatThrownBy(() -> read("instances: 2000000000\n")).hasMessageContaining("'instances' must be at most 1024");
+        assertThat(read("instances: 1024\n").instances()).contains(1024);
         assertThatThrownBy(() -> read("max-planned-memory: lots\n")).hasMessageContaining("positive size");
         assertThatThrownBy(() -> read("data-files: [a.ptd, a.ptd]\n")).hasMessageContaining("listed twice");
         assertThatThrownBy(() -> read("- just\n- a list\n")).hasMessageContaining("must be a YAML mapping");
