@@ -249,6 +249,10 @@ public final class ModelConfigFile {
                 out.put(prefix, "");
             }
             for (int i = 0; i < list.size(); i++) {
+                if (list.get(i) == null) {
+                    // dims: [1, ~] would bind as [1]: a list item is never optional.
+                    throw invalid("'" + UntrustedText.abbreviate(key(prefix)) + "[" + i + "]' is empty");
+                }
                 flatten(prefix + "[" + i + "]", list.get(i), out);
             }
         } else if (value != null) {

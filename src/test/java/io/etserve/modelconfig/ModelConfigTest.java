@@ -128,6 +128,9 @@ class ModelConfigTest {
                 .hasMessageContaining("unknown key 'instance'");
         assertThatThrownBy(() -> read("sha256: 1234\n")).hasMessageContaining("64 hex digits");
         assertThatThrownBy(() -> read("instances: 2000000000\n")).hasMessageContaining("'instances' must be at most 1024");
+        assertThatThrownBy(() -> read("inputs: [ { name: x, dims: [1, ~] } ]\n")).hasMessageContaining("'inputs[0].dims[1]' is empty");
+        assertThatThrownBy(() -> read("version-policy: { specific: [1, ~, 3] }\n"))
+                .hasMessageContaining("'version-policy.specific[1]' is empty");
         assertThat(read("instances: 1024\n").instances()).contains(1024);
         assertThatThrownBy(() -> read("max-planned-memory: lots\n")).hasMessageContaining("positive size");
         assertThatThrownBy(() -> read("data-files: [a.ptd, a.ptd]\n")).hasMessageContaining("listed twice");
