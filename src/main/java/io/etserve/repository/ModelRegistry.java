@@ -62,6 +62,8 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ModelRegistry.class);
 
     private final Path root;
+    /** Set by {@link #close()}: a poll that comes after (its scheduler stopping) does nothing. */
+    private boolean closed;
     private final ModelLoader loader;
     private final InferenceObserver observer;
     private final Map<String, Model> models = new ConcurrentHashMap<>();
@@ -206,6 +208,9 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
      * being written waits, and what serves serves on meanwhile.
      */
     public synchronized void poll() {
+        if (closed) {
+            return;
+        }
         // A repository that cannot be read now (a volume remounting, too many open files, a
         // network file system's hiccup) is not an empty one: nothing unloads for it.
         List<Path> modelDirs;
@@ -630,7 +635,10 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
+        // Synchronized as poll and the repository API are: one still loading finishes first,
+        // and none starts after (closed), so nothing loaded now outlives the registry.
+        closed = true;
         for (ModelVersionState s : states()) {
             if (s instanceof ModelVersionState.Ready ready) {
                 ready.model().close();
