@@ -7,7 +7,6 @@ import io.etserve.runtime.DirectBufferPool;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
 import io.etserve.runtime.OutputBuffers;
-import io.etserve.runtime.StreamSelection;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
@@ -107,8 +106,7 @@ final class Forward {
         }
 
         private List<ExecutionOutput> execute(List<ExecutionInput> inputs, OutputBuffers outputs) {
-            OptionalInt device = slot.selection().mode() != StreamSelection.Mode.NONE
-                    ? OptionalInt.of(slot.selection().device()) : OptionalInt.empty();
+            OptionalInt device = slot.selection().onDevice();
             long executing = System.nanoTime();
             try (slot) {
                 List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection(), outputs);

@@ -16,7 +16,6 @@ import io.etserve.protocol.TensorChecks;
 import io.etserve.runtime.BufferLease;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -39,8 +38,6 @@ final class GrpcTensors {
 
     private static final String SHARED_MEMORY_REGION = "shared_memory_region";
     private static final String CLASSIFICATION = "classification";
-    /** Requested outputs checked for repeats by a scan; past this many, by a set. */
-    private static final int FEW_OUTPUTS = 8;
 
     private final DecodeLimits limits;
 
@@ -91,7 +88,7 @@ final class GrpcTensors {
     private static List<InferenceRequest.RequestedOutput> requestedOutputs(ModelInferRequest request) {
         int count = request.getOutputsCount();
         List<InferenceRequest.RequestedOutput> outputs = new ArrayList<>(count);
-        Set<String> names = count > FEW_OUTPUTS ? new HashSet<>() : null;  // a scan while few
+        Set<String> names = null;  // TensorChecks.requireRequestedOnce's, once many
         for (int i = 0; i < count; i++) {
             ModelInferRequest.InferRequestedOutputTensor out = request.getOutputs(i);
             if (out.getName().isEmpty()) {
@@ -104,23 +101,13 @@ final class GrpcTensors {
             if (out.getParametersMap().containsKey(SHARED_MEMORY_REGION)) {
                 throw TensorChecks.sharedMemoryRefused(label);
             }
-            if (names != null ? !names.add(out.getName()) : requested(outputs, out.getName())) {
-                throw TensorChecks.requestedTwice(label);
-            }
+            names = TensorChecks.requireRequestedOnce(outputs, names, out.getName(), label);
             // Every output travels as a raw section over gRPC (Triton's way): binary_data is moot.
             outputs.add(new InferenceRequest.RequestedOutput(out.getName(), Boolean.TRUE));
         }
         return outputs;
     }
 
-    private static boolean requested(List<InferenceRequest.RequestedOutput> outputs, String name) {
-        for (InferenceRequest.RequestedOutput o : outputs) {
-            if (o.name().equals(name)) {
-                return true;
-            }
-        }
-        return false;
-    }
 
     /** Every output as a raw section (what Triton's gRPC endpoint does), straight from its buffer. */
     static ModelInferResponse encode(InferenceResponse response) {

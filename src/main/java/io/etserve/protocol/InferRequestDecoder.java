@@ -43,8 +43,6 @@ public final class InferRequestDecoder {
 
     /** Deepest nesting of a {@code data} array (row-major nesting has one level per dimension). */
     static final int MAX_DATA_NESTING = TensorChecks.MAX_RANK;
-    /** Requested outputs checked for repeats by a scan; past this many, by a set. */
-    private static final int FEW_OUTPUTS = 8;
     private static final NumberedLabels INPUT_LABELS = new NumberedLabels("Input #");
     private static final NumberedLabels REQUESTED_OUTPUT_LABELS = new NumberedLabels("Requested output #");
 
@@ -332,7 +330,7 @@ public final class InferRequestDecoder {
                 throw new InvalidRequestException("The request's 'outputs' must be an array.");
             }
             List<RequestedOutput> outputs = new ArrayList<>(FEW_TENSORS);
-            Set<String> names = null;  // a scan while few (no set per request); a set once many, which nothing else bounds
+            Set<String> names = null;  // TensorChecks.requireRequestedOnce's, once many
             for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
                 String label = REQUESTED_OUTPUT_LABELS.of(outputs.size());
                 if (t != JsonToken.START_OBJECT) {
@@ -366,15 +364,7 @@ public final class InferRequestDecoder {
                 if (binary != null && !(binary instanceof Boolean)) {
                     throw new InvalidRequestException(label + " parameter 'binary_data' must be a boolean.");
                 }
-                if (names == null && outputs.size() == FEW_OUTPUTS) {
-                    names = new HashSet<>();
-                    for (RequestedOutput earlier : outputs) {
-                        names.add(earlier.name());
-                    }
-                }
-                if (names != null ? !names.add(name) : requested(outputs, name)) {
-                    throw TensorChecks.requestedTwice(label);
-                }
+                names = TensorChecks.requireRequestedOnce(outputs, names, name, label);
                 outputs.add(new RequestedOutput(name, (Boolean) binary));
             }
             return outputs;
@@ -469,15 +459,6 @@ public final class InferRequestDecoder {
                 throw new InvalidRequestException(owner + " has " + TensorChecks.quote(field) + " more than once.");
             }
             return seen | bit;
-        }
-
-        private static boolean requested(List<RequestedOutput> outputs, String name) {
-            for (RequestedOutput o : outputs) {
-                if (o.name().equals(name)) {
-                    return true;
-                }
-            }
-            return false;
         }
 
         private static String readString(JsonParser p, String owner, String field) {

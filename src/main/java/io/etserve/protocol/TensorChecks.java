@@ -1,11 +1,14 @@
 package io.etserve.protocol;
 
 import io.etserve.inference.DataType;
+import io.etserve.inference.InferenceRequest.RequestedOutput;
 import io.etserve.inference.Tensor;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -23,6 +26,8 @@ public final class TensorChecks {
     static final long MAX_TENSOR_BYTES = Integer.MAX_VALUE;
     /** Most dimensions a shape may have; ExecuTorch itself allows 16. */
     static final int MAX_RANK = 32;
+    /** Requested outputs checked for repeats by a scan; past this many, by a set. */
+    private static final int FEW_OUTPUTS = 8;
     private static final int MAX_QUOTED_LENGTH = 100;
 
     private static final KeptLabels INPUT_LABELS = new KeptLabels("Input ");
@@ -77,9 +82,33 @@ public final class TensorChecks {
         return new InvalidRequestException(label + " asks for classification, which this server does not support.");
     }
 
-    /** The refusal of an output requested a second time. */
-    public static InvalidRequestException requestedTwice(String label) {
-        return new InvalidRequestException(label + " is requested more than once.");
+    /**
+     * Refuses the output {@code name} (named {@code label} in messages) when one requested before
+     * it ({@code earlier}) has it: a scan while few (no set per request), then a set, since
+     * nothing else bounds a request's outputs. Pass back the set it returns (null at first).
+     */
+    public static Set<String> requireRequestedOnce(List<RequestedOutput> earlier, Set<String> names, String name,
+            String label) {
+        Set<String> seen = names;
+        if (seen == null && earlier.size() == FEW_OUTPUTS) {
+            seen = new HashSet<>();
+            for (RequestedOutput o : earlier) {
+                seen.add(o.name());
+            }
+        }
+        if (seen != null ? !seen.add(name) : requested(earlier, name)) {
+            throw new InvalidRequestException(label + " is requested more than once.");
+        }
+        return seen;
+    }
+
+    private static boolean requested(List<RequestedOutput> outputs, String name) {
+        for (RequestedOutput o : outputs) {
+            if (o.name().equals(name)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     public static DataType dataType(String label, String name) {

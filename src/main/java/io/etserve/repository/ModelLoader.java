@@ -245,17 +245,15 @@ public final class ModelLoader {
             }
             return new ModelVersionState.Ready(new LoadedModel(description, program, pool, maxElements, batcher,
                     config));
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            created.forEach(ProgramInstance::close);
+            program.close();
+            if (e instanceof Error error) {
+                throw error;  // out of memory (a warm-up's direct buffers) or the like: nothing of this load is kept
+            }
             // ExecuTorch errors, a config that does not fit the program, an impossible placement:
             // this model fails, the others still load.
-            created.forEach(ProgramInstance::close);
-            program.close();
             return new ModelVersionState.Failed(name, version, e.getMessage());
-        } catch (Error e) {
-            // Out of memory (a warm-up's direct buffers) or the like: nothing of this load is kept.
-            created.forEach(ProgramInstance::close);
-            program.close();
-            throw e;
         }
     }
 

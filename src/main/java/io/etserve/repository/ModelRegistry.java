@@ -11,6 +11,7 @@ import io.etserve.inference.UntrustedText;
 import io.etserve.modelconfig.ModelConfig;
 import io.etserve.modelconfig.VersionPolicy;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.DirectoryIteratorException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -229,7 +230,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
             present.add(name);
             Snapshot now;
             try {
-                now = polledSnapshot(modelDir);
+                now = snapshot(modelDir, ModelRegistry::listing);
             } catch (IOException e) {
                 log.warn("cannot read model directory {}: it stays as it is this poll ({})", modelDir, e.toString());
                 continue;
@@ -483,12 +484,29 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
 
     /** What a model directory holds now (see {@link Snapshot}). */
     static Snapshot snapshot(Path modelDir) {
+        try {
+            return snapshot(modelDir, ModelRegistry::list);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);  // list() logs what it cannot read and throws nothing
+        }
+    }
+
+    /** A directory's entries in name order. */
+    private interface Lister {
+        List<Path> list(Path dir) throws IOException;
+    }
+
+    /**
+     * As {@link #snapshot(Path)}, listing with {@code lister}: the poll's throws when the model's
+     * directory or a version directory cannot be read, rather than reading it as empty.
+     */
+    private static Snapshot snapshot(Path modelDir, Lister lister) throws IOException {
         TreeMap<Long, String> versions = new TreeMap<>();
-        for (Path dir : list(modelDir)) {
+        for (Path dir : lister.list(modelDir)) {
             String version = dir.getFileName().toString();
             if (ModelNames.isValidVersion(version) && Files.isDirectory(dir)) {
                 StringBuilder b = new StringBuilder();
-                for (Path f : list(dir)) {
+                for (Path f : lister.list(dir)) {
                     b.append(describe(f));
                 }
                 versions.put(Long.parseLong(version), b.toString());
@@ -532,19 +550,6 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
         }
         out.sort(Comparator.naturalOrder());
         return out;
-    }
-
-    /**
-     * As {@link #snapshot}, for the poll: throws when the model's directory, or one of its
-     * version directories, cannot be listed, rather than reading it as empty.
-     */
-    private static Snapshot polledSnapshot(Path modelDir) throws IOException {
-        for (Path dir : listing(modelDir)) {
-            if (ModelNames.isValidVersion(dir.getFileName().toString()) && Files.isDirectory(dir)) {
-                listing(dir);
-            }
-        }
-        return snapshot(modelDir);
     }
 
     /** True once every model's load has concluded (ready, unavailable or failed). */

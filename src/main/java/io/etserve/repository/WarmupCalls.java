@@ -10,7 +10,6 @@ import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
 import io.etserve.modelconfig.Warmup;
 import io.etserve.runtime.ExecutionInput;
-import io.etserve.runtime.StreamSelection;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -19,7 +18,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.OptionalInt;
 import java.util.SplittableRandom;
 
 /** Runs a model's {@link Warmup} on every instance of a freshly loaded version, before it reports ready. */
@@ -72,8 +70,7 @@ public final class WarmupCalls {
                     try {
                         slot.instance().execute(values, slot.selection());
                     } catch (RuntimeException e) {
-                        faults.onRuntimeFailure(slot.selection().mode() != StreamSelection.Mode.NONE
-                                ? OptionalInt.of(slot.selection().device()) : OptionalInt.empty(), e);
+                        faults.onRuntimeFailure(slot.selection().onDevice(), e);
                         throw e;
                     }
                 } catch (InterruptedException e) {

@@ -186,7 +186,12 @@ public final class InferBodyFilter implements Filter {
 
     /** A POST to an {@code .../infer} path: an inference call. */
     public static boolean isInfer(HttpServletRequest request) {
-        return "POST".equals(request.getMethod()) && request.getRequestURI().endsWith("/infer");
+        return isInfer(request.getMethod(), request.getRequestURI());
+    }
+
+    /** As {@link #isInfer(HttpServletRequest)}, from the method and the path as sent (not decoded). */
+    static boolean isInfer(String method, String path) {
+        return "POST".equals(method) && path != null && path.endsWith("/infer");
     }
 
     /** Moves bytes from the connection into the body as they arrive; ends in exactly one of dispatch or error. */

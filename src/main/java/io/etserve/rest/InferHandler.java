@@ -5,7 +5,6 @@ import java.nio.channels.Selector;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Supplier;
-import org.eclipse.jetty.http.HttpMethod;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.io.ManagedSelector;
@@ -221,7 +220,7 @@ public final class InferHandler extends Handler.Wrapper {
     private void refuseOverloaded(Request request, Response response, Callback callback) {
         CoreInference here = core();
         String path = request.getHttpURI().getPath();
-        if (here != null && HttpMethod.POST.is(request.getMethod()) && path != null && path.endsWith("/infer")) {
+        if (here != null && InferBodyFilter.isInfer(request.getMethod(), path)) {
             here.refuseOverloaded(new InferExchange.Target(RestRequestMetricsFilter.modelOf(path), null), response,
                     callback);
         } else {

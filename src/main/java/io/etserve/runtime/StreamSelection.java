@@ -1,5 +1,7 @@
 package io.etserve.runtime;
 
+import java.util.OptionalInt;
+
 /**
  * How one forward call meets CUDA streams. The bridge opens ExecuTorch's
  * {@code CallerStreamGuard} for the handle, runs the method, and (for {@link Mode#CUDA})
@@ -50,6 +52,11 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
     }
 
     private static final StreamSelection NONE = new StreamSelection(Mode.NONE, 0, 0, CompletionWait.ADAPTIVE, 0);
+
+    /** The device a call with this selection runs on (its stream's), or empty for a call without one. */
+    public OptionalInt onDevice() {
+        return mode != Mode.NONE ? OptionalInt.of(device) : OptionalInt.empty();
+    }
 
     public static StreamSelection none() {
         return NONE;

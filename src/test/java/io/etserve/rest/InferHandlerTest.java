@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Supplier;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.HttpTester;
 import org.eclipse.jetty.server.Handler;
@@ -34,8 +35,11 @@ class InferHandlerTest {
         }
     }
 
-    @Test
-    void aRequestTheFullPoolRefusesGetsTheSameAnswerAsOneRefusedInsideTheCorePath() throws Exception {
+    /**
+     * A started server with {@link InferHandler} on the selector's terms (inline-below set) in
+     * front of a context never reached, and a request pool that refuses every hand-over.
+     */
+    private static LocalConnector startWithAFullPool(Supplier<CoreInference> core) throws Exception {
         Server server = new Server(new FullForHandOvers());
         server.setErrorHandler(new JsonErrorHandler());
         LocalConnector connector = new LocalConnector(server);
@@ -47,10 +51,17 @@ class InferHandlerTest {
                 return true;
             }
         });
+        InferHandler.install(server, core, true);
+        server.start();
+        return connector;
+    }
+
+    @Test
+    void aRequestTheFullPoolRefusesGetsTheSameAnswerAsOneRefusedInsideTheCorePath() throws Exception {
         // On the selector's server (inline-below set), with no core path yet: every request is
         // handed to the pool, which is full.
-        InferHandler.install(server, () -> null, true);
-        server.start();
+        LocalConnector connector = startWithAFullPool(() -> null);
+        Server server = connector.getServer();
         try {
             HttpTester.Response answer = HttpTester.parseResponse(connector.getResponse(
                     "GET /v2/models/m HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
@@ -66,24 +77,13 @@ class InferHandlerTest {
 
     @Test
     void anInferenceTheFullPoolRefusesIsCountedAsOneRefusedInsideTheCorePath() throws Exception {
-        Server server = new Server(new FullForHandOvers());
-        server.setErrorHandler(new JsonErrorHandler());
-        LocalConnector connector = new LocalConnector(server);
-        server.addConnector(connector);
-        server.setHandler(new Handler.Abstract() {
-            @Override
-            public boolean handle(Request request, Response response, Callback callback) {
-                Response.writeError(request, response, callback, 200);  // never reached: refused first
-                return true;
-            }
-        });
         SimpleMeterRegistry meters = new SimpleMeterRegistry();
         // The core path's refusal needs none of the exchange or the models: nothing runs.
         CoreInference core = new CoreInference(null, null, RestrictedApis.none(),
                 new ProtocolMetrics(meters, "m"::equals), new InflightBytes(1 << 20), new DirectBufferPool(1 << 20),
                 1 << 20, 1 << 16, Duration.ZERO, Duration.ZERO);
-        InferHandler.install(server, () -> core, true);
-        server.start();
+        LocalConnector connector = startWithAFullPool(() -> core);
+        Server server = connector.getServer();
         try {
             // A body whole with its head goes to the core path; a chunked one to the servlet context.
             String whole = "POST /v2/models/m/infer HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
