@@ -220,6 +220,7 @@ PlannedMemory::PlannedMemory(const executorch::runtime::MethodMeta& meta, int de
   using executorch::runtime::etensor::DeviceType;
   const size_t n = meta.num_memory_planned_buffers();
   host_.reserve(n);
+  pinned_.reserve(n);  // taking ownership of a pinned buffer then never allocates
   bool any_device = false;
   for (size_t i = 0; i < n; ++i) {
     const std::string which = "planned buffer " + std::to_string(i);
@@ -257,7 +258,7 @@ PlannedMemory::PlannedMemory(const executorch::runtime::MethodMeta& meta, int de
                                                " bytes of page-locked host memory for " + which + ": " +
                                                cudaGetErrorName(rc));
       }
-      pinned_.push_back(p);
+      pinned_.emplace_back(p);
       spans_.emplace_back(static_cast<uint8_t*>(p), bytes);
     } else {
       host_.emplace_back(bytes);
@@ -273,8 +274,8 @@ PlannedMemory::PlannedMemory(const executorch::runtime::MethodMeta& meta, int de
       : std::make_unique<executorch::runtime::HierarchicalAllocator>(buffers);
 }
 
-PlannedMemory::~PlannedMemory() {
-  for (void* p : pinned_) cudaFreeHost(p);  // after a sticky fault this fails; nothing else to do
+void PlannedMemory::PinnedFree::operator()(void* p) const {
+  cudaFreeHost(p);  // after a sticky fault this fails; nothing else to do
 }
 
 InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method, int device)
@@ -419,14 +420,13 @@ int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_sli
   if (event_ == nullptr) {
     // The device is current (execute made it so); an instance only ever runs on one device.
     cudaEvent_t created = nullptr;
-    const int rc = cudaEventCreateWithFlags(&created, flags);
-    if (rc != 0) return rc;
+    // No event (out of resources, not a fault): the stream's own synchronize still waits.
+    if (cudaEventCreateWithFlags(&created, flags) != 0) return cudaStreamSynchronize(s);
     event_ = created;
     event_flags_ = flags;
   }
   auto* event = static_cast<cudaEvent_t>(event_);
-  int rc = cudaEventRecord(event, s);
-  if (rc != 0) return rc;
+  if (cudaEventRecord(event, s) != 0) return cudaStreamSynchronize(s);
   if (how == CompletionWait::kBlocking) return cudaEventSynchronize(event);
 
   SystemClock clock;
@@ -562,6 +562,12 @@ AdaptiveWaitPolicy::Ended InstanceHandle::execute(const std::vector<InputView>& 
       if (t.nbytes() > 0 && p == nullptr) {
         fail(Error::Internal, "output " + std::to_string(i) + " has no data");
       }
+      if (t.unsafeGetTensorImpl()->device_type() != executorch::runtime::etensor::DeviceType::CPU) {
+        // A program whose memory plan leaves an output in device memory: a host copy from it
+        // would read a device address. Export it with the outputs copied to the host.
+        fail(Error::NotSupported, "output " + std::to_string(i) + " of '" + method_ +
+                                      "' is in device memory; the server reads outputs from host memory");
+      }
       if (p != in_place[i]) copied_bytes += t.nbytes();
       sink.accept(i, static_cast<int>(t.scalar_type()), sizes, p, t.nbytes());
     }
@@ -576,6 +582,11 @@ AdaptiveWaitPolicy::Ended InstanceHandle::execute(const std::vector<InputView>& 
   }
 
   if (stream.mode == StreamMode::kCuda) {
+    if (device_ >= 0 && stream.device != device_) {
+      // Its delegates' device state lives on device_: a stream of another device cannot run it.
+      fail(Error::InvalidArgument, "a stream of cuda:" + std::to_string(stream.device) +
+                                       " was given to an instance of cuda:" + std::to_string(device_));
+    }
     const int rc = cudaSetDevice(stream.device);
     if (rc != 0) {
       throw BridgeError("CudaError", rc, std::string("cudaSetDevice(") +
@@ -587,11 +598,19 @@ AdaptiveWaitPolicy::Ended InstanceHandle::execute(const std::vector<InputView>& 
   // The guard, the forward and the completion wait stay in this one native call, so every
   // delegate of the program sees the same stream and outputs are complete when we copy.
   executorch::extension::cuda::CallerStreamGuard guard(handle);
+  // Wait even when execution failed, or threw: work already queued must finish before the
+  // stream and this Module go back to their pools.
+  struct SynchronizeOnThrow {
+    cudaStream_t stream;
+    bool armed;
+    ~SynchronizeOnThrow() {
+      if (armed) cudaStreamSynchronize(stream);
+    }
+  } unwinding{handle, stream.mode == StreamMode::kCuda};
   auto outs = run(values);
+  unwinding.armed = false;
   auto ended = AdaptiveWaitPolicy::Ended::kNone;
   if (stream.mode == StreamMode::kCuda) {
-    // Wait even when execution failed: work already queued must finish before the stream
-    // and this Module go back to their pools.
     const int rc = wait_for(handle, stream.wait, stream.sleep_slice_ns, ended);
     last_wait_end_ns_.store(SystemClock::monotonic_ns(), std::memory_order_relaxed);
     if (rc != 0) {

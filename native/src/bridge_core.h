@@ -154,7 +154,6 @@ class OutputSink {
 class PlannedMemory {
  public:
   PlannedMemory(const executorch::runtime::MethodMeta& meta, int device);
-  ~PlannedMemory();
   PlannedMemory(const PlannedMemory&) = delete;
   PlannedMemory& operator=(const PlannedMemory&) = delete;
 
@@ -163,7 +162,12 @@ class PlannedMemory {
 
  private:
   std::vector<std::vector<uint8_t>> host_;  // CPU instance
-  std::vector<void*> pinned_;               // GPU instance's host buffers (cudaFreeHost)
+  // A GPU instance's host buffers: freed however the constructor ends (a later buffer that does
+  // not fit must not leak the page-locked memory taken before it).
+  struct PinnedFree {
+    void operator()(void* p) const;
+  };
+  std::vector<std::unique_ptr<void, PinnedFree>> pinned_;
   std::vector<executorch::runtime::DeviceMemoryBuffer> device_;
   std::vector<executorch::runtime::Span<uint8_t>> spans_;
   std::vector<executorch::runtime::etensor::Device> devices_;

@@ -62,6 +62,14 @@ public final class DynamicBatcher implements AutoCloseable {
     /** Which end a batch is cut from; under the lock. */
     private final QueuePolicy.Line order;
     private final Thread scheduler;
+    /**
+     * The most input bytes one batch joins: each joined input is one direct buffer, which holds at
+     * most 2 GiB. Requests each within their limits can add up past it at a large max batch size;
+     * a batch stops before it would, and a request that alone is larger runs alone.
+     */
+    static final long MAX_BATCH_BYTES = Integer.MAX_VALUE;
+
+    private final long maxBatchBytes;
     private int running;  // batches handed out and not yet finished
     private boolean closing;
 
@@ -71,6 +79,13 @@ public final class DynamicBatcher implements AutoCloseable {
 
     public DynamicBatcher(String model, String version, InstancePool instances, DynamicBatching policy,
             QueuePolicy order) {
+        this(model, version, instances, policy, order, MAX_BATCH_BYTES);
+    }
+
+    /** @param maxBatchBytes the most input bytes one batch joins (tests make it small) */
+    DynamicBatcher(String model, String version, InstancePool instances, DynamicBatching policy, QueuePolicy order,
+            long maxBatchBytes) {
+        this.maxBatchBytes = maxBatchBytes;
         this.order = order.newLine();
         this.model = model;
         this.instances = instances;
@@ -254,17 +269,19 @@ public final class DynamicBatcher implements AutoCloseable {
             // A request larger than a batch runs alone; the head always fits its own batch.
             int limit = Math.max(head.rows, policy.cut(compatibleRows(head)));
             int rows = 0;
+            long bytes = 0;
             for (Iterator<Member> it = newestFirst ? queue.descendingIterator() : queue.iterator(); it.hasNext(); ) {
                 Member m = it.next();
                 if (!m.key.equals(head.key)) {
                     continue;  // waits for a batch of its own shape
                 }
-                if (rows + m.rows > limit) {
+                if (rows + m.rows > limit || (!members.isEmpty() && bytes + m.bytes > maxBatchBytes)) {
                     break;  // in the queue's order: nobody overtakes it
                 }
                 it.remove();
                 members.add(m);
                 rows += m.rows;
+                bytes += m.bytes;
             }
             running++;
             return new Batch(members, rows, slot, System.nanoTime());
@@ -363,6 +380,8 @@ public final class DynamicBatcher implements AutoCloseable {
     static final class Member {
         final List<ExecutionInput> inputs;
         final int rows;
+        /** Its inputs' bytes, all together. */
+        final long bytes;
         final ShapeKey key;
         final OutputBuffers outputs;
         final long enqueuedNanos;
@@ -393,6 +412,7 @@ public final class DynamicBatcher implements AutoCloseable {
                 Cancellation cancellation, InferenceSpans.Phase queue, Consumer<RuntimeException> noInstance) {
             this.inputs = inputs;
             this.rows = rows;
+            this.bytes = inputs.stream().mapToLong(x -> x.data().remaining()).sum();
             this.key = ShapeKey.of(inputs);
             this.outputs = outputs;
             this.enqueuedNanos = System.nanoTime();
@@ -588,11 +608,19 @@ public final class DynamicBatcher implements AutoCloseable {
                 running.forEach(m -> m.fail(e));  // those already given their share keep it
                 throw e;
             } finally {
-                slot.close();  // idempotent: the call gave it back unless it never ran
-                if (call != null) {
-                    call.close();
+                // Each step whatever the one before did: giving a stream back synchronizes it,
+                // which throws on a faulted device, and the admission and the count must end anyway.
+                try {
+                    slot.close();  // idempotent: the call gave it back unless it never ran
+                } finally {
+                    try {
+                        if (call != null) {
+                            call.close();
+                        }
+                    } finally {
+                        finished(this);
+                    }
                 }
-                finished(this);
             }
         }
     }

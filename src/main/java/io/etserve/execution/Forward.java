@@ -50,7 +50,11 @@ final class Forward {
         try {
             return new Call(model, slot, admission.admit(model));
         } catch (InterruptedException | RuntimeException e) {
-            slot.close();
+            try {
+                slot.close();
+            } catch (RuntimeException release) {
+                e.addSuppressed(release);  // the refusal is what the caller is told
+            }
             throw e;
         }
     }
@@ -145,11 +149,14 @@ final class Forward {
         /** Gives the instance back; a call that never ran says nothing about the model ("ignored"). */
         @Override
         public void close() {
-            slot.close();
-            if (!ran) {
-                admitted.ignored();
+            try {
+                slot.close();  // may throw: giving a stream back synchronizes it
+            } finally {
+                if (!ran) {
+                    admitted.ignored();
+                }
+                admitted.close();
             }
-            admitted.close();
         }
     }
 

@@ -31,6 +31,9 @@ public final class LoadedModel implements AutoCloseable {
     /** Requests using this model now; {@link #RETIRING} set once it is being unloaded. */
     private final AtomicLong uses = new AtomicLong();
     private static final long RETIRING = 1L << 62;
+    private static final AtomicLong LOADS = new AtomicLong();
+    /** Which load made it: a version loaded again (files changed, a reload) is a later one. */
+    private final long load = LOADS.incrementAndGet();
     /** A moving average of its unbatched forward calls (1/8 weight to the latest); MAX until one ran. */
     private volatile long typicalForwardNanos = Long.MAX_VALUE;
 
@@ -63,6 +66,14 @@ public final class LoadedModel implements AutoCloseable {
 
     public ModelDescription description() {
         return description;
+    }
+
+    /**
+     * Which load made this model, increasing across the process: of two models of one name and
+     * version (one still draining as its reload takes over), the greater is the newer.
+     */
+    public long load() {
+        return load;
     }
 
     public String name() {

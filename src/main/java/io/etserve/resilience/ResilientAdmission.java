@@ -28,21 +28,38 @@ public final class ResilientAdmission implements ModelAdmission {
 
     private final CircuitBreakerRegistry breakers;
     /** Breakers by model name, then version: found without building a key per call. */
-    private final Map<String, Map<String, CircuitBreaker>> byModel = new ConcurrentHashMap<>();
+    private final Map<String, Map<String, Versioned>> byModel = new ConcurrentHashMap<>();
 
     public ResilientAdmission(CircuitBreakerRegistry breakers) {
         this.breakers = breakers;
     }
 
-    /** The breaker of a model version (for tests and health details). */
+    /** A version's breaker and the latest load of that version that used it. */
+    private record Versioned(long load, CircuitBreaker breaker) {}
+
+    /**
+     * The breaker of a model version (for tests and health details). A version loaded again
+     * (its files fixed, a reload) starts with its breaker closed and its window empty: the
+     * failures it counted were the earlier load's. A draining earlier load shares the breaker
+     * meanwhile, and never resets it.
+     */
     public CircuitBreaker breaker(LoadedModel model) {
-        Map<String, CircuitBreaker> versions = byModel.computeIfAbsent(model.name(), name -> new ConcurrentHashMap<>());
-        CircuitBreaker breaker = versions.get(model.version());
-        if (breaker == null) {
-            String name = model.name();
-            breaker = versions.computeIfAbsent(model.version(), version -> breakers.circuitBreaker(name + ":" + version));
+        Map<String, Versioned> versions = byModel.computeIfAbsent(model.name(), name -> new ConcurrentHashMap<>());
+        Versioned known = versions.get(model.version());
+        if (known != null && known.load() >= model.load()) {
+            return known.breaker();
         }
-        return breaker;
+        String name = model.name();
+        return versions.compute(model.version(), (version, earlier) -> {
+            if (earlier == null) {
+                return new Versioned(model.load(), breakers.circuitBreaker(name + ":" + version));
+            }
+            if (earlier.load() < model.load()) {
+                earlier.breaker().reset();
+                return new Versioned(model.load(), earlier.breaker());
+            }
+            return earlier;
+        }).breaker();
     }
 
     @Override

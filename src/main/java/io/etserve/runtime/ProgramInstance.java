@@ -41,7 +41,9 @@ public final class ProgramInstance implements AutoCloseable {
      * direct buffer {@code outputs} hands out for it.
      */
     public List<ExecutionOutput> execute(List<ExecutionInput> inputs, StreamSelection stream, OutputBuffers outputs) {
-        if (!inUse.tryLock()) {
+        // The lock is reentrant: a call from inside this one (an OutputBuffers that runs the
+        // instance again) would take it too and repoint the running call's outputs.
+        if (inUse.isHeldByCurrentThread() || !inUse.tryLock()) {
             throw new IllegalStateException("a ProgramInstance is not thread-safe; it is already executing");
         }
         try {
@@ -93,6 +95,10 @@ public final class ProgramInstance implements AutoCloseable {
 
     @Override
     public void close() {
+        if (inUse.isHeldByCurrentThread()) {
+            // From inside its own call (an OutputBuffers): freeing it there would free the Module under that call.
+            throw new IllegalStateException("a ProgramInstance cannot be closed from inside its own call");
+        }
         inUse.lock();
         try {
             synchronized (lifetime) {

@@ -115,6 +115,44 @@ class DynamicBatcherTest {
     }
 
     @Test
+    void aBatchStopsBeforeItsJoinedInputsWouldOutgrowOneBufferAndALargerRequestRunsAlone() throws Exception {
+        // Three rows of 16 floats (64 bytes) fit a 150-byte batch two at a time; a 4-row request
+        // (256 bytes) fits none with others and runs alone.
+        batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(8, Duration.ZERO, List.of()),
+                QueuePolicy.FIFO, 150);
+        DynamicBatcher.Member a = member(1, 16);
+        DynamicBatcher.Member b = member(1, 16);
+        DynamicBatcher.Member c = member(1, 16);
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
+        for (DynamicBatcher.Member m : List.of(a, b, c)) {
+            given.add(queue(m));
+        }
+        awaitQueued(3);
+        pool.free.release();
+        DynamicBatcher.Batch first = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
+        assertThat(first.members()).containsExactly(a, b);
+        batcher.finished(first);
+        pool.free.release();
+        DynamicBatcher.Batch second = (DynamicBatcher.Batch) given.get(2).get(10, TimeUnit.SECONDS);
+        assertThat(second.members()).containsExactly(c);
+        batcher.finished(second);
+
+        DynamicBatcher.Member large = member(4, 16);
+        DynamicBatcher.Member small = member(1, 16);
+        Future<DynamicBatcher.Handover> alone = queue(large);
+        Future<DynamicBatcher.Handover> after = queue(small);
+        awaitQueued(2);
+        pool.free.release();
+        DynamicBatcher.Batch third = (DynamicBatcher.Batch) alone.get(10, TimeUnit.SECONDS);
+        assertThat(third.members()).containsExactly(large);
+        batcher.finished(third);
+        pool.free.release();
+        DynamicBatcher.Batch fourth = (DynamicBatcher.Batch) after.get(10, TimeUnit.SECONDS);
+        assertThat(fourth.members()).containsExactly(small);
+        batcher.finished(fourth);
+    }
+
+    @Test
     void preferredSizesCutTheBatchWhereARequestEnds() throws Exception {
         batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(8, Duration.ZERO, List.of(2, 4)));
         List<DynamicBatcher.Member> ms = new ArrayList<>();

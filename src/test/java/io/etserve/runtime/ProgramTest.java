@@ -218,6 +218,42 @@ class ProgramTest {
     }
 
     @Test
+    void anInstanceRefusesACallOrACloseFromInsideItsOwnCall() {
+        // The bridge asks the output buffers for memory during the call, on the caller's thread:
+        // running or freeing the instance from there must be refused, not take the (reentrant) lock.
+        Reference ref = Reference.load(DEMO.resolveSibling("reference.json"));
+        Reference.TensorValue in = ref.cases().get(0).inputs().get(0);
+        Reference.TensorValue expected = ref.cases().get(0).outputs().get(0);
+        try (Program p = Program.load(DEMO, Program.Verification.INTERNAL_CONSISTENCY);
+                ProgramInstance instance = p.newInstance("forward")) {
+            List<Throwable> inside = new ArrayList<>();
+            OutputBuffers reentering = (output, bytes) -> {
+                try {
+                    instance.execute(List.of(new ExecutionInput(direct(in.data()), FLOAT, in.shape())),
+                            StreamSelection.none());
+                } catch (RuntimeException e) {
+                    inside.add(e);
+                }
+                try {
+                    instance.close();
+                } catch (RuntimeException e) {
+                    inside.add(e);
+                }
+                return OutputBuffers.ALLOCATE.allocate(output, bytes);
+            };
+            float[] got = floats(instance.execute(List.of(new ExecutionInput(direct(in.data()), FLOAT, in.shape())),
+                    StreamSelection.none(), reentering).get(0).toArray());
+            assertThat(inside).hasSize(2).allSatisfy(e -> assertThat(e).isInstanceOf(IllegalStateException.class));
+            for (int i = 0; i < got.length; i++) {
+                assertThat(ref.close(got[i], expected.data().get(i))).as("element %d: %s", i, got[i]).isTrue();
+            }
+            // Still open and whole: it runs again.
+            assertThat(instance.execute(List.of(new ExecutionInput(direct(in.data()), FLOAT, in.shape())),
+                    StreamSelection.none())).hasSize(1);
+        }
+    }
+
+    @Test
     void anInstanceRefusesASecondConcurrentCaller() throws Exception {
         // ProgramInstance guards the Module: a second thread gets an exception, never shared
         // memory. One thread calls on and on; this one calls until it is refused at least once
