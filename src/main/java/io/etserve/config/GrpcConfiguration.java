@@ -6,6 +6,7 @@ import io.etserve.grpc.InferenceGrpcService;
 import io.etserve.grpc.RestrictedApiInterceptor;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InflightBytes;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.PublicMessages;
@@ -33,7 +34,7 @@ class GrpcConfiguration {
     GrpcServer grpcServer(EtServeProperties props, ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, PublicMessages messages, ProtocolMetrics metrics,
             RepositoryControl repository, RestrictedApis restricted, TritonExtensions triton,
-            ObjectProvider<GrpcTracingInterceptor> tracing, DirectBufferPool tensorBuffers,
+            ObjectProvider<GrpcTracingInterceptor> tracing, DirectBufferPool tensorBuffers, InflightBytes inflight,
             @Value("${spring.lifecycle.timeout-per-shutdown-phase:30s}") Duration drainTimeout) {
         EtServeProperties.Grpc grpc = props.grpc();
         EtServeProperties.Inference limits = props.inference();
@@ -45,7 +46,8 @@ class GrpcConfiguration {
                 tensorBuffers);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), drainTimeout, traced(RestrictedApiInterceptor.guard(service, restricted),
-                tracing.getIfAvailable()), service.eventLoopCalls(grpc.inlineBelow(), grpc.inlineAloneBelow()), probes);
+                tracing.getIfAvailable()), service.eventLoopCalls(grpc.inlineBelow(), grpc.inlineAloneBelow()), probes,
+                inflight);
     }
 
     /** Outermost, so refused calls are traced too (docs/tracing.md). */

@@ -3,6 +3,7 @@ package io.etserve.config;
 import io.etserve.execution.InferenceService;
 import io.etserve.execution.InferenceSpans;
 import io.etserve.health.CudaFaultMonitor;
+import io.etserve.inference.InflightBytes;
 import io.etserve.metrics.TritonMetrics;
 import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.ModelRegistry;
@@ -14,7 +15,8 @@ import org.springframework.context.annotation.Configuration;
 
 /**
  * The inference path that REST and gRPC share ({@code etserve.inference.*}): the service that
- * admits and runs a call, the tensor buffers it reuses, and the messages the public port may show.
+ * admits and runs a call, the tensor buffers it reuses, the request bytes both may hold at once,
+ * and the messages the public port may show.
  */
 @Configuration(proxyBeanMethods = false)
 class InferenceConfiguration {
@@ -23,6 +25,12 @@ class InferenceConfiguration {
     @Bean
     DirectBufferPool tensorBuffers(EtServeProperties props) {
         return new DirectBufferPool(props.inference().tensorBufferPool().toBytes());
+    }
+
+    /** Request bytes held at once, REST's bodies and gRPC's messages together. */
+    @Bean
+    InflightBytes inflightBytes(EtServeProperties props) {
+        return new InflightBytes(props.inference().maxInflightRequestBytes().toBytes());
     }
 
     @Bean

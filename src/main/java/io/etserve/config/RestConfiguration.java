@@ -3,6 +3,7 @@ package io.etserve.config;
 import io.etserve.execution.InferenceService;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InflightBytes;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.metrics.TritonMetrics;
 import io.etserve.protocol.DecodeLimits;
@@ -14,7 +15,6 @@ import io.etserve.rest.ClientConnections;
 import io.etserve.rest.ErrorPathFilter;
 import io.etserve.rest.InferBodyFilter;
 import io.etserve.rest.InferenceProtocolController;
-import io.etserve.rest.InflightBytes;
 import io.etserve.rest.RestRequestMetricsFilter;
 import io.etserve.runtime.DirectBufferPool;
 import io.micrometer.observation.ObservationPredicate;
@@ -61,11 +61,6 @@ class RestConfiguration {
     @Bean
     ClientConnections clientConnections() {
         return new ClientConnections();
-    }
-
-    @Bean
-    InflightBytes inflightBytes(EtServeProperties props) {
-        return new InflightBytes(props.inference().maxInflightRequestBytes().toBytes());
     }
 
     @Bean

@@ -1,6 +1,7 @@
 package io.etserve.grpc;
 
 import io.etserve.health.ProbeHealth;
+import io.etserve.inference.InflightBytes;
 import io.grpc.BindableService;
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
@@ -40,13 +41,17 @@ public final class GrpcServer implements SmartLifecycle {
     private final BindableService inference;
     private final EventLoopCalls onEventLoop;
     private final ProbeHealth probes;
+    private final InflightBytes inflight;
     private volatile Server server;
     private volatile ExecutorService executor;
     private volatile CallOnWorker calls;
 
-    /** @param onEventLoop which calls may run on the event loop that read them ({@link CallOnWorker}) */
+    /**
+     * @param onEventLoop which calls may run on the event loop that read them ({@link CallOnWorker})
+     * @param inflight the request bytes held at once, REST's and gRPC's together ({@link InflightMessages})
+     */
     public GrpcServer(String address, int port, int maxMessageBytes, int threads, Duration drainTimeout,
-            BindableService inference, EventLoopCalls onEventLoop, ProbeHealth probes) {
+            BindableService inference, EventLoopCalls onEventLoop, ProbeHealth probes, InflightBytes inflight) {
         this.address = address;
         this.port = port;
         this.maxMessageBytes = maxMessageBytes;
@@ -55,6 +60,7 @@ public final class GrpcServer implements SmartLifecycle {
         this.inference = inference;
         this.onEventLoop = onEventLoop;
         this.probes = probes;
+        this.inflight = inflight;
     }
 
     @Override
@@ -77,9 +83,10 @@ public final class GrpcServer implements SmartLifecycle {
         CallOnWorker onWorker = new CallOnWorker(pool, onEventLoop);
         try {
             server = NettyServerBuilder.forAddress(bind).directExecutor().addTransportFilter(onWorker.connections())
-                    .maxInboundMessageSize(maxMessageBytes)
-                    .addService(ServerInterceptors.intercept(inference, onWorker))
-                    .addService(ServerInterceptors.intercept(new ReadinessHealth(probes), onWorker)).build().start();
+                    .maxInboundMessageSize(maxMessageBytes).addStreamTracerFactory(new InflightMessages(inflight))
+                    .addService(UnreadableMessages.refuse(ServerInterceptors.intercept(inference, onWorker)))
+                    .addService(UnreadableMessages.refuse(ServerInterceptors.intercept(new ReadinessHealth(probes),
+                            onWorker))).build().start();
         } catch (IOException e) {
             pool.shutdownNow();
             throw new UncheckedIOException("cannot listen for gRPC on " + bind + ": " + e.getMessage(), e);
@@ -91,7 +98,34 @@ public final class GrpcServer implements SmartLifecycle {
 
     @Override
     public void stop() {
+        drain(server);
+    }
+
+    /**
+     * Stops taking calls now and drains on a thread of its own: Spring stops a phase's beans one
+     * after the other, and a drain here would hold the web server's graceful shutdown (same
+     * phase) back until it ended, so the two would take twice the phase's timeout.
+     */
+    @Override
+    public void stop(Runnable done) {
         Server s = server;
+        if (s == null) {
+            done.run();
+            return;
+        }
+        s.shutdown();
+        Thread drain = new Thread(() -> {
+            try {
+                drain(s);
+            } finally {
+                done.run();
+            }
+        }, "grpc-drain");
+        drain.setDaemon(true);
+        drain.start();
+    }
+
+    private void drain(Server s) {
         if (s == null) {
             return;
         }

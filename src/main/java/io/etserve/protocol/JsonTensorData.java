@@ -206,11 +206,26 @@ final class JsonTensorData {
                 throw new InvalidRequestException(label + " element " + index + " is not a string, but BYTES data"
                         + " must be strings.");
             }
-            byte[] element = p.getString().getBytes(StandardCharsets.UTF_8);
+            byte[] element = utf8(p.getString(), label, index);
             ensure(label, Integer.BYTES + element.length);
             ByteBuffer.wrap(bytes, size, Integer.BYTES).order(ByteOrder.LITTLE_ENDIAN).putInt(element.length);
             System.arraycopy(element, 0, bytes, size + Integer.BYTES, element.length);
             size += Integer.BYTES + element.length;
+        }
+
+        /**
+         * The element's UTF-8 bytes. A lone surrogate (JSON's {@code "\ud800"}) has none:
+         * refused, where {@link String#getBytes} would quietly write {@code ?} in its place.
+         */
+        private static byte[] utf8(String element, String label, long index) {
+            try {
+                ByteBuffer encoded = StandardCharsets.UTF_8.newEncoder().encode(java.nio.CharBuffer.wrap(element));
+                return Arrays.copyOfRange(encoded.array(), encoded.arrayOffset() + encoded.position(),
+                        encoded.arrayOffset() + encoded.limit());
+            } catch (java.nio.charset.CharacterCodingException e) {
+                throw new InvalidRequestException(label + " element " + index + " is not valid Unicode text (a lone"
+                        + " surrogate); BYTES elements in JSON must be text.");
+            }
         }
 
         private void ensure(String label, int more) {

@@ -181,6 +181,23 @@ public final class TensorChecks {
             throw new InvalidRequestException(label + " " + claim + ", but " + elements + " (shape "
                     + Arrays.toString(shape) + ") " + (count == 1 ? "needs " : "need ") + expected + " bytes.");
         }
+        if (type == DataType.BOOL) {
+            requireBooleans(label, data);
+        }
+    }
+
+    /**
+     * BOOL bytes must be 0 or 1: the kernels read them as C++ {@code bool}, for which any other
+     * value is undefined (JSON and gRPC's {@code bool_contents} can only say 0 or 1).
+     */
+    private static void requireBooleans(String label, ByteBuffer data) {
+        for (int i = data.position(); i < data.limit(); i++) {
+            byte b = data.get(i);
+            if (b != 0 && b != 1) {
+                throw new InvalidRequestException(label + " BOOL element " + (i - data.position()) + " is byte " + (b & 0xff)
+                        + "; a BOOL element is the byte 0 or 1.");
+            }
+        }
     }
 
     /** BYTES data must be exactly {@code count} (4-byte little-endian length, bytes) pairs. */

@@ -4,6 +4,7 @@ import io.etserve.execution.InferenceService;
 import io.etserve.execution.SlowInlineCalls;
 import io.etserve.inference.Caller;
 import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.InflightBytes;
 import io.etserve.inference.WouldWaitException;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.EncodedResponse;

@@ -1,5 +1,6 @@
 package io.etserve.rest;
 
+import io.etserve.inference.InflightBytes;
 import io.etserve.runtime.DirectBufferPool;
 import jakarta.servlet.AsyncContext;
 import jakarta.servlet.AsyncEvent;

@@ -3,6 +3,7 @@ package io.etserve.rest;
 import io.etserve.execution.InferenceService;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
+import io.etserve.inference.InflightBytes;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
 import io.etserve.metrics.ProtocolMetrics;

@@ -1,5 +1,7 @@
 package io.etserve.rest;
 
+import io.etserve.inference.InflightBytes;
+import io.etserve.inference.OverloadedException;
 import io.etserve.runtime.BufferLease;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.runtime.OutputBuffers;
@@ -114,7 +116,11 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         }
         int n = jsonLength < jsonCap ? readJson(in) : readBinary(in);
         if (n > 0) {
-            reservation.grow(n);
+            try {
+                reservation.grow(n);
+            } catch (OverloadedException spent) {
+                throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, spent.getMessage(), spent.retryAfter());
+            }
         }
         return n;
     }

@@ -1,6 +1,7 @@
 package io.etserve.grpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.ByteString;
 import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
@@ -17,14 +18,17 @@ import io.etserve.support.ModelActivity;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
+import io.grpc.CallOptions;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
+import io.grpc.stub.ClientCalls;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
@@ -89,6 +93,46 @@ class GrpcApiTest {
         assertThat(meta.getExtensionsList()).contains("binary_tensor_data");
         assertThat(HealthGrpc.newBlockingStub(channel).check(HealthCheckRequest.getDefaultInstance()).getStatus())
                 .isEqualTo(HealthCheckResponse.ServingStatus.SERVING);
+    }
+
+    @Test
+    void aRequestThatIsNoProtobufMessageIsInvalidArgumentAndTheConnectionServesOn() {
+        // Field 31, wire type 7 (no such type), then a truncated varint: no ModelInferRequest.
+        MethodDescriptor<byte[], byte[]> raw = GRPCInferenceServiceGrpc.getModelInferMethod()
+                .toBuilder(RawBytes.INSTANCE, RawBytes.INSTANCE).build();
+        assertThatThrownBy(() -> ClientCalls.blockingUnaryCall(channel, raw, CallOptions.DEFAULT.withDeadlineAfter(30,
+                TimeUnit.SECONDS), new byte[] {(byte) 0xff, (byte) 0xff, 0x01}))
+                .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+                    assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+                    assertThat(e.getStatus().getDescription())
+                            .startsWith("the ModelInfer request is not a valid protobuf message: ");
+                });
+        // Invalid UTF-8 in a string field (the id) is no valid message either.
+        byte[] badId = {0x12, 0x02, (byte) 0xc3, 0x28};
+        assertThatThrownBy(() -> ClientCalls.blockingUnaryCall(channel, raw, CallOptions.DEFAULT.withDeadlineAfter(30,
+                TimeUnit.SECONDS), badId)).isInstanceOfSatisfying(StatusRuntimeException.class,
+                e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT));
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
+        assertMatches(ref, ref.cases().get(0), stub.modelInfer(request("demo-portable", ref.cases().get(0))));
+    }
+
+    /** A request's bytes as they are, for bodies no protobuf class would write. */
+    enum RawBytes implements MethodDescriptor.Marshaller<byte[]> {
+        INSTANCE;
+
+        @Override
+        public java.io.InputStream stream(byte[] value) {
+            return new java.io.ByteArrayInputStream(value);
+        }
+
+        @Override
+        public byte[] parse(java.io.InputStream stream) {
+            try {
+                return stream.readAllBytes();
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
     }
 
     @Test
@@ -301,7 +345,7 @@ class GrpcApiTest {
                                 registry::knows),
                         new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
                         triton, new io.etserve.runtime.DirectBufferPool(1 << 20)),
-                EventLoopCalls.NONE, probes);
+                EventLoopCalls.NONE, probes, new io.etserve.inference.InflightBytes(1 << 30));
         second.start();
         ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
                 InsecureChannelCredentials.create()).build();
@@ -318,6 +362,45 @@ class GrpcApiTest {
         } finally {
             ch.shutdownNow();
             second.stop();
+        }
+    }
+
+    @Test
+    void messagesShareTheInflightBudgetAndOneOverItIsResourceExhausted(
+            @Autowired io.etserve.repository.ModelRegistry registry, @Autowired io.etserve.execution.InferenceService inference,
+            @Autowired io.etserve.health.ServerReadiness readiness, @Autowired io.etserve.health.ProbeHealth probes,
+            @Autowired io.etserve.protocol.PublicMessages messages, @Autowired io.etserve.triton.TritonExtensions triton)
+            throws Exception {
+        // A server of its own whose budget (256 KiB) is under its message limit (4 MiB).
+        io.etserve.inference.InflightBytes budget = new io.etserve.inference.InflightBytes(256 << 10);
+        GrpcServer small = new GrpcServer("127.0.0.1", 0, 4 << 20, 4, java.time.Duration.ofSeconds(20),
+                new InferenceGrpcService(registry, inference, readiness, probes,
+                        new io.etserve.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
+                        new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
+                                registry::knows),
+                        new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
+                        triton, new io.etserve.runtime.DirectBufferPool(1 << 20)),
+                EventLoopCalls.NONE, probes, budget);
+        small.start();
+        ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", small.port(),
+                InsecureChannelCredentials.create()).build();
+        try {
+            var client = GRPCInferenceServiceGrpc.newBlockingStub(ch).withDeadlineAfter(30, TimeUnit.SECONDS);
+            StatusRuntimeException refused = (StatusRuntimeException) org.assertj.core.api.Assertions.catchThrowable(
+                    () -> client.modelInfer(request("demo-portable", 16, 1 << 20)));
+            assertThat(refused.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+            assertThat(refused.getStatus().getDescription()).contains("too many request bytes in flight");
+            // What the refused call held went back; one within the budget is served, then gives its bytes back too.
+            Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
+            assertMatches(ref, ref.cases().get(0), client.modelInfer(request("demo-portable", ref.cases().get(0))));
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (budget.held() != 0 && System.nanoTime() < until) {
+                Thread.sleep(2);  // the reservation ends when the stream closes, just after the answer
+            }
+            assertThat(budget.held()).isZero();
+        } finally {
+            ch.shutdownNow();
+            small.stop();
         }
     }
 

@@ -166,6 +166,8 @@ class GrpcTensorsTest {
                 .build(), "Input 'x' has 60 bytes of raw contents, but 16 FP32 elements (shape [1, 16]) need 64 bytes.");
         assertRefused(request().addInputs(input("x", "FP32", 1)).addRawInputContents(ByteString.copyFrom(new byte[3]))
                 .build(), "Input 'x' has 3 bytes of raw contents, but 1 FP32 element (shape [1]) needs 4 bytes.");
+        assertRefused(request().addInputs(input("b", "BOOL", 2)).addRawInputContents(ByteString.copyFrom(new byte[] {0, 2}))
+                .build(), "Input 'b' BOOL element 1 is byte 2; a BOOL element is the byte 0 or 1.");
         assertRefused(request().addInputs(input("a", "FP32", 1)).addInputs(input("b", "FP32", 1))
                         .addRawInputContents(ByteString.copyFrom(new byte[4])).build(),
                 "raw_input_contents has 1 entries for 2 inputs; give one per input, in order.");

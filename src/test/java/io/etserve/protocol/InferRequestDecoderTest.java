@@ -205,6 +205,12 @@ class InferRequestDecoderTest {
             assertThat(bytesOf(r.inputs().get(0).data())).containsExactly(
                     lengthPrefixed(new byte[] {'a', 0}, new byte[] {(byte) 0xE2, (byte) 0x82, (byte) 0xAC}));
             assertThat(bytesOf(r.inputs().get(1).data())).containsExactly(binary);
+
+            // A lone surrogate is no text: refused, not stored as '?'.
+            assertThatThrownBy(() -> decode("{\"inputs\":[{\"name\":\"s\",\"datatype\":\"BYTES\",\"shape\":[1],"
+                    + "\"data\":[\"\\ud800\"]}]}")).isInstanceOf(InvalidRequestException.class)
+                    .hasMessage("Input 's' element 0 is not valid Unicode text (a lone surrogate); BYTES elements in JSON"
+                            + " must be text.");
         }
 
         @Test
@@ -472,6 +478,15 @@ class InferRequestDecoderTest {
                     "The request carries 3 bytes of binary data but its inputs' binary_data_size add up to 0.");
             assertRefused(oneInput(fp32x2.formatted("0").replace("[2]", "[0]")),
                     "Input 'b' has binary_data_size but the request has no Inference-Header-Content-Length header.");
+        }
+
+        @Test
+        void binaryBooleansAreTheBytesZeroOrOne() {
+            String bool3 = "\"name\":\"b\",\"datatype\":\"BOOL\",\"shape\":[3],\"parameters\":{\"binary_data_size\":3}";
+            InferenceRequest ok = decode(BinaryBody.of(oneInput(bool3), new byte[] {1, 0, 1}));
+            assertThat(ok.inputs().get(0).data().get(0)).isEqualTo((byte) 1);
+            assertRefused(BinaryBody.of(oneInput(bool3), new byte[] {1, 2, 0}),
+                    "Input 'b' BOOL element 1 is byte 2; a BOOL element is the byte 0 or 1.");
         }
 
         @Test

@@ -3,8 +3,19 @@ package io.etserve.resilience;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.EtServeApplication;
+import io.etserve.grpc.GrpcServer;
+import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
+import io.etserve.grpc.protocol.ModelReadyRequest;
+import io.etserve.grpc.protocol.ModelReadyResponse;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
+import io.grpc.CallOptions;
+import io.grpc.ClientCall;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.Status;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
@@ -17,6 +28,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -121,6 +133,68 @@ class GracefulShutdownTest {
         assertThat(counts[Result.LOST.ordinal()].get()).as("requests cut off").isZero();
         // Every request the server completed reached its client as a correct 200.
         assertThat((double) counts[Result.OK.ordinal()].get()).isEqualTo(served);
+    }
+
+    @Test
+    void restAndGrpcDrainAtOnce() throws Exception {
+        ModelRepositoryFixture repo = ModelRepositoryFixture.create("etserve-shutdown-both-")
+                .copy(TestPaths.demoModels(), "demo-portable");
+        ConfigurableApplicationContext ctx = new SpringApplicationBuilder(EtServeApplication.class).run(
+                "--server.port=0", "--management.server.port=0", "--etserve.grpc.port=0",
+                "--etserve.model-repository=" + repo.root(),
+                "--spring.lifecycle.timeout-per-shutdown-phase=60s");
+        int port = ((WebServerApplicationContext) ctx).getWebServer().getPort();
+        ManagedChannel channel = Grpc.newChannelBuilderForAddress("127.0.0.1", ctx.getBean(GrpcServer.class).port(),
+                InsecureChannelCredentials.create()).build();
+        ExecutorService closing = Executors.newSingleThreadExecutor();
+        try {
+            // A gRPC call in flight that the client never half-closes: the gRPC drain waits for it.
+            CompletableFuture<Status> held = new CompletableFuture<>();
+            ClientCall<ModelReadyRequest, ModelReadyResponse> call = channel.newCall(
+                    GRPCInferenceServiceGrpc.getModelReadyMethod(), CallOptions.DEFAULT);
+            call.start(new ClientCall.Listener<>() {
+                @Override
+                public void onClose(Status status, Metadata trailers) {
+                    held.complete(status);
+                }
+            }, new Metadata());
+            call.request(1);
+            call.sendMessage(ModelReadyRequest.newBuilder().setName("demo-portable").build());
+            assertThat(readinessOf(port)).isEqualTo(200);
+
+            Future<?> closed = closing.submit(ctx::close);
+            // The web server's graceful shutdown (it stops accepting connections) must begin
+            // while the gRPC call still holds its drain (up to the 60 s phase timeout), not after
+            // it. Readiness answers 503 before either: that is not the shutdown of the port.
+            long guard = System.nanoTime() + TimeUnit.SECONDS.toNanos(50);
+            while (readinessOf(port) != 0) {
+                assertThat(System.nanoTime()).as("REST still took connections").isLessThan(guard);
+                Thread.sleep(5);
+            }
+            assertThat(held).as("the gRPC call was ended before REST began to drain").isNotDone();
+            call.cancel("done", null);
+            closed.get(60, TimeUnit.SECONDS);
+        } finally {
+            channel.shutdownNow();
+            closing.shutdownNow();
+            if (ctx.isActive()) {
+                ctx.close();
+            }
+        }
+    }
+
+    /** The readiness probe's status on a new connection; 0 when the connection is refused or cut. */
+    private static int readinessOf(int port) {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", port), 2000);
+            s.setSoTimeout(10_000);
+            s.getOutputStream().write(("GET /v2/health/ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            String response = new String(s.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
+            return response.length() >= 12 ? Integer.parseInt(response.substring(9, 12)) : 0;
+        } catch (IOException | NumberFormatException e) {
+            return 0;
+        }
     }
 
     private static double successes(List<Gauge> gauges) {

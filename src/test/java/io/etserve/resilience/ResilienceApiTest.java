@@ -3,7 +3,7 @@ package io.etserve.resilience;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.health.CudaFaultMonitor;
-import io.etserve.rest.InflightBytes;
+import io.etserve.inference.InflightBytes;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;

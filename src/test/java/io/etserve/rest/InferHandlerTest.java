@@ -2,6 +2,7 @@ package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.inference.InflightBytes;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.security.RestrictedApis;

@@ -3,6 +3,7 @@ package io.etserve.rest;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.etserve.inference.InflightBytes;
 import io.etserve.runtime.DirectBufferPool;
 import java.io.ByteArrayInputStream;
 import java.io.FilterInputStream;

@@ -2,6 +2,7 @@ package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.inference.InflightBytes;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.RawConnection;
 import io.etserve.support.TestPaths;

@@ -1,13 +1,13 @@
-package io.etserve.rest;
+package io.etserve.inference;
 
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
-import org.springframework.http.HttpStatus;
 
 /**
- * Bounds the request bytes held at once across all models. A body is read and decoded before it
- * waits for one of its model's instances, so without this a burst of large requests on a small
- * model could hold (connections x body size) of memory.
+ * Bounds the request bytes held at once across all models and both protocols. A body (a REST
+ * request's, a gRPC message) is read and decoded before it waits for one of its model's
+ * instances, so without this a burst of large requests on a small model could hold
+ * (connections x body size) of memory.
  *
  * <p>A body reserves the bytes that have arrived, as they arrive, never what its
  * {@code Content-Length} declares: a client that declares 64 MB and trickles a few bytes holds a
@@ -63,7 +63,7 @@ public final class InflightBytes {
         /**
          * Adds {@code more} bytes to this reservation.
          *
-         * @throws ApiException 503 with Retry-After when the budget is spent
+         * @throws OverloadedException when the budget is spent (503 with Retry-After in REST)
          */
         public void grow(long more) {
             if (closed) {
@@ -72,8 +72,8 @@ public final class InflightBytes {
             long now = held.addAndGet(more);
             if (now > maxBytes) {
                 held.addAndGet(-more);
-                throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE,
-                        "too many request bytes in flight (limit " + maxBytes + "); retry later", RETRY_AFTER);
+                throw new OverloadedException("too many request bytes in flight (limit " + maxBytes + "); retry later",
+                        RETRY_AFTER);
             }
             bytes += more;
             long arrived = Math.min(more, ahead);

@@ -1,0 +1,120 @@
+package io.etserve.grpc;
+
+import io.grpc.ForwardingServerCall;
+import io.grpc.ForwardingServerCallListener;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
+import io.grpc.ServerMethodDefinition;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.Status;
+import java.io.InputStream;
+
+/**
+ * A request that is not a valid protobuf message of its method's type is refused
+ * INVALID_ARGUMENT with the parser's reason, as REST refuses malformed JSON with 400. grpc-java
+ * parses a request before any interceptor sees it, and a failed parse would end the call UNKNOWN
+ * ("Application error processing RPC") with a stack trace logged at ERROR for each such request:
+ * here each method's request marshaller notes the failure and answers an empty message instead,
+ * and the outermost listener, which grpc-java calls with it right after the parse on the same
+ * thread, turns it into the refusal.
+ */
+final class UnreadableMessages implements ServerInterceptor {
+
+    /** Why the last parse on this thread failed, for the listener that grpc-java calls next. */
+    private static final ThreadLocal<String> REASON = new ThreadLocal<>();
+
+    private UnreadableMessages() {}
+
+    /** {@code service} with its protobuf requests parsed this way. */
+    static ServerServiceDefinition refuse(ServerServiceDefinition service) {
+        ServerServiceDefinition.Builder lenient = ServerServiceDefinition.builder(
+                service.getServiceDescriptor().getName());
+        for (ServerMethodDefinition<?, ?> method : service.getMethods()) {
+            lenient.addMethod(lenient(method));
+        }
+        return ServerInterceptors.intercept(lenient.build(), new UnreadableMessages());
+    }
+
+    private static <Q, R> ServerMethodDefinition<Q, R> lenient(ServerMethodDefinition<Q, R> method) {
+        MethodDescriptor<Q, R> descriptor = method.getMethodDescriptor();
+        if (!(descriptor.getRequestMarshaller() instanceof MethodDescriptor.PrototypeMarshaller<Q> strict)
+                || strict.getMessagePrototype() == null) {
+            return method;
+        }
+        Q empty = strict.getMessagePrototype();
+        MethodDescriptor.Marshaller<Q> parse = new MethodDescriptor.Marshaller<>() {
+            @Override
+            public InputStream stream(Q value) {
+                return strict.stream(value);
+            }
+
+            @Override
+            public Q parse(InputStream stream) {
+                try {
+                    return strict.parse(stream);
+                } catch (RuntimeException e) {
+                    Throwable reason = e.getCause() != null ? e.getCause() : e;
+                    REASON.set(String.valueOf(reason.getMessage()));
+                    return empty;
+                }
+            }
+        };
+        return ServerMethodDefinition.create(descriptor.toBuilder(parse, descriptor.getResponseMarshaller()).build(),
+                method.getServerCallHandler());
+    }
+
+    @Override
+    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+            ServerCallHandler<Q, R> next) {
+        Closing<Q, R> closing = new Closing<>(call);
+        ServerCall.Listener<Q> delegate = next.startCall(closing, headers);
+        return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(delegate) {
+            private boolean refused;
+
+            @Override
+            public void onMessage(Q message) {
+                String reason = REASON.get();
+                if (reason == null) {
+                    super.onMessage(message);
+                    return;
+                }
+                REASON.remove();
+                refused = true;
+                closing.closeOnce(Status.INVALID_ARGUMENT.withDescription("the " + call.getMethodDescriptor()
+                        .getBareMethodName() + " request is not a valid protobuf message: " + reason));
+            }
+
+            @Override
+            public void onHalfClose() {
+                if (!refused) {
+                    super.onHalfClose();
+                }
+            }
+        };
+    }
+
+    /** The call as its handlers see it, remembering whether one of them closed it already. */
+    private static final class Closing<Q, R> extends ForwardingServerCall.SimpleForwardingServerCall<Q, R> {
+        private boolean closed;
+
+        Closing(ServerCall<Q, R> call) {
+            super(call);
+        }
+
+        @Override
+        public synchronized void close(Status status, Metadata trailers) {
+            closed = true;
+            super.close(status, trailers);
+        }
+
+        synchronized void closeOnce(Status status) {
+            if (!closed) {
+                close(status, new Metadata());
+            }
+        }
+    }
+}
