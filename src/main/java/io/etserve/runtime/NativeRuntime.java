@@ -230,14 +230,29 @@ public final class NativeRuntime {
             digest.update(bytes);
             files.put(name, bytes);
         }
-        Path target = base.resolve(HexFormat.of().formatHex(digest.digest(), 0, 12));
+        String name = HexFormat.of().formatHex(digest.digest(), 0, 12);
+        try {
+            createPrivateDirectories(base);
+            if (!onlyOursToChange(base)) {
+                // Someone else could swap a library under us between a check and the load: take a
+                // fresh directory of our own instead (a new extraction each start).
+                Path own = createPrivateTempDirectory();
+                org.slf4j.LoggerFactory.getLogger(NativeRuntime.class).warn("{} is not a directory only this user may"
+                        + " change (another user's, or writable by others); the native libraries go to {} instead."
+                        + " Set etserve.native.extract-dir to a private directory.", base, own);
+                base = own;
+            }
+        } catch (IOException e) {
+            throw new NativeLibraryException("Cannot extract the native libraries into " + base + ": " + e.getMessage()
+                    + "; set etserve.native.extract-dir to a writable directory.", e);
+        }
+        Path target = base.resolve(name);
         // Reuse an earlier extraction only when every file is byte for byte what this jar
         // carries: the directory name is predictable, and a planted library would run in-process.
         if (Files.isRegularFile(target.resolve(MANIFEST)) && sameContent(target, files)) {
             return target;
         }
         try {
-            createPrivateDirectories(base);
             Path staging = Files.createTempDirectory(base, ".staging-");
             for (Map.Entry<String, byte[]> f : files.entrySet()) {
                 Files.write(staging.resolve(f.getKey()), f.getValue());
@@ -275,6 +290,47 @@ public final class NativeRuntime {
             return true;
         } catch (IOException e) {
             return false;
+        }
+    }
+
+    /**
+     * Whether nobody but this process's user (or root) can change what is under {@code dir}: it
+     * is a real directory (no link), this user's, and neither its group nor others may write to
+     * it. True where the file system has no POSIX permissions to ask.
+     */
+    static boolean onlyOursToChange(Path dir) {
+        try {
+            var attributes = Files.readAttributes(dir, java.nio.file.attribute.PosixFileAttributes.class,
+                    java.nio.file.LinkOption.NOFOLLOW_LINKS);
+            var permissions = attributes.permissions();
+            return attributes.isDirectory()
+                    && !permissions.contains(java.nio.file.attribute.PosixFilePermission.GROUP_WRITE)
+                    && !permissions.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_WRITE)
+                    && ownedByThisUser(dir);
+        } catch (UnsupportedOperationException e) {
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** By numeric uid where the system tells it (Linux's /proc/self), else by the user's name. */
+    private static boolean ownedByThisUser(Path dir) throws IOException {
+        try {
+            Object mine = Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+            return mine.equals(Files.getAttribute(dir, "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS));
+        } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
+            return Files.getOwner(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS).getName()
+                    .equals(System.getProperty("user.name"));
+        }
+    }
+
+    private static Path createPrivateTempDirectory() throws IOException {
+        try {
+            return Files.createTempDirectory("etserve-native-", java.nio.file.attribute.PosixFilePermissions
+                    .asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+        } catch (UnsupportedOperationException e) {
+            return Files.createTempDirectory("etserve-native-");
         }
     }
 

@@ -27,4 +27,25 @@ class NativeExtractionTest {
         assertThat(second).isNotEqualTo(first);
         assertThat(Files.readAllBytes(second.resolve(NativeRuntime.BRIDGE))).isEqualTo(bridge);
     }
+
+    @Test
+    void aBaseOthersMayWriteToIsNotUsedNorAnExtractionInIt(@TempDir Path tmp) throws Exception {
+        // Another user could replace a library there between the content check and the load.
+        Path base = Files.createDirectory(tmp.resolve("shared"));
+        Path planted = NativeRuntime.extract(base);  // made while the base was still private
+        Files.setPosixFilePermissions(base, PosixFilePermissions.fromString("rwxrwxrwx"));
+        assertThat(NativeRuntime.onlyOursToChange(base)).isFalse();
+
+        Path elsewhere = NativeRuntime.extract(base);
+        assertThat(elsewhere).isNotEqualTo(planted);
+        assertThat(elsewhere.startsWith(base)).isFalse();
+        assertThat(elsewhere.resolve(NativeRuntime.BRIDGE)).isRegularFile();
+        assertThat(NativeRuntime.onlyOursToChange(elsewhere.getParent())).isTrue();
+        assertThat(NativeRuntime.onlyOursToChange(tmp.resolve("no-such-directory"))).isFalse();
+        try (var walk = Files.walk(elsewhere.getParent())) {
+            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
+    }
 }
