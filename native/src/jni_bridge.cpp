@@ -23,6 +23,48 @@ constexpr const char* kExceptionClass = "io/etserve/runtime/ExecuTorchException"
 // Thrown out of a conversion helper when a JNI call has already raised a Java exception.
 struct PendingJavaException {};
 
+// Text from native code (ExecuTorch's log, names read from a .pte) as a Java string. It is
+// standard UTF-8 at best and arbitrary bytes at worst, where NewStringUTF takes only valid
+// modified UTF-8: decoded here, each byte that starts no valid sequence read as U+FFFD.
+jstring new_string(JNIEnv* env, const std::string& text) {
+  std::u16string utf16;
+  utf16.reserve(text.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char b = p[i];
+    uint32_t cp = 0xFFFD;
+    size_t len = 1;
+    size_t need = b < 0x80 ? 0 : (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xE ? 2 : (b >> 3) == 0x1E ? 3 : 4;
+    if (need == 0) {
+      cp = b;
+    } else if (need < 4 && i + need < n) {
+      uint32_t v = b & (0x3F >> need);
+      bool ok = true;
+      for (size_t k = 1; k <= need; ++k) {
+        if ((p[i + k] & 0xC0) != 0x80) {
+          ok = false;
+          break;
+        }
+        v = (v << 6) | (p[i + k] & 0x3F);
+      }
+      static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+      if (ok && v >= kMin[need] && v <= 0x10FFFF && (v < 0xD800 || v > 0xDFFF)) {
+        cp = v;
+        len = need + 1;
+      }
+    }
+    if (cp >= 0x10000) {
+      utf16.push_back(static_cast<char16_t>(0xD800 + ((cp - 0x10000) >> 10)));
+      utf16.push_back(static_cast<char16_t>(0xDC00 + ((cp - 0x10000) & 0x3FF)));
+    } else {
+      utf16.push_back(static_cast<char16_t>(cp));
+    }
+    i += len;
+  }
+  return env->NewString(reinterpret_cast<const jchar*>(utf16.data()), static_cast<jsize>(utf16.size()));
+}
+
 void throw_java(JNIEnv* env, const std::string& name, int code, const std::string& message,
                 const std::string& log) {
   if (env->ExceptionCheck()) return;
@@ -31,11 +73,11 @@ void throw_java(JNIEnv* env, const std::string& name, int code, const std::strin
   jmethodID ctor = env->GetMethodID(
       cls, "<init>", "(Ljava/lang/String;ILjava/lang/String;Ljava/lang/String;)V");
   if (ctor == nullptr) return;
-  jstring jname = env->NewStringUTF(name.c_str());
+  jstring jname = new_string(env, name);
   if (jname == nullptr) return;
-  jstring jmsg = env->NewStringUTF(message.c_str());
+  jstring jmsg = new_string(env, message);
   if (jmsg == nullptr) return;
-  jstring jlog = env->NewStringUTF(log.c_str());
+  jstring jlog = new_string(env, log);
   if (jlog == nullptr) return;
   auto ex = static_cast<jthrowable>(env->NewObject(cls, ctor, jname, code, jmsg, jlog));
   if (ex != nullptr) env->Throw(ex);
@@ -74,12 +116,41 @@ void check(JNIEnv* env) {
   if (env->ExceptionCheck()) throw PendingJavaException{};
 }
 
+// A Java string (a path, a method name) as standard UTF-8, which the file system and ExecuTorch
+// read: GetStringUTFChars would give modified UTF-8, in which a character outside the Basic
+// Multilingual Plane (an emoji in a directory name) is two 3-byte halves no file is named with.
 std::string to_string(JNIEnv* env, jstring s) {
   if (s == nullptr) throw BridgeError("InvalidArgument", 0x12, "null string argument");
-  const char* chars = env->GetStringUTFChars(s, nullptr);
+  const jsize n = env->GetStringLength(s);
+  const jchar* chars = env->GetStringChars(s, nullptr);
   if (chars == nullptr) throw PendingJavaException{};
-  std::string out(chars);
-  env->ReleaseStringUTFChars(s, chars);
+  std::string out;
+  out.reserve(static_cast<size_t>(n));
+  for (jsize i = 0; i < n; ++i) {
+    uint32_t cp = chars[i];
+    if (cp >= 0xD800 && cp <= 0xDBFF && i + 1 < n && chars[i + 1] >= 0xDC00 && chars[i + 1] <= 0xDFFF) {
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (chars[i + 1] - 0xDC00);
+      ++i;
+    } else if (cp >= 0xD800 && cp <= 0xDFFF) {
+      cp = 0xFFFD;  // a lone surrogate names nothing
+    }
+    if (cp < 0x80) {
+      out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+  env->ReleaseStringChars(s, chars);
   return out;
 }
 
@@ -89,7 +160,7 @@ jobjectArray to_java(JNIEnv* env, const std::vector<std::string>& strings) {
   jobjectArray arr = env->NewObjectArray(static_cast<jsize>(strings.size()), string_class, nullptr);
   check(env);
   for (size_t i = 0; i < strings.size(); ++i) {
-    jstring js = env->NewStringUTF(strings[i].c_str());
+    jstring js = new_string(env, strings[i]);
     check(env);
     env->SetObjectArrayElement(arr, static_cast<jsize>(i), js);
     env->DeleteLocalRef(js);
@@ -223,7 +294,8 @@ std::vector<etserve::InputView> read_inputs(JNIEnv* env, const JavaTypes& t, job
     }
     void* address = env->GetDirectBufferAddress(buf);
     const jlong capacity = env->GetDirectBufferCapacity(buf);
-    if (capacity < 0) {
+    if (capacity < 0 || (address == nullptr && capacity > 0)) {
+      // (A buffer with capacity and no address, a segment at address 0, would be read as empty storage.)
       throw BridgeError("InvalidArgument", 0x12, "input " + std::to_string(i) + " is not a direct ByteBuffer");
     }
     inputs[i].data = address;

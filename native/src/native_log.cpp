@@ -39,7 +39,7 @@ void LogCapture::append(char level, const char* message, size_t length) {
   text_.push_back(level);
   text_.push_back(' ');
   size_t take = std::min(length, kMaxCapturedBytes - text_.size());
-  // Never cut a UTF-8 sequence: Java's NewStringUTF needs whole characters.
+  // Never cut a UTF-8 sequence: the cut character would read as U+FFFD in Java.
   if (take < length) {
     while (take > 0 && (static_cast<unsigned char>(message[take]) & 0xC0) == 0x80) --take;
   }

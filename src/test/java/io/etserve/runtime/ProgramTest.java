@@ -98,6 +98,21 @@ class ProgramTest {
     }
 
     @Test
+    void pathsAndMessagesKeepCharactersOutsideTheBasicPlane(@TempDir Path dir) throws IOException {
+        // A directory named with an emoji (two UTF-16 units, four UTF-8 bytes) holds the program.
+        Path home = Files.createDirectory(dir.resolve("models-\uD83D\uDE80-\u00e9"));
+        Path program = Files.copy(DEMO, home.resolve("model.pte"));
+        try (Program p = Program.load(program, Program.Verification.INTERNAL_CONSISTENCY)) {
+            assertThat(p.methodNames()).containsExactly("forward");
+        }
+        // The native message names the path as it was given.
+        Path missing = home.resolve("\uD83D\uDE80.pte");
+        assertThatThrownBy(() -> Program.load(missing, Program.Verification.INTERNAL_CONSISTENCY))
+                .isInstanceOfSatisfying(ExecuTorchException.class, e -> assertThat(e.errorName()).isEqualTo("NotFound"))
+                .hasMessageContaining(missing.getFileName().toString());
+    }
+
+    @Test
     void badFilesFailWithTheirErrorName(@TempDir Path dir) throws IOException {
         byte[] good = Files.readAllBytes(DEMO);
         Path empty = Files.write(dir.resolve("empty.pte"), new byte[0]);
