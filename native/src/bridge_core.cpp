@@ -298,7 +298,9 @@ InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std
       &method_allocator_, planned_->allocator(), &temp_allocator_);
   // XNNPACK packs weights at init; its weights cache lets instances share the packed copy (the
   // 1.5.1 wheel reads "weight_cache_enabled" from the load-time options). The cache is keyed
-  // process-wide by the declared keys, so only a program whose keys were all verified uses it.
+  // process-wide by the declared keys, so only a program whose keys were all verified uses it;
+  // an entry also keeps XNNPACK's seed of the operator that packed it (the wheel's cache refuses
+  // an entry whose seed differs), so the same weights packed another way are packed again.
   executorch::runtime::BackendOptions<1> xnnpack;
   executorch::runtime::LoadBackendOptionsMap options;
   if (xnnpack.set_option("weight_cache_enabled", program_->shares_packed_weights()) != Error::Ok ||
