@@ -262,7 +262,23 @@ public final class InferBodyFilter implements Filter {
         @Override
         public void onError(Throwable t) {
             log.debug("request body could not be read: {}", t.toString());
+            if (stalled(t)) {
+                // The connection's idle timeout (server.jetty.connection-idle-timeout) ended a body
+                // that stopped arriving: the same answer as the body timeout, whichever comes first.
+                fail(refusal != null ? refusal : new ApiException(HttpStatus.REQUEST_TIMEOUT,
+                        "the request body stopped arriving (" + body.length() + " bytes received): " + t.getMessage()));
+                return;
+            }
             fail(new ApiException(HttpStatus.BAD_REQUEST, "cannot read the request body: " + t.getMessage()));
+        }
+
+        private static boolean stalled(Throwable t) {
+            for (Throwable c = t; c != null; c = c.getCause()) {
+                if (c instanceof java.util.concurrent.TimeoutException) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         @Override

@@ -66,6 +66,20 @@ class RestrictedApiTest {
     }
 
     @Test
+    void aPathWithAParameterOrAnEscapeIsRefusedNotRoutedPastTheRestriction() throws Exception {
+        // Spring MVC would route each of these to the repository controller (or to inference),
+        // decoded and without ';x', while the restriction read the path as sent.
+        for (String path : new String[] {"/v2/repository;x/index", "/v2/%72epository/index", "/v2;x/repository/index",
+                "/v2/repository/models/demo-xnnpack;x/unload", "/v2/models/demo-xnnpack/infer;jsessionid=abc",
+                "/v2/models/demo-xnnpack/inf%65r"}) {
+            HttpResponse<String> refused = post(path, null, null);
+            assertThat(refused.statusCode()).as(path).isEqualTo(400);
+            assertThat(refused.body()).as(path).contains("the path must not contain ';' or '%'");
+        }
+        assertThat(Http.local(port).get("/v2/models/demo-xnnpack/ready").status()).isEqualTo(200);
+    }
+
+    @Test
     void restWithoutTheKeyIsRefusedWithTheHeaderItNeeds() throws Exception {
         for (String path : new String[] {"/v2/repository/index", "/v2/repository/models/demo-xnnpack/load",
                 "/v2/repository/models/demo-xnnpack/unload"}) {
