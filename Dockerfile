@@ -123,6 +123,9 @@ RUN unresolved=""; \
 # TLBs, which huge pages make cheaper, so the request threads spend less CPU per GPU call
 # (bench/results/gpu-h200-jvm-options.txt). Where the host's THP is `never`
 # the JVM says so in one warning line at start and runs as before.
+# The training run's heap is fixed (-Xmx2g): a cache keeps the compressed-oops mode of the JVM
+# that wrote it, and one sized from a large build host's memory (over 32 GB of heap, no
+# compressed oops) would be refused, silently, by every container of the usual size.
 RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /opt/etserve/app >/dev/null; \
     test -f /opt/etserve/app/app.jar; \
     feature="$(java -XshowSettings:properties -version 2>&1 | awk -F' = ' '/java.specification.version/ {print $2; exit}')"; \
@@ -135,7 +138,7 @@ RUN cd /opt/etserve && java -Djarmode=tools -jar app.jar extract --destination /
     fi; \
     run+=(-Detserve.startup.preload-threads=0); \
     mkdir -p /tmp/aot-training; \
-    jvm=(--enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true -Djdk.reflect.useNativeAccessorOnly=true -Detserve.startup.preload-threads=0 \
+    jvm=(-Xmx2g --enable-native-access=ALL-UNNAMED -XX:+UseTransparentHugePages -Dspring.aot.enabled=true -Djdk.reflect.useNativeAccessorOnly=true -Detserve.startup.preload-threads=0 \
       -Dorg.bytedeco.javacpp.cachedir=/tmp/aot-training/javacpp "${train[@]}"); \
     if (( feature >= 25 )); then \
       ETSERVE_MODEL_REPOSITORY=/models ETSERVE_NATIVE_LIBRARY_DIR=/opt/etserve/native TMPDIR=/tmp/aot-training \

@@ -285,6 +285,11 @@ class HelmChartTest {
         assertThat(limits(pod)).containsOnlyKeys("memory");
         assertThat(list(pod, "tolerations")).containsExactly(
                 Map.of("key", "dedicated", "operator", "Equal", "value", "inference", "effect", "NoSchedule"));
+        // Where the node's default runtime is NVIDIA's, the CUDA image would still see every GPU.
+        Map<String, Map<String, Object>> env = byName(list(list(pod, "containers").get(0), "env"));
+        assertThat(env.get("NVIDIA_VISIBLE_DEVICES")).containsEntry("value", "void");
+        Map<String, Map<String, Object>> gpuEnv = byName(list(list(podSpec(render(Map.of())), "containers").get(0), "env"));
+        assertThat(gpuEnv).doesNotContainKey("NVIDIA_VISIBLE_DEVICES");
     }
 
     @Test
@@ -415,6 +420,13 @@ class HelmChartTest {
             assertThat(get(c, probe, "httpGet", "port")).as(probe).isEqualTo(8081);
         }
         assertThat(get(c, "readinessProbe", "httpGet", "path")).isEqualTo("/actuator/health/readiness");
+        // A read-only root file system: /tmp is a volume of the runtime's own, as the Deployment's.
+        assertThat(list(c, "volumeMounts")).containsExactly(Map.of("name", "tmp", "mountPath", "/tmp"));
+        assertThat(list(runtime, "spec", "volumes")).containsExactly(
+                Map.of("name", "tmp", "emptyDir", Map.of("sizeLimit", "4Gi")));
+        assertThat(list(runtime, "spec", "tolerations")).containsExactly(
+                Map.of("key", "nvidia.com/gpu", "operator", "Exists", "effect", "NoSchedule"));
+        assertThat(env.get("JAVA_TOOL_OPTIONS").get("value")).asString().contains("javacpp.cachedir=/tmp/javacpp");
 
         List<Map<String, Object>> namespaced = render(Map.of("kserve.servingRuntime.enabled", true,
                 "kserve.servingRuntime.clusterScoped", false, "kserve.servingRuntime.name", "executorch"));
