@@ -325,7 +325,8 @@ class HelmChartTest {
         List<Map<String, Object>> inits = list(pod, "initContainers");
         assertThat(inits).hasSize(1);
         Map<String, Object> copy = inits.get(0);
-        assertThat(copy).containsEntry("image", "registry.example/models/resnet:v3");
+        assertThat(copy).containsEntry("image", "registry.example/models/resnet:v3")
+                .containsEntry("imagePullPolicy", "IfNotPresent");
         assertThat(copy.get("command")).isEqualTo(List.of("cp", "-R", "/models/.", "/copy-target/"));
         assertThat(list(copy, "volumeMounts")).containsExactly(Map.of("name", "models", "mountPath", "/copy-target"));
         assertThat(map(copy, "securityContext")).containsEntry("readOnlyRootFilesystem", true).containsEntry("runAsNonRoot", true);
@@ -336,6 +337,11 @@ class HelmChartTest {
 
         assertThatThrownBy(() -> render(Map.of("models.source", "image")))
                 .hasMessageContaining("models.image.repository is required");
+        // A moving tag is pulled on each start: a node's cached latest would serve old models.
+        Map<String, Object> latest = list(podSpec(render(Map.of("models.source", "image",
+                "models.image.repository", "registry.example/models/resnet"))), "initContainers").get(0);
+        assertThat(latest).containsEntry("image", "registry.example/models/resnet:latest")
+                .containsEntry("imagePullPolicy", "Always");
     }
 
     @Test
@@ -367,6 +373,22 @@ class HelmChartTest {
     @Test
     void pdbCanBeDisabled() {
         assertThat(kinds(render(Map.of("pdb.enabled", false)))).doesNotContain("PodDisruptionBudget");
+        // maxUnavailable 0 is a budget (no voluntary disruption), not an unset value.
+        assertThat(get(find(render(Map.of("pdb.maxUnavailable", 0)), "PodDisruptionBudget"), "spec"))
+                .isEqualTo(Map.of("maxUnavailable", 0, "selector", Map.of("matchLabels",
+                        Map.of("app.kubernetes.io/name", "etserve", "app.kubernetes.io/instance", RELEASE))));
+    }
+
+    @Test
+    void portsThatCollideAndAProbeThatMustSucceedTwiceAreRefusedAtRender() {
+        assertThatThrownBy(() -> render(Map.of("ports.http", 9000, "ports.management", 9000)))
+                .hasMessageContaining("must differ");
+        assertThatThrownBy(() -> render(Map.of("ports.grpc", 8080))).hasMessageContaining("must differ");
+        // Kubernetes takes only 1 for liveness and startup probes.
+        assertThatThrownBy(() -> render(Map.of("probes.liveness.successThreshold", 2)))
+                .hasMessageContaining("successThreshold");
+        assertThat(get(mainContainer(render(Map.of("probes.readiness.successThreshold", 2))),
+                "readinessProbe", "successThreshold")).isEqualTo(2);
     }
 
     @Test
