@@ -422,13 +422,20 @@ int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_sli
   if (event_ == nullptr) {
     // The device is current (execute made it so); an instance only ever runs on one device.
     cudaEvent_t created = nullptr;
-    // No event (out of resources, not a fault): the stream's own synchronize still waits.
-    if (cudaEventCreateWithFlags(&created, flags) != 0) return cudaStreamSynchronize(s);
+    // No event (out of resources, not a fault): the stream's own synchronize still waits, and
+    // the failure is cleared so no delegate reads it later as its own launch's error.
+    if (cudaEventCreateWithFlags(&created, flags) != 0) {
+      cudaGetLastError();
+      return cudaStreamSynchronize(s);
+    }
     event_ = created;
     event_flags_ = flags;
   }
   auto* event = static_cast<cudaEvent_t>(event_);
-  if (cudaEventRecord(event, s) != 0) return cudaStreamSynchronize(s);
+  if (cudaEventRecord(event, s) != 0) {
+    cudaGetLastError();
+    return cudaStreamSynchronize(s);
+  }
   if (how == CompletionWait::kBlocking) return cudaEventSynchronize(event);
 
   SystemClock clock;

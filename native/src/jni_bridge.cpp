@@ -133,6 +133,10 @@ std::string to_string(JNIEnv* env, jstring s) {
       ++i;
     } else if (cp >= 0xD800 && cp <= 0xDFFF) {
       cp = 0xFFFD;  // a lone surrogate names nothing
+    } else if (cp == 0) {
+      env->ReleaseStringChars(s, chars);
+      // C strings end there: "forward\0x" would name the method "forward".
+      throw BridgeError("InvalidArgument", 0x12, "a string argument contains a NUL character");
     }
     if (cp < 0x80) {
       out.push_back(static_cast<char>(cp));

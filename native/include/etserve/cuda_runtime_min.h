@@ -21,6 +21,7 @@ etserve_cuda_error_t cudaEventQuery(cudaEvent_t event);
 etserve_cuda_error_t cudaEventSynchronize(cudaEvent_t event);
 etserve_cuda_error_t cudaEventDestroy(cudaEvent_t event);
 const char* cudaGetErrorString(etserve_cuda_error_t error);
+etserve_cuda_error_t cudaGetLastError(void);  // returns and clears the thread's last error
 // Page-locked host memory, for the planned host buffers of GPU instances.
 etserve_cuda_error_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags);
 etserve_cuda_error_t cudaFreeHost(void* ptr);

@@ -50,7 +50,10 @@ class GrpcConfiguration {
                 inflight);
     }
 
-    /** Outermost, so refused calls are traced too (docs/tracing.md). */
+    /**
+     * Outside the restriction, so refused calls are traced too (docs/tracing.md); a request that
+     * is no valid protobuf message is refused before it, untraced (UnreadableMessages).
+     */
     private static BindableService traced(BindableService service, GrpcTracingInterceptor tracing) {
         return tracing == null ? service : () -> ServerInterceptors.intercept(service, tracing);
     }

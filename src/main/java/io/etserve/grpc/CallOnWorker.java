@@ -41,7 +41,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The listener's callbacks still run one at a time and in their order, as grpc-java promises a
  * listener: one arriving while the worker runs (a cancellation) waits and runs after it, on the
- * worker. Outermost of the interceptors, so the inner ones see every callback on one thread.
+ * worker. Outermost of the interceptors but {@link UnreadableMessages} (which must see a message on
+ * the thread that parsed it), so the inner ones see every callback on one thread.
  */
 final class CallOnWorker implements ServerInterceptor {
 

@@ -43,6 +43,8 @@ public final class GrpcServer implements SmartLifecycle {
     private final ProbeHealth probes;
     private final InflightBytes inflight;
     private volatile Server server;
+    /** A stop is draining the server: a second stop does not start another drain. */
+    private final java.util.concurrent.atomic.AtomicBoolean draining = new java.util.concurrent.atomic.AtomicBoolean();
     private volatile ExecutorService executor;
     private volatile CallOnWorker calls;
 
@@ -98,7 +100,10 @@ public final class GrpcServer implements SmartLifecycle {
 
     @Override
     public void stop() {
-        drain(server);
+        Server s = server;
+        if (s != null && draining.compareAndSet(false, true)) {
+            drain(s);
+        }
     }
 
     /**
@@ -109,8 +114,8 @@ public final class GrpcServer implements SmartLifecycle {
     @Override
     public void stop(Runnable done) {
         Server s = server;
-        if (s == null) {
-            done.run();
+        if (s == null || !draining.compareAndSet(false, true)) {
+            done.run();  // stopped, or a drain already under way answers for it
             return;
         }
         s.shutdown();
@@ -131,7 +136,9 @@ public final class GrpcServer implements SmartLifecycle {
         }
         s.shutdown();
         try {
-            if (!s.awaitTermination(drainTimeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            // A little under the phase's timeout: cancelled calls end inside the phase Spring waits for.
+            long wait = drainTimeout.toMillis() - Math.min(drainTimeout.toMillis() / 10, 2_000);
+            if (!s.awaitTermination(wait, TimeUnit.MILLISECONDS)) {
                 log.warn("gRPC calls still running after {}; cancelling them", drainTimeout);
                 s.shutdownNow();
             }
@@ -141,6 +148,7 @@ public final class GrpcServer implements SmartLifecycle {
         }
         executor.shutdown();
         server = null;
+        draining.set(false);
     }
 
     @Override

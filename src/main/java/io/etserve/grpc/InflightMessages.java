@@ -1,5 +1,6 @@
 package io.etserve.grpc;
 
+import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
 import io.etserve.inference.InflightBytes;
 import io.etserve.inference.OverloadedException;
 import io.grpc.Metadata;
@@ -14,7 +15,10 @@ import io.grpc.Status;
  * message that would overrun the budget ends its call RESOURCE_EXHAUSTED at once, the way
  * grpc-java refuses one over the message size limit; without it a burst of large messages held
  * (calls x message size) of direct memory until Netty could allocate no more and closed every
- * call of the connection that asked.
+ * call of the connection that asked. Only ModelInfer counts, as on REST only inference bodies
+ * do: a full budget never refuses a readiness, metadata or repository call. (The refusal goes
+ * through grpc-java's deframer, which sends the status without trailers: no RetryInfo on it.
+ * A compressed message counts its compressed bytes.)
  */
 final class InflightMessages extends ServerStreamTracer.Factory {
 
@@ -24,9 +28,12 @@ final class InflightMessages extends ServerStreamTracer.Factory {
         this.budget = budget;
     }
 
+    private static final String MODEL_INFER = GRPCInferenceServiceGrpc.getModelInferMethod().getFullMethodName();
+    private static final ServerStreamTracer UNCOUNTED = new ServerStreamTracer() {};
+
     @Override
     public ServerStreamTracer newServerStreamTracer(String fullMethodName, Metadata headers) {
-        return new Call(budget.open());
+        return MODEL_INFER.equals(fullMethodName) ? new Call(budget.open()) : UNCOUNTED;
     }
 
     /** One call's reservation. Its callbacks come from the transport, possibly on more than one thread. */

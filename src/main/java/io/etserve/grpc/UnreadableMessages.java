@@ -20,7 +20,8 @@ import java.io.InputStream;
  * ("Application error processing RPC") with a stack trace logged at ERROR for each such request:
  * here each method's request marshaller notes the failure and answers an empty message instead,
  * and the outermost listener, which grpc-java calls with it right after the parse on the same
- * thread, turns it into the refusal.
+ * thread, turns it into the refusal. Outermost, it is outside tracing too: such a call, which
+ * never reaches a handler, has no span.
  */
 final class UnreadableMessages implements ServerInterceptor {
 
@@ -78,6 +79,10 @@ final class UnreadableMessages implements ServerInterceptor {
             @Override
             public void onMessage(Q message) {
                 String reason = REASON.get();
+                if (refused) {
+                    REASON.remove();
+                    return;
+                }
                 if (reason == null) {
                     super.onMessage(message);
                     return;
@@ -107,6 +112,9 @@ final class UnreadableMessages implements ServerInterceptor {
 
         @Override
         public synchronized void close(Status status, Metadata trailers) {
+            if (closed) {
+                return;  // closed already (a refusal here, then a handler's own close)
+            }
             closed = true;
             super.close(status, trailers);
         }

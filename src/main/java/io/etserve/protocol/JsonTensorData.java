@@ -218,6 +218,9 @@ final class JsonTensorData {
          * refused, where {@link String#getBytes} would quietly write {@code ?} in its place.
          */
         private static byte[] utf8(String element, String label, long index) {
+            if (element.chars().noneMatch(c -> Character.isSurrogate((char) c))) {
+                return element.getBytes(StandardCharsets.UTF_8);  // the usual text: no encoder to make
+            }
             try {
                 ByteBuffer encoded = StandardCharsets.UTF_8.newEncoder().encode(java.nio.CharBuffer.wrap(element));
                 return Arrays.copyOfRange(encoded.array(), encoded.arrayOffset() + encoded.position(),

@@ -191,7 +191,13 @@ public final class TensorChecks {
      * value is undefined (JSON and gRPC's {@code bool_contents} can only say 0 or 1).
      */
     private static void requireBooleans(String label, ByteBuffer data) {
-        for (int i = data.position(); i < data.limit(); i++) {
+        int i = data.position();
+        ByteBuffer longs = data.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        // Eight at a time while all are 0 or 1 (no bit but the lowest of each byte set).
+        while (i + Long.BYTES <= data.limit() && (longs.getLong(i) & 0xFEFEFEFEFEFEFEFEL) == 0) {
+            i += Long.BYTES;
+        }
+        for (; i < data.limit(); i++) {
             byte b = data.get(i);
             if (b != 0 && b != 1) {
                 throw new InvalidRequestException(label + " BOOL element " + (i - data.position()) + " is byte " + (b & 0xff)

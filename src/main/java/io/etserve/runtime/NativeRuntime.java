@@ -233,10 +233,17 @@ public final class NativeRuntime {
         String name = HexFormat.of().formatHex(digest.digest(), 0, 12);
         try {
             createPrivateDirectories(base);
-            if (!onlyOursToChange(base)) {
+            if (!onlyOursToChange(base) && !madePrivate(base)) {
                 // Someone else could swap a library under us between a check and the load: take a
-                // fresh directory of our own instead (a new extraction each start).
+                // fresh directory of our own instead (a new extraction each start, removed at exit).
                 Path own = createPrivateTempDirectory();
+                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                    try {
+                        deleteTree(own);  // the loaded libraries stay mapped; their files may go
+                    } catch (IOException ignored) {
+                        // what is left is the next start's to skip: it extracts afresh
+                    }
+                }, "etserve-native-cleanup"));
                 org.slf4j.LoggerFactory.getLogger(NativeRuntime.class).warn("{} is not a directory only this user may"
                         + " change (another user's, or writable by others); the native libraries go to {} instead."
                         + " Set etserve.native.extract-dir to a private directory.", base, own);
@@ -310,6 +317,22 @@ public final class NativeRuntime {
         } catch (UnsupportedOperationException e) {
             return true;
         } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Our own directory, only too open (one made by an earlier version under a permissive umask):
+     * closed to others now. False where it is another user's, a link, or cannot be changed.
+     */
+    private static boolean madePrivate(Path dir) {
+        try {
+            if (!Files.isDirectory(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS) || !ownedByThisUser(dir)) {
+                return false;
+            }
+            Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            return onlyOursToChange(dir);
+        } catch (IOException | UnsupportedOperationException e) {
             return false;
         }
     }

@@ -398,6 +398,17 @@ class GrpcApiTest {
                 Thread.sleep(2);  // the reservation ends when the stream closes, just after the answer
             }
             assertThat(budget.held()).isZero();
+            // Only inference counts: with the budget spent, readiness and metadata still answer.
+            io.etserve.inference.InflightBytes.Reservation all = budget.open();
+            all.grow(256 << 10);
+            try {
+                assertThat(client.modelReady(ModelReadyRequest.newBuilder().setName("demo-portable").build()).getReady())
+                        .isTrue();
+                assertThat(client.modelMetadata(ModelMetadataRequest.newBuilder().setName("demo-portable").build())
+                        .getName()).isEqualTo("demo-portable");
+            } finally {
+                all.close();
+            }
         } finally {
             ch.shutdownNow();
             small.stop();

@@ -29,23 +29,31 @@ class NativeExtractionTest {
     }
 
     @Test
-    void aBaseOthersMayWriteToIsNotUsedNorAnExtractionInIt(@TempDir Path tmp) throws Exception {
-        // Another user could replace a library there between the content check and the load.
+    void aBaseOfOursThatIsTooOpenIsClosedAndOneOfAnotherUserIsNotUsed(@TempDir Path tmp) throws Exception {
+        // Ours, left group- and world-writable (an earlier version under a permissive umask): closed now.
         Path base = Files.createDirectory(tmp.resolve("shared"));
-        Path planted = NativeRuntime.extract(base);  // made while the base was still private
+        Path first = NativeRuntime.extract(base);
         Files.setPosixFilePermissions(base, PosixFilePermissions.fromString("rwxrwxrwx"));
         assertThat(NativeRuntime.onlyOursToChange(base)).isFalse();
+        assertThat(NativeRuntime.extract(base)).isEqualTo(first);
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(base))).isEqualTo("rwx------");
 
-        Path elsewhere = NativeRuntime.extract(base);
-        assertThat(elsewhere).isNotEqualTo(planted);
-        assertThat(elsewhere.startsWith(base)).isFalse();
-        assertThat(elsewhere.resolve(NativeRuntime.BRIDGE)).isRegularFile();
-        assertThat(NativeRuntime.onlyOursToChange(elsewhere.getParent())).isTrue();
-        assertThat(NativeRuntime.onlyOursToChange(tmp.resolve("no-such-directory"))).isFalse();
-        try (var walk = Files.walk(elsewhere.getParent())) {
-            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(p);
+        // A link to a directory (planted by someone else) is never used: the libraries go elsewhere.
+        Path link = Files.createSymbolicLink(tmp.resolve("link"), base);
+        assertThat(NativeRuntime.onlyOursToChange(link)).isFalse();
+        Path elsewhere = NativeRuntime.extract(link);
+        try {
+            assertThat(elsewhere.startsWith(link)).isFalse();
+            assertThat(elsewhere.startsWith(base)).isFalse();
+            assertThat(elsewhere.resolve(NativeRuntime.BRIDGE)).isRegularFile();
+            assertThat(NativeRuntime.onlyOursToChange(elsewhere.getParent())).isTrue();
+        } finally {
+            try (var walk = Files.walk(elsewhere.getParent())) {
+                for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.delete(p);
+                }
             }
         }
+        assertThat(NativeRuntime.onlyOursToChange(tmp.resolve("no-such-directory"))).isFalse();
     }
 }

@@ -182,6 +182,9 @@ class ProgramTest {
         Program p = Program.load(DEMO, Program.Verification.MINIMAL);
         assertThatThrownBy(() -> p.newInstance("nope")).isInstanceOf(ExecuTorchException.class)
                 .hasMessageContaining("nope");
+        // A C string would end at the NUL and name "forward": refused instead.
+        assertThatThrownBy(() -> p.newInstance("forward\u0000x")).isInstanceOfSatisfying(ExecuTorchException.class,
+                e -> assertThat(e.errorName()).isEqualTo("InvalidArgument"));
         ProgramInstance instance = p.newInstance("forward");
         p.close();
         // The instance keeps the shared program alive until it is closed itself.
