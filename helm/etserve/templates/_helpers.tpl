@@ -73,6 +73,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $copies := .Values.models.privateCopies | default "auto" }}
 {{- $defaults := dict "etserve" (dict "repository" (dict "private-copies"
       (ternary (eq .Values.models.source "pvc") (eq (toString $copies) "true") (eq (toString $copies) "auto")))) }}
+{{- /* On a GPU node, a call of a connection alone on its I/O thread runs there when its model's
+       calls end within 20 ms: less service CPU per GPU call on the H100 host
+       (bench/results/2026-12-06-h100-inline-alone.md). Defaults: values' config may set them. */}}
+{{- if .Values.gpu.enabled }}
+{{- $_ := set $defaults.etserve "http" (dict "inline-alone-below" "20ms") }}
+{{- $_ := set $defaults.etserve "grpc" (dict "inline-alone-below" "20ms") }}
+{{- end }}
 {{- /* Tracing (docs/tracing.md): the service's switch, Spring's sampling ratio and OTLP endpoint. */}}
 {{- $tracing := dict }}
 {{- if .Values.tracing.enabled }}

@@ -189,6 +189,13 @@ class HelmChartTest {
         assertThat(get(app, "etserve", "scheduler", "queue-capacity")).isEqualTo(64);
         assertThat(get(app, "management", "endpoint", "health", "probes", "enabled")).isEqualTo(true);
         assertThat(get(app, "server", "shutdown")).isEqualTo("graceful");
+        // On GPU nodes calls of a connection alone on its I/O thread run there (a default the config may change).
+        assertThat(get(app, "etserve", "http", "inline-alone-below")).isEqualTo("20ms");
+        assertThat(get(app, "etserve", "grpc", "inline-alone-below")).isEqualTo("20ms");
+        Map<String, Object> cpu = applicationYml(render(Map.of("gpu.enabled", false)));
+        assertThat(map(cpu, "etserve")).doesNotContainKey("http");
+        assertThat(get(applicationYml(render(Map.of("config.etserve.http.inline-alone-below", "0s"))),
+                "etserve", "http", "inline-alone-below")).isEqualTo("0s");
     }
 
     @Test
