@@ -79,6 +79,21 @@ class DynamicBatcherTest {
         return waiters.submit(m::await);
     }
 
+    /** Queues each member in turn; their handovers, in the same order. */
+    List<Future<DynamicBatcher.Handover>> queueAll(DynamicBatcher.Member... members) {
+        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
+        for (DynamicBatcher.Member m : members) {
+            given.add(queue(m));
+        }
+        return given;
+    }
+
+    /** Frees one instance: the batch it goes to, led by {@code leader}'s request (the test finishes it). */
+    DynamicBatcher.Batch nextBatch(Future<DynamicBatcher.Handover> leader) throws Exception {
+        pool.free.release();
+        return (DynamicBatcher.Batch) leader.get(10, TimeUnit.SECONDS);
+    }
+
     void awaitQueued(int n) throws InterruptedException {
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (batcher.queued() != n && System.nanoTime() < until) {
@@ -94,22 +109,16 @@ class DynamicBatcherTest {
         DynamicBatcher.Member b = member(1, 8);
         DynamicBatcher.Member c = member(2, 16);
         DynamicBatcher.Member d = member(2, 16);  // would overflow the first batch (1 + 2 + 2 > 4)
-        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
-        for (DynamicBatcher.Member m : List.of(a, b, c, d)) {
-            given.add(queue(m));
-        }
+        List<Future<DynamicBatcher.Handover>> given = queueAll(a, b, c, d);
         awaitQueued(4);
-        pool.free.release();  // one instance: the head's batch
-        DynamicBatcher.Batch first = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch first = nextBatch(given.get(0));  // one instance: the head's batch
         assertThat(first.members()).containsExactly(a, c);
         assertThat(first.rows()).isEqualTo(3);
         batcher.finished(first);
-        pool.free.release();
-        DynamicBatcher.Batch second = (DynamicBatcher.Batch) given.get(1).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch second = nextBatch(given.get(1));
         assertThat(second.members()).containsExactly(b);
         batcher.finished(second);
-        pool.free.release();
-        DynamicBatcher.Batch third = (DynamicBatcher.Batch) given.get(3).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch third = nextBatch(given.get(3));
         assertThat(third.members()).containsExactly(d);
         batcher.finished(third);
     }
@@ -123,17 +132,12 @@ class DynamicBatcherTest {
         DynamicBatcher.Member a = member(1, 16);
         DynamicBatcher.Member b = member(1, 16);
         DynamicBatcher.Member c = member(1, 16);
-        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
-        for (DynamicBatcher.Member m : List.of(a, b, c)) {
-            given.add(queue(m));
-        }
+        List<Future<DynamicBatcher.Handover>> given = queueAll(a, b, c);
         awaitQueued(3);
-        pool.free.release();
-        DynamicBatcher.Batch first = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch first = nextBatch(given.get(0));
         assertThat(first.members()).containsExactly(a, b);
         batcher.finished(first);
-        pool.free.release();
-        DynamicBatcher.Batch second = (DynamicBatcher.Batch) given.get(2).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch second = nextBatch(given.get(2));
         assertThat(second.members()).containsExactly(c);
         batcher.finished(second);
 
@@ -142,12 +146,10 @@ class DynamicBatcherTest {
         Future<DynamicBatcher.Handover> alone = queue(large);
         Future<DynamicBatcher.Handover> after = queue(small);
         awaitQueued(2);
-        pool.free.release();
-        DynamicBatcher.Batch third = (DynamicBatcher.Batch) alone.get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch third = nextBatch(alone);
         assertThat(third.members()).containsExactly(large);
         batcher.finished(third);
-        pool.free.release();
-        DynamicBatcher.Batch fourth = (DynamicBatcher.Batch) after.get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch fourth = nextBatch(after);
         assertThat(fourth.members()).containsExactly(small);
         batcher.finished(fourth);
     }
@@ -162,12 +164,10 @@ class DynamicBatcherTest {
             given.add(queue(ms.get(i)));
         }
         awaitQueued(5);
-        pool.free.release();
-        DynamicBatcher.Batch first = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch first = nextBatch(given.get(0));
         assertThat(first.rows()).as("5 rows queued: cut at the preferred 4").isEqualTo(4);
         batcher.finished(first);
-        pool.free.release();
-        DynamicBatcher.Batch second = (DynamicBatcher.Batch) given.get(4).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch second = nextBatch(given.get(4));
         assertThat(second.rows()).isEqualTo(1);
         batcher.finished(second);
     }
@@ -221,10 +221,7 @@ class DynamicBatcherTest {
         DynamicBatcher.Member a = member(1, 16);
         DynamicBatcher.Member b = member(Cancellation.of(caller, Map.of(), System.nanoTime()), e -> {});
         DynamicBatcher.Member c = member(1, 16);
-        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
-        for (DynamicBatcher.Member m : List.of(a, b, c)) {
-            given.add(queue(m));
-        }
+        List<Future<DynamicBatcher.Handover>> given = queueAll(a, b, c);
         awaitQueued(3);
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (caller.gone == null && System.nanoTime() < until) {
@@ -239,9 +236,8 @@ class DynamicBatcherTest {
                     assertThat(((RequestCancelledException) e).stage()).isEqualTo(RequestCancelledException.Stage.BATCH);
                 });
         awaitQueued(2);
-        pool.free.release();
         // A caller gave up on the queue: the batch is cut from its newest end (QueuePolicy.DEFAULT).
-        DynamicBatcher.Batch batch = (DynamicBatcher.Batch) given.get(2).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch batch = nextBatch(given.get(2));
         assertThat(batch.members()).containsExactly(c, a);
         assertThat(batch.rows()).isEqualTo(2);
         batcher.finished(batch);
@@ -316,17 +312,12 @@ class DynamicBatcherTest {
         DynamicBatcher.Member b = member(1, 16);
         DynamicBatcher.Member c = member(1, 16);
         DynamicBatcher.Member d = member(1, 16);
-        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
-        for (DynamicBatcher.Member m : List.of(a, b, c, d)) {
-            given.add(queue(m));
-        }
+        List<Future<DynamicBatcher.Handover>> given = queueAll(a, b, c, d);
         awaitQueued(4);
-        pool.free.release();
-        DynamicBatcher.Batch first = (DynamicBatcher.Batch) given.get(3).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch first = nextBatch(given.get(3));
         assertThat(first.members()).as("the newest two, the newest leading").containsExactly(d, c);
         batcher.finished(first);
-        pool.free.release();
-        DynamicBatcher.Batch second = (DynamicBatcher.Batch) given.get(1).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch second = nextBatch(given.get(1));
         assertThat(second.members()).containsExactly(b, a);
         batcher.finished(second);
     }
@@ -338,17 +329,12 @@ class DynamicBatcherTest {
         DynamicBatcher.Member a = member(1, 16);
         DynamicBatcher.Member b = member(1, 16);
         DynamicBatcher.Member c = member(1, 16);
-        List<Future<DynamicBatcher.Handover>> given = new ArrayList<>();
-        for (DynamicBatcher.Member m : List.of(a, b, c)) {
-            given.add(queue(m));
-        }
+        List<Future<DynamicBatcher.Handover>> given = queueAll(a, b, c);
         awaitQueued(3);
-        pool.free.release();
-        DynamicBatcher.Batch first = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch first = nextBatch(given.get(0));
         assertThat(first.members()).containsExactly(a, b);
         batcher.finished(first);
-        pool.free.release();
-        DynamicBatcher.Batch second = (DynamicBatcher.Batch) given.get(2).get(10, TimeUnit.SECONDS);
+        DynamicBatcher.Batch second = nextBatch(given.get(2));
         assertThat(second.members()).containsExactly(c);
         batcher.finished(second);
     }

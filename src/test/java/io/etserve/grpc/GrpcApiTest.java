@@ -69,6 +69,9 @@ class GrpcApiTest {
     @Autowired
     GrpcServer server;
 
+    @Autowired
+    org.springframework.context.ApplicationContext context;
+
     ManagedChannel channel;
     GRPCInferenceServiceGrpc.GRPCInferenceServiceBlockingStub stub;
 
@@ -332,21 +335,9 @@ class GrpcApiTest {
     }
 
     @Test
-    void stoppingTheServerLetsCallsInFlightFinishAndRefusesNewOnes(@Autowired io.etserve.repository.ModelRegistry registry,
-            @Autowired io.etserve.execution.InferenceService inference,
-            @Autowired io.etserve.health.ServerReadiness readiness, @Autowired io.etserve.health.ProbeHealth probes,
-            @Autowired io.etserve.protocol.PublicMessages messages, @Autowired io.etserve.triton.TritonExtensions triton)
-            throws Exception {
-        // A second server over the same services, so this context's own keeps serving the other tests.
-        GrpcServer second = new GrpcServer("127.0.0.1", 0, 1 << 20, 4, java.time.Duration.ofSeconds(20),
-                new InferenceGrpcService(registry, inference, readiness, probes,
-                        new io.etserve.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
-                        new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
-                                registry::knows),
-                        new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
-                        triton, new io.etserve.runtime.DirectBufferPool(1 << 20)),
-                EventLoopCalls.NONE, probes, new io.etserve.inference.InflightBytes(1 << 30));
-        second.start();
+    void stoppingTheServerLetsCallsInFlightFinishAndRefusesNewOnes(
+            @Autowired io.etserve.repository.ModelRegistry registry) throws Exception {
+        GrpcServer second = secondServer(1 << 20, new io.etserve.inference.InflightBytes(1 << 30));
         ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", second.port(),
                 InsecureChannelCredentials.create()).build();
         try {
@@ -366,22 +357,10 @@ class GrpcApiTest {
     }
 
     @Test
-    void messagesShareTheInflightBudgetAndOneOverItIsResourceExhausted(
-            @Autowired io.etserve.repository.ModelRegistry registry, @Autowired io.etserve.execution.InferenceService inference,
-            @Autowired io.etserve.health.ServerReadiness readiness, @Autowired io.etserve.health.ProbeHealth probes,
-            @Autowired io.etserve.protocol.PublicMessages messages, @Autowired io.etserve.triton.TritonExtensions triton)
-            throws Exception {
+    void messagesShareTheInflightBudgetAndOneOverItIsResourceExhausted() throws Exception {
         // A server of its own whose budget (256 KiB) is under its message limit (4 MiB).
         io.etserve.inference.InflightBytes budget = new io.etserve.inference.InflightBytes(256 << 10);
-        GrpcServer small = new GrpcServer("127.0.0.1", 0, 4 << 20, 4, java.time.Duration.ofSeconds(20),
-                new InferenceGrpcService(registry, inference, readiness, probes,
-                        new io.etserve.protocol.DecodeLimits(1 << 20, 16), messages, "test", List.of(),
-                        new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
-                                registry::knows),
-                        new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
-                        triton, new io.etserve.runtime.DirectBufferPool(1 << 20)),
-                EventLoopCalls.NONE, probes, budget);
-        small.start();
+        GrpcServer small = secondServer(4 << 20, budget);
         ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", small.port(),
                 InsecureChannelCredentials.create()).build();
         try {
@@ -413,6 +392,28 @@ class GrpcApiTest {
             ch.shutdownNow();
             small.stop();
         }
+    }
+
+    /**
+     * A second server over this context's services, started, so the context's own keeps serving
+     * the other tests: its own message limit and in-flight budget.
+     */
+    private GrpcServer secondServer(int maxMessageBytes, io.etserve.inference.InflightBytes budget) {
+        io.etserve.repository.ModelRegistry registry = context.getBean(io.etserve.repository.ModelRegistry.class);
+        io.etserve.health.ProbeHealth probes = context.getBean(io.etserve.health.ProbeHealth.class);
+        GrpcServer server = new GrpcServer("127.0.0.1", 0, maxMessageBytes, 4, java.time.Duration.ofSeconds(20),
+                new InferenceGrpcService(registry, context.getBean(io.etserve.execution.InferenceService.class),
+                        context.getBean(io.etserve.health.ServerReadiness.class), probes,
+                        new io.etserve.protocol.DecodeLimits(1 << 20, 16),
+                        context.getBean(io.etserve.protocol.PublicMessages.class), "test", List.of(),
+                        new io.etserve.metrics.ProtocolMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry(),
+                                registry::knows),
+                        new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
+                        context.getBean(io.etserve.triton.TritonExtensions.class),
+                        new io.etserve.runtime.DirectBufferPool(1 << 20)),
+                EventLoopCalls.NONE, probes, budget);
+        server.start();
+        return server;
     }
 
     /** A reference case as a raw-contents request. */
