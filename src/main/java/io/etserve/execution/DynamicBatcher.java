@@ -412,7 +412,11 @@ public final class DynamicBatcher implements AutoCloseable {
                 Cancellation cancellation, InferenceSpans.Phase queue, Consumer<RuntimeException> noInstance) {
             this.inputs = inputs;
             this.rows = rows;
-            this.bytes = inputs.stream().mapToLong(x -> x.data().remaining()).sum();
+            long sum = 0;
+            for (ExecutionInput x : inputs) {
+                sum += x.data().remaining();
+            }
+            this.bytes = sum;
             this.key = ShapeKey.of(inputs);
             this.outputs = outputs;
             this.enqueuedNanos = System.nanoTime();

@@ -18,6 +18,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,7 +45,7 @@ public final class GrpcServer implements SmartLifecycle {
     private final InflightBytes inflight;
     private volatile Server server;
     /** A stop is draining the server: a second stop does not start another drain. */
-    private final java.util.concurrent.atomic.AtomicBoolean draining = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicBoolean draining = new AtomicBoolean();
     private volatile ExecutorService executor;
     private volatile CallOnWorker calls;
 
@@ -107,7 +108,7 @@ public final class GrpcServer implements SmartLifecycle {
     }
 
     /**
-     * Stops taking calls now and drains on a thread of its own: Spring stops a phase's beans one
+     * Stops taking calls and drains on a thread of its own: Spring stops a phase's beans one
      * after the other, and a drain here would hold the web server's graceful shutdown (same
      * phase) back until it ended, so the two would take twice the phase's timeout.
      */
@@ -118,7 +119,6 @@ public final class GrpcServer implements SmartLifecycle {
             done.run();  // stopped, or a drain already under way answers for it
             return;
         }
-        s.shutdown();
         Thread drain = new Thread(() -> {
             try {
                 drain(s);
@@ -131,9 +131,6 @@ public final class GrpcServer implements SmartLifecycle {
     }
 
     private void drain(Server s) {
-        if (s == null) {
-            return;
-        }
         s.shutdown();
         try {
             // A little under the phase's timeout: cancelled calls end inside the phase Spring waits for.

@@ -79,18 +79,17 @@ final class UnreadableMessages implements ServerInterceptor {
             @Override
             public void onMessage(Q message) {
                 String reason = REASON.get();
+                REASON.remove();
                 if (refused) {
-                    REASON.remove();
                     return;
                 }
                 if (reason == null) {
                     super.onMessage(message);
                     return;
                 }
-                REASON.remove();
                 refused = true;
-                closing.closeOnce(Status.INVALID_ARGUMENT.withDescription("the " + call.getMethodDescriptor()
-                        .getBareMethodName() + " request is not a valid protobuf message: " + reason));
+                closing.close(Status.INVALID_ARGUMENT.withDescription("the " + call.getMethodDescriptor()
+                        .getBareMethodName() + " request is not a valid protobuf message: " + reason), new Metadata());
             }
 
             @Override
@@ -102,7 +101,7 @@ final class UnreadableMessages implements ServerInterceptor {
         };
     }
 
-    /** The call as its handlers see it, remembering whether one of them closed it already. */
+    /** The call as its handlers see it, closed once: a refusal here, or a handler's own close. */
     private static final class Closing<Q, R> extends ForwardingServerCall.SimpleForwardingServerCall<Q, R> {
         private boolean closed;
 
@@ -117,12 +116,6 @@ final class UnreadableMessages implements ServerInterceptor {
             }
             closed = true;
             super.close(status, trailers);
-        }
-
-        synchronized void closeOnce(Status status) {
-            if (!closed) {
-                close(status, new Metadata());
-            }
         }
     }
 }

@@ -5,8 +5,12 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -16,6 +20,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.stream.Stream;
 
 /**
@@ -39,6 +44,8 @@ public final class NativeRuntime {
      */
     static final String DELEGATES = "delegates.list";
     private static final String CUDART = "libcudart.so.13";
+    /** rwx------: where extracted libraries live, only their owner may read or change anything. */
+    private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rwx------");
     static final String BRIDGE = "libetserve_jni.so";
 
     /**
@@ -288,7 +295,7 @@ public final class NativeRuntime {
         try {
             for (Map.Entry<String, byte[]> f : files.entrySet()) {
                 Path p = dir.resolve(f.getKey());
-                if (!Files.isRegularFile(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                if (!Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)
                         || Files.size(p) != f.getValue().length
                         || !java.util.Arrays.equals(Files.readAllBytes(p), f.getValue())) {
                     return false;
@@ -307,12 +314,12 @@ public final class NativeRuntime {
      */
     static boolean onlyOursToChange(Path dir) {
         try {
-            var attributes = Files.readAttributes(dir, java.nio.file.attribute.PosixFileAttributes.class,
-                    java.nio.file.LinkOption.NOFOLLOW_LINKS);
+            var attributes = Files.readAttributes(dir, PosixFileAttributes.class,
+                    LinkOption.NOFOLLOW_LINKS);
             var permissions = attributes.permissions();
             return attributes.isDirectory()
-                    && !permissions.contains(java.nio.file.attribute.PosixFilePermission.GROUP_WRITE)
-                    && !permissions.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_WRITE)
+                    && !permissions.contains(PosixFilePermission.GROUP_WRITE)
+                    && !permissions.contains(PosixFilePermission.OTHERS_WRITE)
                     && ownedByThisUser(dir);
         } catch (UnsupportedOperationException e) {
             return true;
@@ -327,10 +334,10 @@ public final class NativeRuntime {
      */
     private static boolean madePrivate(Path dir) {
         try {
-            if (!Files.isDirectory(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS) || !ownedByThisUser(dir)) {
+            if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS) || !ownedByThisUser(dir)) {
                 return false;
             }
-            Files.setPosixFilePermissions(dir, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
+            Files.setPosixFilePermissions(dir, OWNER_ONLY);
             return onlyOursToChange(dir);
         } catch (IOException | UnsupportedOperationException e) {
             return false;
@@ -341,17 +348,16 @@ public final class NativeRuntime {
     private static boolean ownedByThisUser(Path dir) throws IOException {
         try {
             Object mine = Files.getAttribute(Path.of("/proc/self"), "unix:uid");
-            return mine.equals(Files.getAttribute(dir, "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS));
+            return mine.equals(Files.getAttribute(dir, "unix:uid", LinkOption.NOFOLLOW_LINKS));
         } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
-            return Files.getOwner(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS).getName()
+            return Files.getOwner(dir, LinkOption.NOFOLLOW_LINKS).getName()
                     .equals(System.getProperty("user.name"));
         }
     }
 
     private static Path createPrivateTempDirectory() throws IOException {
         try {
-            return Files.createTempDirectory("etserve-native-", java.nio.file.attribute.PosixFilePermissions
-                    .asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+            return Files.createTempDirectory("etserve-native-", PosixFilePermissions.asFileAttribute(OWNER_ONLY));
         } catch (UnsupportedOperationException e) {
             return Files.createTempDirectory("etserve-native-");
         }
@@ -363,8 +369,7 @@ public final class NativeRuntime {
             return;
         }
         try {
-            Files.createDirectories(base, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
-                    java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+            Files.createDirectories(base, PosixFilePermissions.asFileAttribute(OWNER_ONLY));
         } catch (UnsupportedOperationException e) {
             Files.createDirectories(base);
         }
