@@ -165,10 +165,11 @@ case "${1:-run}" in
       batching)
         { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt" ;;
       fault)
-        make_repo "$WORK/service-repo" 2
-        start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4
-        check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack | tee "$RESULTS/gpu-h200-fault.txt"
-        stop_service ;;
+        { make_repo "$WORK/service-repo" 2
+          start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4
+          check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack
+          stop_service
+          hung_work_fault "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-fault.txt" ;;
       benchmark) gpu_benchmark "$JAVA" "$CHECK_CP" | tee -a "$RESULTS/gpu-h200-benchmark.txt" ;;
       startup)
         make_repo "$WORK/service-repo" 4

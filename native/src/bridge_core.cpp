@@ -408,9 +408,9 @@ InstanceHandle::~InstanceHandle() {
   }
 }
 
-int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_slice_ns,
-                             AdaptiveWaitPolicy::Ended& ended) {
+int InstanceHandle::wait_for(void* stream, const StreamSelection& selection, AdaptiveWaitPolicy::Ended& ended) {
   auto* s = static_cast<cudaStream_t>(stream);
+  const CompletionWait how = selection.wait;
   if (how == CompletionWait::kSpin) return cudaStreamSynchronize(s);
 
   const unsigned int flags = cuda_min::kEventDisableTiming |
@@ -439,7 +439,7 @@ int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_sli
   if (how == CompletionWait::kBlocking) return cudaEventSynchronize(event);
 
   SystemClock clock;
-  wait_policy_.set_sleep_slice_ns(sleep_slice_ns);
+  wait_policy_.set_sleep_slice_ns(selection.sleep_slice_ns);
   const int r = wait_policy_.wait(
       [event]() {
         const int q = cudaEventQuery(event);
@@ -447,7 +447,17 @@ int InstanceHandle::wait_for(void* stream, CompletionWait how, int64_t sleep_sli
         if (q == cuda_min::kNotReady) return 0;
         return -q;  // a real error, e.g. a sticky illegal address
       },
-      clock);
+      clock, selection.timeout_ns);
+  if (r == AdaptiveWaitPolicy::kTimedOut) {
+    // The work is still queued or running: nothing here can stop it, and the stream, this
+    // instance's memory and the device stay busy with it. CUDA's own code for a kernel that ran
+    // too long marks the device faulted (sticky), so it serves no more calls and its health
+    // fails until a restart.
+    throw BridgeError("CudaError", cuda_min::kLaunchTimeout,
+                      "the GPU work of '" + method_ + "' did not complete within " +
+                          std::to_string(selection.timeout_ns / 1'000'000) +
+                          " ms (etserve.cuda.completion-timeout): the device is taken as hung");
+  }
   if (r < 0) return -r;
   ended = wait_policy_.last_ended();
   return 0;
@@ -620,7 +630,7 @@ AdaptiveWaitPolicy::Ended InstanceHandle::execute(const std::vector<InputView>& 
   unwinding.armed = false;
   auto ended = AdaptiveWaitPolicy::Ended::kNone;
   if (stream.mode == StreamMode::kCuda) {
-    const int rc = wait_for(handle, stream.wait, stream.sleep_slice_ns, ended);
+    const int rc = wait_for(handle, stream, ended);
     last_wait_end_ns_.store(SystemClock::monotonic_ns(), std::memory_order_relaxed);
     if (rc != 0) {
       throw BridgeError("CudaError", rc, std::string("waiting for the stream failed: ") +

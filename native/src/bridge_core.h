@@ -94,6 +94,7 @@ struct StreamSelection {
   int device = 0;
   CompletionWait wait = CompletionWait::kAdaptive;  // kCuda only
   int64_t sleep_slice_ns = 0;  // the adaptive wait's longest single sleep (0: one sleep)
+  int64_t timeout_ns = 0;      // the adaptive wait gives up after this (0: never)
 };
 
 class ProgramHandle {
@@ -247,7 +248,7 @@ class InstanceHandle {
 
   // Waits until the work queued on `stream` so far has completed; returns a cudaError_t and sets
   // `ended` to how an adaptive wait ended.
-  int wait_for(void* stream, CompletionWait how, int64_t sleep_slice_ns, AdaptiveWaitPolicy::Ended& ended);
+  int wait_for(void* stream, const StreamSelection& selection, AdaptiveWaitPolicy::Ended& ended);
 
   // The completion wait's event (created on first use, on the call's device) and what this
   // instance has learned about how long its GPU work takes.

@@ -6,7 +6,8 @@
 // instance's work is expected to take, then polls an event with a short bounded spin, then backs
 // off with growing sleeps so a long tail never burns a core. The expectation is learned per
 // instance (one Module = one model on one device) and probes downwards, so the sleep ends just
-// before the work does.
+// before the work does. A wait may have a deadline: work that never completes (a hung kernel)
+// must not hold its caller, its instance and the shutdown forever.
 #pragma once
 
 #include <sys/prctl.h>
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <limits>
 #include <cstdint>
 
 namespace etserve {
@@ -69,14 +71,19 @@ class AdaptiveWaitPolicy {
 
   // Sleeps shorter than this cost more (syscall, wake-up) than they save.
   static constexpr int64_t kMinSleepNs = 20'000;
+  // What wait() returns when the deadline passed before the work completed (query errors are
+  // negated CUDA codes, never this low).
+  static constexpr int kTimedOut = -(1 << 30);
+
   // Back-off sleeps once the spin is spent: 10 us doubling up to 0.5 ms.
   static constexpr int64_t kFirstBackoffNs = 10'000;
   static constexpr int64_t kMaxBackoffNs = 500'000;
 
   // query(): > 0 complete, 0 not yet, < 0 an error code to return as is.
-  // Returns 0 once complete, or the error.
+  // Returns 0 once complete, the error, or kTimedOut once timeout_ns (> 0) passed since the start
+  // without a completion (0: no deadline).
   template <typename Query>
-  int wait(Query&& query, Clock& clock);
+  int wait(Query&& query, Clock& clock, int64_t timeout_ns = 0);
 
   // How the last wait ended (kNone before the first).
   Ended last_ended() const { return last_ended_.load(std::memory_order_relaxed); }
@@ -126,8 +133,9 @@ class AdaptiveWaitPolicy {
 };
 
 template <typename Query>
-int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
+int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock, int64_t timeout_ns) {
   const int64_t start = clock.now_ns();
+  const int64_t give_up_at = timeout_ns > 0 ? start + timeout_ns : std::numeric_limits<int64_t>::max();
   int r = query();
   if (r < 0) return r;
   if (r > 0) {
@@ -142,7 +150,9 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
   }
   const int64_t margin = margin_for(estimate_ns_);
   // Wake-ups come late (timer slack, idle states, scheduling): ask for that much less.
-  const int64_t sleep_for = estimate_ns_ - margin - late_ns_ - (clock.now_ns() - start);
+  // Never past the deadline: an expectation learned from long work must not outlast it.
+  const int64_t sleep_for = std::min(estimate_ns_ - margin - late_ns_ - (clock.now_ns() - start),
+                                     give_up_at - clock.now_ns());
   if (sleep_for >= kMinSleepNs) {
     const int64_t wake_at = clock.now_ns() + sleep_for;
     int64_t slices = 0;
@@ -187,6 +197,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
       learn_exact(now - start);
       return 0;
     }
+    if (now >= give_up_at) return kTimedOut;
     if (now >= spin_until) break;
   }
   // A long tail (or nothing learned yet): sleep in growing steps, poll after each. The steps
@@ -196,7 +207,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
       estimate_ns_ == 0 ? kMaxBackoffNs : std::clamp<int64_t>(estimate_ns_ / 16, kFirstBackoffNs, kMaxBackoffNs);
   int64_t step = kFirstBackoffNs;
   while (true) {
-    clock.sleep_ns(step);
+    clock.sleep_ns(std::max<int64_t>(0, std::min(step, give_up_at - clock.now_ns())));
     r = query();
     if (r < 0) return r;
     if (r > 0) {
@@ -204,6 +215,7 @@ int AdaptiveWaitPolicy::wait(Query&& query, Clock& clock) {
       learn_upper_bound(clock.now_ns() - start, step);
       return 0;
     }
+    if (clock.now_ns() >= give_up_at) return kTimedOut;
     step = std::min(step * 2, max_step);
   }
 }

@@ -208,7 +208,7 @@ void encode(std::vector<int64_t>& out, const std::vector<etserve::TensorSpec>& s
 struct JavaTypes {
   // ExecutionCall
   jfieldID call_inputs, call_input_count, call_buffers, call_stream_mode, call_stream, call_device,
-      call_completion_wait, call_sleep_slice_micros, call_wait_ended;
+      call_completion_wait, call_sleep_slice_micros, call_wait_timeout_millis, call_wait_ended;
   // ExecutionInput
   jfieldID input_data, input_scalar_type, input_shape;
   jmethodID allocate;  // OutputBuffers.allocate(int, long)
@@ -254,6 +254,7 @@ JavaTypes look_up_java_types(JNIEnv* env) {
   t.call_device = field(env, call, "device", "I");
   t.call_completion_wait = field(env, call, "completionWait", "I");
   t.call_sleep_slice_micros = field(env, call, "sleepSliceMicros", "I");
+  t.call_wait_timeout_millis = field(env, call, "waitTimeoutMillis", "I");
   t.call_wait_ended = field(env, call, "waitEnded", "I");
   env->DeleteLocalRef(call);
   jclass input = find_class(env, "io/etserve/runtime/ExecutionInput");
@@ -329,6 +330,7 @@ etserve::StreamSelection read_stream(JNIEnv* env, const JavaTypes& t, jobject ca
   selection.handle = static_cast<uintptr_t>(env->GetLongField(call, t.call_stream));
   selection.device = env->GetIntField(call, t.call_device);
   selection.sleep_slice_ns = static_cast<int64_t>(env->GetIntField(call, t.call_sleep_slice_micros)) * 1000;
+  selection.timeout_ns = static_cast<int64_t>(env->GetIntField(call, t.call_wait_timeout_millis)) * 1'000'000;
   return selection;
 }
 

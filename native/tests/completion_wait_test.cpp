@@ -246,4 +246,47 @@ TEST(AdaptiveWait, ShorterWorkIsTrackedWithinAFewCalls) {
   EXPECT_LE(c.overhead, 30'000);
 }
 
+TEST(AdaptiveWait, WorkThatNeverCompletesEndsTheWaitAtItsDeadline) {
+  // A hung kernel: nothing learned yet, so the wait backs off; it gives up once the deadline
+  // passed, within one back-off step and a wake-up, and no sleep reaches past the deadline.
+  AdaptiveWaitPolicy policy;
+  FakeClock clock;
+  clock.wake_delay = 3'000;
+  clock.now = 1'000'000;
+  FakeGpu gpu{clock, INT64_MAX};
+  const int64_t start = clock.now;
+  const int64_t timeout = 20'000'000;
+  EXPECT_EQ(policy.wait(gpu, clock, timeout), AdaptiveWaitPolicy::kTimedOut);
+  EXPECT_GE(clock.now - start, timeout);
+  EXPECT_LE(clock.now - start, timeout + clock.wake_delay + gpu.cost);
+  EXPECT_LT(gpu.spun, 1'000'000) << "giving up must not spin";
+}
+
+TEST(AdaptiveWait, ALearnedLongExpectationDoesNotSleepPastTheDeadline) {
+  // A model whose calls take 50 ms: a 10 ms deadline is honoured by the first sleep already.
+  AdaptiveWaitPolicy policy;
+  for (int i = 0; i < 50; ++i) run_once(policy, 50'000'000);
+  FakeClock clock;
+  clock.wake_delay = 3'000;
+  FakeGpu gpu{clock, INT64_MAX};
+  EXPECT_EQ(policy.wait(gpu, clock, 10'000'000), AdaptiveWaitPolicy::kTimedOut);
+  ASSERT_FALSE(clock.sleeps.empty());
+  EXPECT_LE(clock.sleeps.front(), 10'000'000);
+  EXPECT_LE(clock.now, 10'000'000 + 2 * clock.wake_delay + 2 * gpu.cost);
+}
+
+TEST(AdaptiveWait, WorkWithinTheDeadlineIsWaitedForAsWithout) {
+  AdaptiveWaitPolicy limited;
+  AdaptiveWaitPolicy unlimited;
+  for (int i = 0; i < 100; ++i) {
+    FakeClock a, b;
+    a.wake_delay = b.wake_delay = 3'000;
+    FakeGpu ga{a, 2'000'000}, gb{b, 2'000'000};
+    ASSERT_EQ(limited.wait(ga, a, 3'000'000), 0);
+    ASSERT_EQ(unlimited.wait(gb, b), 0);
+    ASSERT_EQ(a.now, b.now) << "call " << i;
+  }
+  EXPECT_EQ(limited.estimate_ns(), unlimited.estimate_ns());
+}
+
 }  // namespace

@@ -205,6 +205,22 @@ jvm_options_bench() {
   end_table "$out" $st
 }
 
+# GPU work that never completes in time: a 20 s kernel against a 500 ms completion timeout. The
+# call must fail within 2 s and the device count as hung (the sticky fault's checks), and SIGTERM
+# must not wait for the kernel: the process is gone well before it ends. Rows on stdout.
+hung_work_fault() {
+  local repo="$1" st=0 t0 ms
+  make_repo "$repo" 2
+  start_service "$repo" --etserve.cuda.streams-per-device=4 --etserve.cuda.completion-timeout=500ms
+  check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack fault-spin=20000000 within-ms=2000 || st=1
+  t0=$(date +%s%N)
+  stop_service
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  (( ms < 15000 )) || st=1
+  echo "| hung GPU work, then SIGTERM | exited after $ms ms (the kernel had ~18 s left) | $( ((st == 0)) && echo ok || echo FAILED) |"
+  return $st
+}
+
 # The current application jar against a baseline on one host, interleaved (hosts of one kind
 # differ by more than most changes do): for ETSERVE_AB_ROUNDS rounds (default 3), each side in
 # turn serves the REST rows the issue's CPU goals are about: a 2 ms kernel at K = 4, then no GPU
@@ -395,6 +411,7 @@ service() {
   echo "| K=4 (fault) | 4 | adaptive | $READY_MS | $STARTUP_CPU |" >> "$out"
   rows+=("$(check fault port=$PORT mgmt=$MGMT model=probe-fault cpu-model=demo-xnnpack)") || status=1
   stop_service
+  rows+=("$(hung_work_fault "$repo")") || status=1
   {
     echo
     echo "Checks (health, handshake over REST and gRPC, sticky fault, SIGTERM):"

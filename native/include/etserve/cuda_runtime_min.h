@@ -29,6 +29,7 @@ etserve_cuda_error_t cudaFreeHost(void* ptr);
 
 namespace etserve::cuda_min {
 constexpr etserve_cuda_error_t kNotReady = 600;                // cudaErrorNotReady
+constexpr etserve_cuda_error_t kLaunchTimeout = 702;           // cudaErrorLaunchTimeout (sticky)
 constexpr unsigned int kEventBlockingSync = 0x01;              // cudaEventBlockingSync
 constexpr unsigned int kEventDisableTiming = 0x02;             // cudaEventDisableTiming
 constexpr unsigned int kHostAllocPortable = 0x01;              // cudaHostAllocPortable

@@ -37,6 +37,7 @@ import java.util.regex.Pattern;
  * GpuServiceCheck batching   port=8080 mgmt=8081 model=probe-batched rows=1 spin=2000 clients=16 seconds=4 pid=1234
  * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
  *                            [gpu-model=cuda-resnet18 gpu-reference=.../reference.json] (refused after the fault too)
+ *                            [fault-spin=3000000 within-ms=2000] (GPU work past etserve.cuda.completion-timeout instead)
  * GpuServiceCheck sigterm    port=8080 model=probe pid=1234 calls=4 spin=800000
  * GpuServiceCheck first      port=8080 model=probe spin=2000 label="no warm-up"
  * </pre>
@@ -387,13 +388,23 @@ public final class GpuServiceCheck {
         return new Measured(clients, spin, all, elapsed, cpu, failed.get(), counted);
     }
 
-    /** A sticky CUDA fault through REST: both health surfaces 503 and agree, the CPU model still serves. */
+    /**
+     * A sticky CUDA fault through REST: both health surfaces 503 and agree, the CPU model still
+     * serves. The fault is an illegal address, or with {@code fault-spin=US} GPU work that long,
+     * past the service's completion timeout: the call must end by {@code within-ms} (before the
+     * work does) and the device count as hung.
+     */
     static boolean fault(Map<String, String> a) throws Exception {
         int port = port(a, "port");
         int mgmt = port(a, "mgmt");
+        float faultSpin = Float.parseFloat(a.getOrDefault("fault-spin", "-1"));
+        long withinMillis = Long.parseLong(a.getOrDefault("within-ms", "60000"));
         int faultStatus;
+        long faultMillis;
         try (LoopbackHttpConnection c = new LoopbackHttpConnection(port, 60_000)) {
-            faultStatus = c.exchange(probeRequest(a.get("model"), -1f)).status();
+            long t0 = System.nanoTime();
+            faultStatus = c.exchange(probeRequest(a.get("model"), faultSpin)).status();
+            faultMillis = (System.nanoTime() - t0) / 1_000_000;
         }
         int gpuAfter;
         try (LoopbackHttpConnection c = new LoopbackHttpConnection(port, 60_000)) {
@@ -421,10 +432,11 @@ public final class GpuServiceCheck {
         int actuatorLive = status(mgmt, "/actuator/health/liveness");
         int ready = status(port, "/v2/health/ready");
         int actuatorReady = status(mgmt, "/actuator/health/readiness");
-        boolean ok = faultStatus == 500 && gpuAfter == 503 && otherGpuAfter == 503 && cpuAfter == 200 && live == 503
-                && actuatorLive == 503 && ready == 503 && actuatorReady == 503;
-        System.out.printf("| sticky fault | faulting call %d | GPU model after %d%s | CPU model after %d | live v2/actuator %d/%d "
-                + "| ready v2/actuator %d/%d | %s |%n", faultStatus, gpuAfter,
+        boolean ok = faultStatus == 500 && faultMillis <= withinMillis && gpuAfter == 503 && otherGpuAfter == 503
+                && cpuAfter == 200 && live == 503 && actuatorLive == 503 && ready == 503 && actuatorReady == 503;
+        System.out.printf("| %s | faulting call %d after %d ms | GPU model after %d%s | CPU model after %d "
+                + "| live v2/actuator %d/%d | ready v2/actuator %d/%d | %s |%n",
+                faultSpin < 0 ? "sticky fault" : "hung GPU work (" + (long) faultSpin + " us)", faultStatus, faultMillis, gpuAfter,
                 a.containsKey("gpu-model") ? ", " + a.get("gpu-model") + " after " + otherGpuAfter : "", cpuAfter, live,
                 actuatorLive, ready, actuatorReady, ok ? "ok" : "FAILED");
         return ok;

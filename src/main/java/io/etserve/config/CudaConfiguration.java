@@ -84,7 +84,7 @@ class CudaConfiguration {
             if (!cuda.available()) {
                 return StreamPools.none(cuda.unavailableReason().orElse("CUDA unavailable"));
             }
-            factory = new CudaStreamFactory(cuda, c.completionWait(), c.sleepSlice());
+            factory = new CudaStreamFactory(cuda, c.completionWait(), c.sleepSlice(), c.completionTimeout());
         }
         List<Integer> visible = factory.devices();
         List<Integer> devices = c.devices().isEmpty() ? visible : c.devices();

@@ -101,6 +101,10 @@ public record EtServeProperties(
      *     state) and comes back with cold caches, which the work after the wait pays for; slices
      *     short enough that the host keeps the core trade CPU for that latency; a bare number is
      *     microseconds
+     * @param completionTimeout how long the adaptive wait waits for a call's GPU work; past it the
+     *     call fails and its device is taken as hung (faulted, as after a sticky CUDA error: its
+     *     models answer 503 and liveness fails once no device serves), since nothing can stop
+     *     the work and its stream stays busy. {@code 0}: wait forever
      * @param earlyStart start CUDA (driver, primary contexts), then probe TensorRT, on their own
      *     thread while the context is built (read by {@link CudaEarlyStart} before binding)
      * @param deviceSchedule how a thread waits inside a synchronous CUDA call a delegate makes:
@@ -117,6 +121,7 @@ public record EtServeProperties(
             @DefaultValue({"TensorRTBackend", "CudaBackend"}) List<String> gpuBackends,
             @DefaultValue("adaptive") StreamSelection.CompletionWait completionWait,
             @DefaultValue("0") @DurationUnit(ChronoUnit.MICROS) Duration sleepSlice,
+            @DefaultValue("60s") Duration completionTimeout,
             @DefaultValue("true") boolean earlyStart,
             @DefaultValue("auto") DeviceSchedule deviceSchedule) {
 
@@ -127,6 +132,11 @@ public record EtServeProperties(
                 StreamSelection.sleepSliceMicros(sleepSlice);
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("etserve.cuda.sleep-slice: " + e.getMessage());
+            }
+            try {
+                StreamSelection.waitTimeoutMillis(completionTimeout);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("etserve.cuda.completion-timeout: " + e.getMessage());
             }
         }
     }

@@ -12,20 +12,31 @@ public final class CudaStreamFactory implements StreamFactory {
     private final CudaRuntime runtime;
     private final StreamSelection.CompletionWait completionWait;
     private final int sleepSliceMicros;
+    private final int waitTimeoutMillis;
 
     public CudaStreamFactory(CudaRuntime runtime, StreamSelection.CompletionWait completionWait) {
         this(runtime, completionWait, Duration.ZERO);
     }
 
-    /** @param sleepSlice the adaptive wait's longest single sleep (zero: one sleep), whole microseconds */
     public CudaStreamFactory(CudaRuntime runtime, StreamSelection.CompletionWait completionWait,
             Duration sleepSlice) {
+        this(runtime, completionWait, sleepSlice, Duration.ZERO);
+    }
+
+    /**
+     * @param sleepSlice the adaptive wait's longest single sleep (zero: one sleep), whole microseconds
+     * @param waitTimeout how long the adaptive wait waits for a call's GPU work before the device
+     *     is taken as hung (zero: no limit), whole milliseconds
+     */
+    public CudaStreamFactory(CudaRuntime runtime, StreamSelection.CompletionWait completionWait,
+            Duration sleepSlice, Duration waitTimeout) {
         if (!runtime.available()) {
             throw new IllegalArgumentException("CUDA unavailable: " + runtime.unavailableReason().orElse("?"));
         }
         this.runtime = runtime;
         this.completionWait = completionWait;
         this.sleepSliceMicros = StreamSelection.sleepSliceMicros(sleepSlice);
+        this.waitTimeoutMillis = StreamSelection.waitTimeoutMillis(waitTimeout);
     }
 
     private record CudaStream(int device, CUstream_st stream) implements ComputeStream {
@@ -75,5 +86,10 @@ public final class CudaStreamFactory implements StreamFactory {
     @Override
     public int sleepSliceMicros() {
         return sleepSliceMicros;
+    }
+
+    @Override
+    public int waitTimeoutMillis() {
+        return waitTimeoutMillis;
     }
 }

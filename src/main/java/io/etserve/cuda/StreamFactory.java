@@ -32,4 +32,9 @@ public interface StreamFactory {
     default int sleepSliceMicros() {
         return 0;
     }
+
+    /** How long the adaptive wait waits for a call's GPU work, in milliseconds (0: no limit). */
+    default int waitTimeoutMillis() {
+        return 0;
+    }
 }

@@ -36,7 +36,7 @@ public final class StreamLease implements AutoCloseable {
     public StreamSelection selection() {
         return switch (pool.selectionMode()) {
             case CUDA -> StreamSelection.cuda(stream.handle(), stream.device(), pool.completionWait(),
-                    pool.sleepSliceMicros());
+                    pool.sleepSliceMicros(), pool.waitTimeoutMillis());
             case SELECT_ONLY -> StreamSelection.selectOnly(stream.handle());
             case NONE -> StreamSelection.none();
         };

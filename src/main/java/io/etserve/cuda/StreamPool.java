@@ -82,6 +82,10 @@ public final class StreamPool implements AutoCloseable {
         return factory.sleepSliceMicros();
     }
 
+    public int waitTimeoutMillis() {
+        return factory.waitTimeoutMillis();
+    }
+
     /** Stops this device's pool from leasing (a sticky fault of its context), keeping the first reason. */
     public void markFaulted(String reason) {
         fault.compareAndSet(null, reason);
@@ -116,7 +120,11 @@ public final class StreamPool implements AutoCloseable {
     void release(StreamLease lease) {
         try {
             // Work queued by the forward call must be complete before anyone else sees the stream.
-            factory.synchronize(lease.stream());
+            // A faulted pool leases no more, and its streams may hold work that never completes (a
+            // call that gave up waiting): synchronizing would hang the caller.
+            if (fault.get() == null) {
+                factory.synchronize(lease.stream());
+            }
         } catch (RuntimeException e) {
             fault.compareAndSet(null, "stream " + lease.slot() + " of device " + device + ": " + e.getMessage());
             throw e;
@@ -147,9 +155,10 @@ public final class StreamPool implements AutoCloseable {
                 break;
             }
         }
-        if (idle.freeCount() < streams.size()) {
-            // Destroying a stream with work on it would free memory under running kernels:
-            // leak the streams rather than risk it; the process is going away anyway.
+        if (idle.freeCount() < streams.size() || fault.get() != null) {
+            // Destroying a stream with work on it would free memory under running kernels (on a
+            // faulted device, work may never complete): leak the streams rather than risk it; the
+            // process is going away anyway.
             return;
         }
         for (ComputeStream s : streams) {

@@ -108,8 +108,16 @@ public final class GpuInstancePool implements InstancePool {
         return streams.fault().map(f -> "device " + streams.device() + " is faulted: " + f);
     }
 
+    /**
+     * Frees the instances, except on a faulted device: freeing device memory waits for the
+     * device's work, which there may never complete (a call that gave up waiting for it), and the
+     * process is restarted anyway.
+     */
     @Override
     public void close() {
+        if (unavailableReason().isPresent()) {
+            return;
+        }
         instances.forEach(ProgramInstance::close);
     }
 }

@@ -24,6 +24,7 @@ final class ExecutionCall {
     int device;
     int completionWait;
     int sleepSliceMicros;
+    int waitTimeoutMillis;
 
     /** Written by the bridge when the call succeeds: a {@link CompletionWaits.Ended} ordinal. */
     int waitEnded;
@@ -47,6 +48,7 @@ final class ExecutionCall {
         device = selection.device();
         completionWait = selection.completionWait().ordinal();
         sleepSliceMicros = selection.sleepSliceMicros();
+        waitTimeoutMillis = selection.waitTimeoutMillis();
         waitEnded = CompletionWaits.Ended.NONE.ordinal();
     }
 

@@ -7,7 +7,8 @@ import java.util.OptionalInt;
  * {@code CallerStreamGuard} for the handle, runs the method, and (for {@link Mode#CUDA})
  * waits for the stream, all inside one native call.
  */
-public record StreamSelection(Mode mode, long handle, int device, CompletionWait completionWait, int sleepSliceMicros) {
+public record StreamSelection(Mode mode, long handle, int device, CompletionWait completionWait, int sleepSliceMicros,
+        int waitTimeoutMillis) {
 
     /** The longest sleep slice accepted (65 ms; a slice is meant to be tens of microseconds). */
     public static final int MAX_SLEEP_SLICE_MICROS = 0xffff;
@@ -16,6 +17,9 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
         if (sleepSliceMicros < 0 || sleepSliceMicros > MAX_SLEEP_SLICE_MICROS) {
             throw new IllegalArgumentException("a sleep slice must be 0 to " + MAX_SLEEP_SLICE_MICROS + "us, got "
                     + sleepSliceMicros + "us");
+        }
+        if (waitTimeoutMillis < 0) {
+            throw new IllegalArgumentException("a completion timeout cannot be negative, got " + waitTimeoutMillis + "ms");
         }
     }
 
@@ -26,6 +30,19 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
             throw new IllegalArgumentException("a sleep slice must be 0 to " + MAX_SLEEP_SLICE_MICROS + "us, got " + slice);
         }
         return (int) micros;
+    }
+
+    /**
+     * A configured completion timeout in whole milliseconds (0: none), refused when negative or
+     * past {@link Integer#MAX_VALUE} ms; a fraction of a millisecond counts as a whole one.
+     */
+    public static int waitTimeoutMillis(java.time.Duration timeout) {
+        if (timeout.isNegative() || timeout.compareTo(java.time.Duration.ofMillis(Integer.MAX_VALUE)) > 0) {
+            throw new IllegalArgumentException("a completion timeout must be 0 to " + Integer.MAX_VALUE + "ms, got "
+                    + timeout);
+        }
+        long millis = timeout.toMillis();
+        return (int) (timeout.equals(java.time.Duration.ofMillis(millis)) ? millis : millis + 1);
     }
 
     /** Order matters: the ordinal travels to the bridge (ExecutionCall). */
@@ -51,7 +68,7 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
         BLOCKING
     }
 
-    private static final StreamSelection NONE = new StreamSelection(Mode.NONE, 0, 0, CompletionWait.ADAPTIVE, 0);
+    private static final StreamSelection NONE = new StreamSelection(Mode.NONE, 0, 0, CompletionWait.ADAPTIVE, 0, 0);
 
     /** The device a call with this selection runs on (its stream's), or empty for a call without one. */
     public OptionalInt onDevice() {
@@ -63,7 +80,7 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
     }
 
     public static StreamSelection selectOnly(long handle) {
-        return new StreamSelection(Mode.SELECT_ONLY, handle, 0, CompletionWait.ADAPTIVE, 0);
+        return new StreamSelection(Mode.SELECT_ONLY, handle, 0, CompletionWait.ADAPTIVE, 0, 0);
     }
 
     public static StreamSelection cuda(long handle, int device) {
@@ -79,6 +96,15 @@ public record StreamSelection(Mode mode, long handle, int device, CompletionWait
      *     expected time); see {@code etserve.cuda.sleep-slice}
      */
     public static StreamSelection cuda(long handle, int device, CompletionWait wait, int sleepSliceMicros) {
-        return new StreamSelection(Mode.CUDA, handle, device, wait, sleepSliceMicros);
+        return cuda(handle, device, wait, sleepSliceMicros, 0);
+    }
+
+    /**
+     * @param waitTimeoutMillis how long the adaptive wait waits for the call's GPU work before the
+     *     call fails and the device is taken as hung (0: no limit); see {@code etserve.cuda.completion-timeout}
+     */
+    public static StreamSelection cuda(long handle, int device, CompletionWait wait, int sleepSliceMicros,
+            int waitTimeoutMillis) {
+        return new StreamSelection(Mode.CUDA, handle, device, wait, sleepSliceMicros, waitTimeoutMillis);
     }
 }

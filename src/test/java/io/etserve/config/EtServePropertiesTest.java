@@ -95,6 +95,14 @@ class EtServePropertiesTest {
     }
 
     @Test
+    void theCompletionTimeoutDefaultsToAMinuteAndZeroMeansNone() {
+        assertThat(bind(Map.of()).cuda().completionTimeout()).isEqualTo(Duration.ofSeconds(60));
+        assertThat(bind(Map.of("etserve.cuda.completion-timeout", "0")).cuda().completionTimeout()).isZero();
+        assertThatThrownBy(() -> bind(Map.of("etserve.cuda.completion-timeout", "-1s")))
+                .hasRootCauseMessage("etserve.cuda.completion-timeout: a completion timeout must be 0 to 2147483647ms, got PT-1S");
+    }
+
+    @Test
     void theQueuePolicyBindsAsWrittenAndDefaultsToAdaptiveLifo() {
         assertThat(bind(Map.of()).inference().queuePolicy().policy()).isEqualTo(QueuePolicy.DEFAULT);
         QueuePolicy fifo = bind(Map.of("etserve.inference.queue-policy.order", "fifo",

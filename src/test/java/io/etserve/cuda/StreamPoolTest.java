@@ -157,4 +157,18 @@ class StreamPoolTest {
         assertThat(new CudaException("x", 700, "cudaErrorIllegalAddress", "").sticky()).isTrue();
         assertThat(new CudaException("x", 2, "cudaErrorMemoryAllocation", "").sticky()).isFalse();
     }
+
+    @Test
+    void aFaultedPoolNeitherWaitsForNorDestroysItsStreams() throws Exception {
+        // A stream whose work never completes (a call gave up waiting) would hang its synchronize.
+        OpaqueStreamFactory factory = new OpaqueStreamFactory(List.of(0));
+        StreamPool pool = new StreamPool(0, 2, 0, factory, n -> {});
+        StreamLease hung = pool.lease(Duration.ofSeconds(1));
+        pool.markFaulted("the GPU work did not complete within 500 ms");
+        hung.close();
+        assertThat(factory.synchronizedHandles).isEmpty();
+        assertThat(pool.idleCount()).as("its slot is back, though never leased again").isEqualTo(2);
+        pool.close(Duration.ofSeconds(1));
+        assertThat(factory.destroyed).isEmpty();
+    }
 }

@@ -108,6 +108,25 @@ class GpuInstancePoolTest {
     }
 
     @Test
+    void closingOnAFaultedDeviceLeavesTheInstancesToTheProcessExit() throws Exception {
+        // Freeing a Module frees device memory, which waits for the device's work: on a device
+        // taken as hung that work may never end.
+        StreamPool streams = new StreamPool(0, 2, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
+        List<ProgramInstance> held = newInstances(1);
+        GpuInstancePool pool = new GpuInstancePool(streams, held);
+        streams.markFaulted("the GPU work did not complete within 500 ms");
+        pool.close();
+        assertThat(held.get(0).stats()).as("not freed").isNotNull();
+
+        StreamPool healthy = new StreamPool(0, 2, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
+        List<ProgramInstance> freed = newInstances(1);
+        new GpuInstancePool(healthy, freed).close();
+        assertThatThrownBy(() -> freed.get(0).stats()).isInstanceOf(ProgramInstance.InstanceClosedException.class);
+        streams.close();
+        healthy.close();
+    }
+
+    @Test
     void severalDevicesAskedWithoutATimeoutNeverWaitForTheLastOne() throws Exception {
         StreamPool zero = new StreamPool(0, 1, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
         StreamPool one = new StreamPool(1, 1, 0, new OpaqueStreamFactory(List.of(1)), n -> {});

@@ -1,7 +1,9 @@
 package io.etserve.gpu;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.etserve.cuda.CudaException;
 import io.etserve.cuda.CudaRuntime;
 import io.etserve.cuda.CudaStreamFactory;
 import io.etserve.cuda.StreamLease;
@@ -12,6 +14,7 @@ import io.etserve.health.CallerStreamCheck;
 import io.etserve.health.CudaFaultMonitor;
 import io.etserve.health.CudaHealthIndicator;
 import io.etserve.runtime.CompletionWaits;
+import io.etserve.runtime.ExecuTorchException;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.ProgramInstance;
 import io.etserve.runtime.StreamSelection;
@@ -134,6 +137,29 @@ class GpuStreamsTest {
             }
             spin.close(Duration.ofSeconds(5));
         }
+    }
+
+    @Test
+    void aCallWhoseGpuWorkOutlastsTheCompletionTimeoutFailsAsAHungDevice() throws Exception {
+        StreamPool pool = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE,
+                Duration.ZERO, Duration.ofMillis(200)), n -> {});
+        try (Program program = Program.load(GpuFixtures.PROBE_MODEL, Program.Verification.INTERNAL_CONSISTENCY);
+                ProgramInstance probe = program.newInstance("forward")) {
+            try (StreamLease lease = pool.lease(Duration.ofSeconds(1))) {
+                assertThat(GpuFixtures.probe(probe, lease.selection(), 1000f)[2]).as("work within the limit").isEqualTo(1);
+                long t0 = System.nanoTime();
+                assertThatThrownBy(() -> GpuFixtures.probe(probe, lease.selection(), 2_000_000f))
+                        .isInstanceOfSatisfying(ExecuTorchException.class, e -> {
+                            assertThat(e.isCudaError()).isTrue();
+                            assertThat(CudaException.isStickyCode(e.errorCode())).as(e.getMessage()).isTrue();
+                            assertThat(e.getMessage()).contains("did not complete within 200 ms");
+                        });
+                long millis = (System.nanoTime() - t0) / 1_000_000;
+                assertThat(millis).as("gave up at the limit, not when the 2 s of work ended").isBetween(150L, 1_000L);
+            } // giving the stream back to this (unfaulted) pool waits for the kernel's end
+            assertThat(GpuFixtures.probe(probe, StreamSelection.none(), 0f)[0]).as("the instance serves on").isZero();
+        }
+        pool.close(Duration.ofSeconds(5));
     }
 
     @Test

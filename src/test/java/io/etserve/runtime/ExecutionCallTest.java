@@ -18,7 +18,7 @@ class ExecutionCallTest {
     @Test
     void theStreamOptionsTravelAsTheBridgesEnumCodes() {
         ExecutionCall call = new ExecutionCall();
-        call.start(List.of(), StreamSelection.cuda(0x7f00, 3, StreamSelection.CompletionWait.BLOCKING, 50),
+        call.start(List.of(), StreamSelection.cuda(0x7f00, 3, StreamSelection.CompletionWait.BLOCKING, 50, 60_000),
                 OutputBuffers.ALLOCATE);
         // The bridge's StreamMode (kNone 0, kSelectOnly 1, kCuda 2) and CompletionWait (kAdaptive 0,
         // kSpin 1, kBlocking 2): native/src/bridge_core.h and completion_wait.h.
@@ -27,6 +27,7 @@ class ExecutionCallTest {
         assertThat(call.stream).isEqualTo(0x7f00);
         assertThat(call.device).isEqualTo(3);
         assertThat(call.sleepSliceMicros).isEqualTo(50);
+        assertThat(call.waitTimeoutMillis).isEqualTo(60_000);
 
         call.start(List.of(), StreamSelection.selectOnly(9), OutputBuffers.ALLOCATE);
         assertThat(call.streamMode).isEqualTo(1);
@@ -34,6 +35,7 @@ class ExecutionCallTest {
         assertThat(call.stream).isEqualTo(9);
         call.start(List.of(), StreamSelection.cuda(1, 0, StreamSelection.CompletionWait.SPIN), OutputBuffers.ALLOCATE);
         assertThat(call.completionWait).isEqualTo(1);
+        assertThat(call.waitTimeoutMillis).as("no limit unless configured").isZero();
         call.start(List.of(), StreamSelection.none(), OutputBuffers.ALLOCATE);
         assertThat(call.streamMode).isZero();
     }
