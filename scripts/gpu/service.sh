@@ -230,7 +230,9 @@ hung_work_fault() {
 # bundle's lib/), or unset: the current jar on both sides. ETSERVE_AB_BASELINE_ARGS and
 # ETSERVE_AB_CURRENT_ARGS: service arguments of each side (two settings of one jar compared).
 # ETSERVE_ASYNC_PROFILER=/path/libasyncProfiler.so: then one more start of the current side, its
-# K = 4 row CPU-profiled per thread into $RESULTS/ab-k4-cpu.collapsed. Into $RESULTS/gpu-h200-ab.txt.
+# K = 4 row CPU-profiled per thread into $RESULTS/ab-k4-cpu.collapsed, from the start on (the
+# measured part outweighs the start and warm-up with ETSERVE_AB_PROFILE_SECONDS, default 6, at 30).
+# Into $RESULTS/gpu-h200-ab.txt.
 ab_bench() {
   local base="${ETSERVE_BASELINE_JAR:-$JAR}" out="$RESULTS/gpu-h200-ab.txt" st=0
   local current="$JAR" round which jar args
@@ -270,7 +272,8 @@ ab_bench() {
     # shellcheck disable=SC2086
     JAVA_EXTRA="-agentpath:$ETSERVE_ASYNC_PROFILER=start,event=cpu,interval=100us,threads,file=$RESULTS/ab-k4-cpu.collapsed,collapsed" \
       start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4 ${ETSERVE_AB_CURRENT_ARGS:-}
-    check throughput port=$PORT model=probe spin=2000 clients=4 seconds=6 pid=$SERVICE_PID label="(profiled) current K=4" >> "$out" || st=1
+    check throughput port=$PORT model=probe spin=2000 clients=4 seconds="${ETSERVE_AB_PROFILE_SECONDS:-6}" pid=$SERVICE_PID \
+      label="(profiled) current K=4" >> "$out" || st=1
     stop_service
   fi
   end_table "$out" $st

@@ -112,43 +112,22 @@ final class Forward {
         private List<ExecutionOutput> execute(List<ExecutionInput> inputs, OutputBuffers outputs) {
             OptionalInt device = slot.selection().onDevice();
             long executing = System.nanoTime();
-            List<ExecutionOutput> outs;
-            try {
-                outs = slot.instance().execute(inputs, slot.selection(), outputs);
+            try (slot) {
+                List<ExecutionOutput> outs = slot.instance().execute(inputs, slot.selection(), outputs);
+                admitted.succeeded(System.nanoTime() - executing);
+                CompletionWaits.Ended waited = slot.instance().lastAdaptiveWait();
+                if (waited != CompletionWaits.Ended.NONE) {
+                    observer.completionWait(model.name(), model.version(), waited);
+                }
+                return outs;
             } catch (RuntimeException e) {
-                // Reported before the slot goes back: a sticky fault (GPU work that never completed
-                // among them) stops the device's streams first, so giving the stream back does not
-                // wait on that work.
-                failed(e, device, executing);
-                try {
-                    slot.close();
-                } catch (RuntimeException release) {
-                    e.addSuppressed(release);
+                if (InferenceException.of(e, model.name()) instanceof InferenceFailedException failed) {
+                    admitted.failed(System.nanoTime() - executing, failed);
+                    faults.onRuntimeFailure(device, e);
+                } else {
+                    admitted.ignored();
                 }
                 throw e;
-            }
-            long took = System.nanoTime() - executing;
-            CompletionWaits.Ended waited = slot.instance().lastAdaptiveWait();  // before another call can run on it
-            try {
-                slot.close();  // giving the stream back synchronizes it, which may find a fault
-            } catch (RuntimeException e) {
-                failed(e, device, executing);
-                throw e;
-            }
-            admitted.succeeded(took);
-            if (waited != CompletionWaits.Ended.NONE) {
-                observer.completionWait(model.name(), model.version(), waited);
-            }
-            return outs;
-        }
-
-        /** The breaker learns a runtime failure, and the fault listener sees it; anything else says nothing of the model. */
-        private void failed(RuntimeException e, OptionalInt device, long executing) {
-            if (InferenceException.of(e, model.name()) instanceof InferenceFailedException failed) {
-                admitted.failed(System.nanoTime() - executing, failed);
-                faults.onRuntimeFailure(device, e);
-            } else {
-                admitted.ignored();
             }
         }
 

@@ -77,6 +77,12 @@ public final class GpuInstancePool implements InstancePool {
         }
         return new ExecutionSlot(instance, lease.selection(), () -> {
             try {
+                if (instance.leftGpuWorkRunning()) {
+                    // Its call gave up on GPU work that may never end: the device is taken as hung
+                    // before the stream goes back, so giving it back does not wait for that work.
+                    streams.markFaulted("a call's GPU work on device " + streams.device()
+                            + " did not complete within etserve.cuda.completion-timeout");
+                }
                 lease.close();
             } finally {
                 idle.give(index);

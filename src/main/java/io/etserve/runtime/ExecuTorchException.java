@@ -48,4 +48,15 @@ public class ExecuTorchException extends RuntimeException {
     public boolean isCudaError() {
         return "CudaError".equals(errorName);
     }
+
+    /**
+     * True when the call gave up waiting for its GPU work (the bridge's completion timeout, CUDA's
+     * {@code cudaErrorLaunchTimeout}): that work may still run on the call's stream, in its
+     * instance's memory.
+     */
+    public boolean leftGpuWorkRunning() {
+        return isCudaError() && errorCode == CUDA_LAUNCH_TIMEOUT;
+    }
+
+    private static final int CUDA_LAUNCH_TIMEOUT = 702;
 }

@@ -9,7 +9,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>Not thread-safe by nature; the pools hand an instance to one caller at a time, and
  * this class refuses a second concurrent call instead of corrupting memory. {@link #close()}
- * waits for a running call to finish, so a Module is never freed under native work.
+ * waits for a running call to finish, so a Module is never freed under native work (nor ever,
+ * once a call left GPU work running in it).
  */
 public final class ProgramInstance implements AutoCloseable {
 
@@ -20,6 +21,8 @@ public final class ProgramInstance implements AutoCloseable {
     /** The bridge's view of the running call, reused: calls never overlap ({@link #inUse}). */
     private final ExecutionCall call = new ExecutionCall();
     private volatile CompletionWaits.Ended lastAdaptiveWait = CompletionWaits.Ended.NONE;
+    /** Set once a call gave up waiting for its GPU work: see {@link #leftGpuWorkRunning()}. */
+    private volatile boolean leftGpuWorkRunning;
     private volatile long handle;
 
     ProgramInstance(long handle, MethodSignature signature) {
@@ -54,6 +57,12 @@ public final class ProgramInstance implements AutoCloseable {
             try {
                 call.start(inputs, stream, outputs);
                 return Arrays.asList(NativeBridge.execute(h, call));
+            } catch (ExecuTorchException e) {
+                // Known before the instance is free again: whoever takes or closes it next must not wait on that work.
+                if (e.leftGpuWorkRunning()) {
+                    leftGpuWorkRunning = true;
+                }
+                throw e;
             } finally {
                 lastAdaptiveWait = call.waitEnded();
                 call.finish();
@@ -61,6 +70,16 @@ public final class ProgramInstance implements AutoCloseable {
         } finally {
             inUse.unlock();
         }
+    }
+
+    /**
+     * Whether a call gave up waiting for its GPU work (etserve.cuda.completion-timeout): that work
+     * may still run in this instance's device memory and on the stream it was given, forever if
+     * the device hung. Such an instance is never freed (freeing device memory waits for the
+     * device's work); its stream must not be waited for either.
+     */
+    public boolean leftGpuWorkRunning() {
+        return leftGpuWorkRunning;
     }
 
     /**
@@ -102,10 +121,10 @@ public final class ProgramInstance implements AutoCloseable {
         inUse.lock();
         try {
             synchronized (lifetime) {
-                if (handle != 0) {
+                if (handle != 0 && !leftGpuWorkRunning) {
                     NativeBridge.closeInstance(handle);
-                    handle = 0;
                 }
+                handle = 0;  // left to the process's exit when work of a call may still run in it
             }
         } finally {
             inUse.unlock();

@@ -10,6 +10,8 @@ import io.etserve.cuda.StreamLease;
 import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
+import io.etserve.execution.ExecutionSlot;
+import io.etserve.execution.GpuInstancePool;
 import io.etserve.health.CallerStreamCheck;
 import io.etserve.health.CudaFaultMonitor;
 import io.etserve.health.CudaHealthIndicator;
@@ -140,24 +142,33 @@ class GpuStreamsTest {
     }
 
     @Test
-    void aCallWhoseGpuWorkOutlastsTheCompletionTimeoutFailsAsAHungDevice() throws Exception {
+    void aCallWhoseGpuWorkOutlastsTheCompletionTimeoutTakesItsDeviceAsHung() throws Exception {
         StreamPool pool = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE,
                 Duration.ZERO, Duration.ofMillis(200)), n -> {});
-        try (Program program = Program.load(GpuFixtures.PROBE_MODEL, Program.Verification.INTERNAL_CONSISTENCY);
-                ProgramInstance probe = program.newInstance("forward")) {
-            try (StreamLease lease = pool.lease(Duration.ofSeconds(1))) {
-                assertThat(GpuFixtures.probe(probe, lease.selection(), 1000f)[2]).as("work within the limit").isEqualTo(1);
-                long t0 = System.nanoTime();
-                assertThatThrownBy(() -> GpuFixtures.probe(probe, lease.selection(), 2_000_000f))
-                        .isInstanceOfSatisfying(ExecuTorchException.class, e -> {
-                            assertThat(e.isCudaError()).isTrue();
-                            assertThat(CudaException.isStickyCode(e.errorCode())).as(e.getMessage()).isTrue();
-                            assertThat(e.getMessage()).contains("did not complete within 200 ms");
-                        });
-                long millis = (System.nanoTime() - t0) / 1_000_000;
-                assertThat(millis).as("gave up at the limit, not when the 2 s of work ended").isBetween(150L, 1_000L);
-            } // giving the stream back to this (unfaulted) pool waits for the kernel's end
-            assertThat(GpuFixtures.probe(probe, StreamSelection.none(), 0f)[0]).as("the instance serves on").isZero();
+        try (Program program = Program.load(GpuFixtures.PROBE_MODEL, Program.Verification.INTERNAL_CONSISTENCY)) {
+            ProgramInstance probe = program.newInstance("forward");
+            GpuInstancePool instances = new GpuInstancePool(pool, List.of(probe));
+            try (ExecutionSlot slot = instances.acquire(Duration.ofSeconds(1))) {
+                assertThat(GpuFixtures.probe(probe, slot.selection(), 1000f)[2]).as("work within the limit").isEqualTo(1);
+            }
+            ExecutionSlot slot = instances.acquire(Duration.ofSeconds(1));
+            long t0 = System.nanoTime();
+            assertThatThrownBy(() -> GpuFixtures.probe(probe, slot.selection(), 2_000_000f))
+                    .isInstanceOfSatisfying(ExecuTorchException.class, e -> {
+                        assertThat(e.leftGpuWorkRunning()).isTrue();
+                        assertThat(CudaException.isStickyCode(e.errorCode())).as(e.getMessage()).isTrue();
+                        assertThat(e.getMessage()).contains("did not complete within 200 ms");
+                    });
+            slot.close();
+            long millis = (System.nanoTime() - t0) / 1_000_000;
+            assertThat(millis).as("gave up at the limit and gave the stream back without waiting for the 2 s of work")
+                    .isBetween(150L, 1_000L);
+            assertThat(probe.leftGpuWorkRunning()).isTrue();
+            assertThat(pool.fault()).isPresent();
+            assertThat(instances.unavailableReason()).isPresent();
+            instances.close();  // leaves the instance to the process's exit: returns at once
+            assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(1_500L);
+            assertThat(org.bytedeco.cuda.global.cudart.cudaDeviceSynchronize()).as("the 2 s of work ended by itself").isZero();
         }
         pool.close(Duration.ofSeconds(5));
     }
