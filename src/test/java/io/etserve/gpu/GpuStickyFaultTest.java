@@ -37,7 +37,8 @@ class GpuStickyFaultTest {
     void anIllegalAddressBreaksLivenessAndStopsThePool() throws Exception {
         GpuFixtures.loadRuntime();
         CudaRuntime cuda = CudaRuntime.probe();
-        StreamPool pool = new StreamPool(0, 1, 0, new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE), n -> {});
+        CudaStreamFactory streams = new CudaStreamFactory(cuda, StreamSelection.CompletionWait.ADAPTIVE);
+        StreamPool pool = new StreamPool(0, 1, 0, streams, n -> {});
         StreamPools pools = new StreamPools(Map.of(0, pool), null, Duration.ofSeconds(1));
         List<Object> events = new ArrayList<>();
         CudaFaultMonitor monitor = new CudaFaultMonitor(events::add, pools);
@@ -59,9 +60,11 @@ class GpuStickyFaultTest {
             assertThat(pool.fault()).isPresent();
             assertThat(events).anySatisfy(e -> assertThat(((AvailabilityChangeEvent<?>) e).getState())
                     .isEqualTo(LivenessState.BROKEN));
-            // Returning the stream cannot synchronize it any more: the context is gone.
-            assertThatThrownBy(lease::close).isInstanceOfSatisfying(CudaException.class,
+            // The stream cannot be synchronized any more: the context is gone. The faulted pool
+            // takes it back without trying (on a device taken as hung, that would wait forever).
+            assertThatThrownBy(() -> streams.synchronize(lease.stream())).isInstanceOfSatisfying(CudaException.class,
                     e -> assertThat(e.sticky()).isTrue());
+            lease.close();
             assertThatThrownBy(() -> pool.lease(Duration.ofMillis(10))).isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("faulted");
         }
