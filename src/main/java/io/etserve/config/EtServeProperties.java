@@ -270,7 +270,7 @@ public record EtServeProperties(
      *     {@code POST /v2/repository/models/{m}/load|unload}
      * @param pollInterval how often the poll mode looks
      * @param drainTimeout how long an unloaded version may take to finish its requests before it
-     *     is freed (after that it is left allocated and logged)
+     *     is freed (after that the unload goes on, logged, and its last request frees it)
      * @param unreleasedDeviceMemory unloading or reloading a model whose delegate keeps its device
      *     memory until the process exits (ExecuTorch's CudaBackend): refuse, or leak and log it
      * @param privateCopies serve each version from a copy made at load, so nothing written to

@@ -72,6 +72,8 @@ public final class DynamicBatcher implements AutoCloseable {
     private final long maxBatchBytes;
     private int running;  // batches handed out and not yet finished
     private boolean closing;
+    /** Set when the model is being unloaded: queued requests go at once, without waiting for company. */
+    private boolean flushing;
 
     public DynamicBatcher(String model, String version, InstancePool instances, DynamicBatching policy) {
         this(model, version, instances, policy, QueuePolicy.DEFAULT);
@@ -202,7 +204,7 @@ public final class DynamicBatcher implements AutoCloseable {
                 first = queue.peekFirst();
                 long deadline = first.enqueuedNanos + policy.maxQueueDelay().toNanos();
                 long left;
-                while (!closing && queue.peekFirst() == first && compatibleRows(first) < policy.dispatchRows()
+                while (!closing && !flushing && queue.peekFirst() == first && compatibleRows(first) < policy.dispatchRows()
                         && (left = deadline - System.nanoTime()) > 0) {
                     arrived.awaitNanos(left);
                 }
@@ -311,6 +313,21 @@ public final class DynamicBatcher implements AutoCloseable {
             lock.unlock();
         }
         all.forEach(m -> m.future.completeExceptionally(e));
+    }
+
+    /**
+     * From now on, queued requests run at once, without waiting for company (the model is being
+     * unloaded: its requests must end so it can be freed, not wait out the queue delay). New
+     * requests are still taken: they had their use of the model before it began to go.
+     */
+    public void flush() {
+        lock.lock();
+        try {
+            flushing = true;
+            arrived.signalAll();
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**

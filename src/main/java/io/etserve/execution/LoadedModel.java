@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -34,6 +35,9 @@ public final class LoadedModel implements AutoCloseable {
     private static final AtomicLong LOADS = new AtomicLong();
     /** Which load made it: a version loaded again (files changed, a reload) is a later one. */
     private final long load = LOADS.incrementAndGet();
+    /** Set once an unload stopped waiting for its requests: the last one to end frees it. */
+    private volatile boolean freeWhenIdle;
+    private final AtomicBoolean freed = new AtomicBoolean();
     /** A moving average of its unbatched forward calls (1/8 weight to the latest); MAX until one ran. */
     private volatile long typicalForwardNanos = Long.MAX_VALUE;
 
@@ -147,26 +151,37 @@ public final class LoadedModel implements AutoCloseable {
             synchronized (uses) {
                 uses.notifyAll();
             }
+            if (freeWhenIdle) {
+                close();  // the last request of a model whose unload stopped waiting for it
+            }
         }
     }
 
     /**
-     * Unloads it: no new use from now on; the requests using it finish (at most {@code timeout}),
-     * then its batcher, instances and program are freed. A model still in use after the timeout is
-     * left allocated (logged by the caller): freeing it under running native work would crash.
+     * Unloads it: no new use from now on; the requests using it finish (at most {@code timeout};
+     * a batcher's queue goes at once), then its batcher, instances and program are freed. A model
+     * still in use after the timeout is freed by its last request as it ends, never under running
+     * native work.
      *
-     * @return whether it drained and was freed
+     * @return whether it drained and was freed within the timeout
      */
     public boolean retire(Duration timeout) throws InterruptedException {
         long s;
         do {
             s = uses.get();
         } while ((s & RETIRING) == 0 && !uses.compareAndSet(s, s | RETIRING));
+        if (batcher != null) {
+            batcher.flush();
+        }
         long deadline = System.nanoTime() + timeout.toNanos();
         synchronized (uses) {
             while (uses.get() != RETIRING) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
+                    freeWhenIdle = true;
+                    if (uses.get() == RETIRING) {
+                        break;  // the last one ended as the wait did: no release will free it
+                    }
                     return false;
                 }
                 uses.wait(Math.max(1, left / 1_000_000));
@@ -186,8 +201,12 @@ public final class LoadedModel implements AutoCloseable {
         this.deleteFiles = deleteFiles;
     }
 
+    /** Frees its batcher, instances and program, once. */
     @Override
     public void close() {
+        if (!freed.compareAndSet(false, true)) {
+            return;
+        }
         if (batcher != null) {
             batcher.close();
         }

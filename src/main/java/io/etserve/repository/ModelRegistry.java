@@ -40,6 +40,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongPredicate;
 import java.util.function.UnaryOperator;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -361,6 +362,17 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
                     : "no version loaded" + (writing.isEmpty() ? "" : "; versions still being written: " + writing)),
                     snapshot.config()));
         }
+        if (force && !servingNow.isEmpty() && next.values().stream().noneMatch(e -> e.state().ready())) {
+            // A load asked for (not a change seen on disk) after which nothing would serve changes
+            // nothing, as Triton's reload: what served serves on, and the caller is told why.
+            if (failures.isEmpty()) {
+                failures.add(next.containsKey(0L) ? next.get(0L).state()
+                        : new ModelVersionState.Failed(name, "", "no version loaded"));
+            }
+            log.error("model {}: the load left no version ready, versions {} serve on: {}", name, servingNow,
+                    failures.stream().map(f -> f.notReadyReason().orElse("")).collect(Collectors.joining("; ")));
+            return failures;
+        }
         install(name, current, new Model(next, acted));
         for (ModelVersionState failed : failures) {
             if (!(failed instanceof ModelVersionState.Failed)) {
@@ -472,7 +484,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
                 model.instances().capacity()).ifPresent(log::warn);
         try {
             if (!model.retire(drainTimeout)) {
-                log.warn("model {} version {} still had {} requests after {}: left allocated", model.name(),
+                log.warn("model {} version {} still had {} requests after {}: the last of them frees it", model.name(),
                         model.version(), model.inUse(), drainTimeout);
             }
         } catch (InterruptedException e) {

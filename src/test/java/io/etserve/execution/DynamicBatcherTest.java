@@ -124,6 +124,28 @@ class DynamicBatcherTest {
     }
 
     @Test
+    void aFlushedQueueGoesAtOnceInsteadOfWaitingForCompany() throws Exception {
+        // Unloading: what is queued must end so the model can be freed, not wait out the delay.
+        batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(8, Duration.ofSeconds(10), List.of()));
+        pool.free.release();
+        List<Future<DynamicBatcher.Handover>> given = queueAll(member(1, 16), member(1, 16));
+        awaitQueued(2);
+        Thread.sleep(50);
+        assertThat(given.get(0)).as("two of eight rows: waiting for company").isNotDone();
+        long t0 = System.nanoTime();
+        batcher.flush();
+        DynamicBatcher.Batch batch = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
+        assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(5));
+        assertThat(batch.rows()).isEqualTo(2);
+        batcher.finished(batch);
+        Future<DynamicBatcher.Handover> later = queue(member(1, 16));
+        pool.free.release();
+        DynamicBatcher.Batch alone = (DynamicBatcher.Batch) later.get(10, TimeUnit.SECONDS);
+        assertThat(alone.rows()).as("still taken, and not kept waiting").isEqualTo(1);
+        batcher.finished(alone);
+    }
+
+    @Test
     void aBatchStopsBeforeItsJoinedInputsWouldOutgrowOneBufferAndALargerRequestRunsAlone() throws Exception {
         // Three rows of 16 floats (64 bytes) fit a 150-byte batch two at a time; a 4-row request
         // (256 bytes) fits none with others and runs alone.

@@ -216,6 +216,34 @@ class ModelRegistryPollTest {
     }
 
     @Test
+    void aLoadAfterWhichNothingWouldServeChangesNothingAndSaysWhy() throws Exception {
+        // As Triton's reload: an explicit load that leaves no version ready keeps what served.
+        start(null);
+        LoadedModel v1 = serving();
+        Path config = repo.root().resolve("m/config.yml");
+        String original = Files.readString(config);
+        Files.writeString(config, original + "version-policy: { specific: [5] }\n");
+        assertThat(registry.load("m")).singleElement().satisfies(f -> {
+            assertThat(f.ready()).isFalse();
+            assertThat(f.notReadyReason()).hasValueSatisfying(r -> assertThat(r).contains("selects none of the versions"));
+        });
+        assertThat(serving()).isSameAs(v1);
+        assertThat(index()).containsExactly("1 READY");
+
+        Files.writeString(config, original);
+        Path away = repo.root().resolveSibling("m-1-away");
+        Files.move(repo.root().resolve("m/1"), away);
+        assertThat(registry.load("m")).singleElement().satisfies(f -> assertThat(f.notReadyReason())
+                .hasValueSatisfying(r -> assertThat(r).contains("no version directory")));
+        assertThat(serving()).isSameAs(v1);
+
+        Files.move(away, repo.root().resolve("m/1"));
+        publish("2", read(TestPaths.demoModels().resolve("demo-portable/1/model.pte")));
+        assertThat(registry.load("m")).isEmpty();
+        assertThat(registry.resolve("m", null).version()).isEqualTo("2");
+    }
+
+    @Test
     void removingTheNewestUnderLatestBringsTheOneBelowBack() throws Exception {
         start("{ latest: 1 }");
         publish("2", PROGRAM);
