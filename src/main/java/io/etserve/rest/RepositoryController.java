@@ -35,13 +35,14 @@ public class RepositoryController {
     }
 
     /**
-     * Body (optional): {@code {"ready": true}} for the models that serve only. The {@code produces}
-     * of these mappings is checked before they act: an unload refused 406 unloads nothing.
+     * Body (optional): {@code {"ready": true}} for the models that serve only; read as bytes, as
+     * the load's (Triton's clients send it without a Content-Type). The {@code produces} of these
+     * mappings is checked before they act: an unload refused 406 unloads nothing.
      */
-    @PostMapping(value = "/index", consumes = MediaType.APPLICATION_JSON_VALUE, produces = MediaType.APPLICATION_JSON_VALUE)
-    List<IndexEntry> index(@RequestBody(required = false) Map<String, Object> body) {
-        boolean readyOnly = body != null && Boolean.TRUE.equals(body.get("ready"));
-        return repository.index(readyOnly).stream()
+    @PostMapping(value = "/index", consumes = {MediaType.APPLICATION_JSON_VALUE,
+            MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
+    List<IndexEntry> index(@RequestBody(required = false) byte[] body) {
+        return repository.index(TritonExtensions.indexReadyOnly(body)).stream()
                 .map(s -> new IndexEntry(s.name(), s.version(), s.status().name(),
                         s.indexReason().map(messages::redact).orElse(null)))
                 .toList();

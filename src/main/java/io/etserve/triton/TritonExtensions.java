@@ -107,6 +107,30 @@ public final class TritonExtensions {
     }
 
     /**
+     * Whether a REST index request's body ({@code {"ready": true}}, optional) asks for the versions
+     * that serve only. Read as bytes: Triton's clients send it without a Content-Type.
+     *
+     * @throws RepositoryControl.RefusedException for a body that is not a JSON object
+     */
+    public static boolean indexReadyOnly(byte[] body) {
+        if (body == null || new String(body, StandardCharsets.UTF_8).isBlank()) {
+            return false;
+        }
+        JsonNode doc;
+        try {
+            doc = BODY.readTree(body);
+        } catch (JacksonException e) {
+            throw new RepositoryControl.RefusedException("the index request's body is not valid JSON: "
+                    + e.getOriginalMessage());
+        }
+        if (doc == null || !doc.isObject()) {
+            throw new RepositoryControl.RefusedException("the index request's body must be a JSON object");
+        }
+        JsonNode ready = doc.get("ready");
+        return ready != null && ready.isBoolean() && ready.booleanValue();
+    }
+
+    /**
      * The {@code config} parameter of a REST load request's body ({@code {"parameters": {"config":
      * "..."}}}), null when there is none (no body, {@code {}}).
      *

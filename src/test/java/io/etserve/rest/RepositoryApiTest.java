@@ -100,6 +100,12 @@ class RepositoryApiTest {
             }
         }
         assertThat(broken.path("reason").asString()).contains("cannot load").doesNotContain(REPO.root().toString());
+        // As Triton's clients send it: a JSON body without a Content-Type.
+        Http.Response untyped = http.post("/v2/repository/index",
+                "{\"ready\": true}".getBytes(java.nio.charset.StandardCharsets.UTF_8), java.util.Map.of());
+        assertThat(untyped.status()).as(untyped.text()).isEqualTo(200);
+        assertThat(untyped.text()).contains("demo-portable").doesNotContain("broken");
+        assertThat(http.post("/v2/repository/index", "[true]").status()).isEqualTo(400);
     }
 
     @Test
