@@ -202,10 +202,9 @@ public final class DynamicBatcher implements AutoCloseable {
                     arrived.awaitUninterruptibly();
                 }
                 first = queue.peekFirst();
-                long deadline = first.enqueuedNanos + policy.maxQueueDelay().toNanos();
                 long left;
                 while (!closing && !flushing && queue.peekFirst() == first && compatibleRows(first) < policy.dispatchRows()
-                        && (left = deadline - System.nanoTime()) > 0) {
+                        && (left = cutBy(first) - System.nanoTime()) > 0) {
                     arrived.awaitNanos(left);
                 }
                 if (queue.peekFirst() != first) {
@@ -244,6 +243,26 @@ public final class DynamicBatcher implements AutoCloseable {
     }
 
     /** Rows queued that could join {@code head}'s batch. Under the lock. */
+    /**
+     * When the batch {@code head} leads goes at the latest: at the end of its queue delay, or
+     * before a queued member that would join it reaches its own timeout (less a quarter of that
+     * timeout, at most {@link #TIMEOUT_SLACK_NANOS}): a request whose timeout is shorter than the
+     * delay runs in a smaller batch instead of failing while an instance may be free.
+     */
+    private long cutBy(Member head) {
+        long by = head.enqueuedNanos + policy.maxQueueDelay().toNanos();
+        for (Member m : queue) {
+            if (m.key.equals(head.key) && m.cancellation.bounded()) {
+                long own = m.cancellation.deadlineNanos();
+                by = Math.min(by, own - Math.min(TIMEOUT_SLACK_NANOS, (own - m.enqueuedNanos) / 4));
+            }
+        }
+        return by;
+    }
+
+    /** How long before a member's own timeout its batch goes at the latest (see {@link #cutBy}). */
+    static final long TIMEOUT_SLACK_NANOS = 50_000_000;
+
     private int compatibleRows(Member head) {
         int rows = 0;
         for (Member m : queue) {

@@ -286,6 +286,22 @@ class DynamicBatcherTest {
     }
 
     @Test
+    void aRequestWhoseTimeoutIsShorterThanTheDelayRunsInASmallerBatchInsteadOfFailing() throws Exception {
+        batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(8, Duration.ofSeconds(5), List.of()));
+        pool.free.release();
+        ExecutionInput x = new ExecutionInput(ByteBuffer.allocateDirect(64), 6, new long[] {1, 16});
+        DynamicBatcher.Member hurried = new DynamicBatcher.Member(List.of(x), 1, null, Duration.ofSeconds(5),
+                Duration.ofSeconds(10), Cancellation.of(Caller.STAYS, Map.of("timeout", 400_000L), System.nanoTime()),
+                InferenceSpans.NONE, e -> {});
+        long t0 = System.nanoTime();
+        List<Future<DynamicBatcher.Handover>> given = queueAll(member(1, 16), hurried);
+        DynamicBatcher.Batch batch = (DynamicBatcher.Batch) given.get(0).get(10, TimeUnit.SECONDS);
+        assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("not after the 5 s delay").isLessThan(Duration.ofSeconds(2));
+        assertThat(batch.members()).as("cut before its 400 ms passed: it runs").hasSize(2).contains(hurried);
+        batcher.finished(batch);
+    }
+
+    @Test
     void aPoolThatFailsAsAFaultedDevicesDoesIsReportedOnceAndFailsEveryQueuedRequest() throws Exception {
         CudaException sticky = new CudaException("cudaStreamQuery", 700, "cudaErrorIllegalAddress",
                 "an illegal memory access was encountered");
