@@ -121,7 +121,8 @@ final class Forward {
                 }
                 return outs;
             } catch (RuntimeException e) {
-                if (InferenceException.of(e, model.name()) instanceof InferenceFailedException failed) {
+                if (InferenceException.of(e, model.name(), !model.hasStaticInputs())
+                        instanceof InferenceFailedException failed) {
                     admitted.failed(System.nanoTime() - executing, failed);
                     faults.onRuntimeFailure(device, e);
                 } else {

@@ -177,7 +177,8 @@ public final class InferenceService {
         } catch (WouldWaitException e) {
             throw e;  // not an outcome: the request runs again on a thread that may wait
         } catch (RuntimeException e) {
-            failure = InferenceException.of(e, model == null ? null : model.name());
+            failure = model == null ? InferenceException.of(e) : InferenceException.of(e, model.name(),
+                    !model.hasStaticInputs());
             throw failure;
         } finally {
             if (cancellation != null) {

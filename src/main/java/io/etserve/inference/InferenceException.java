@@ -60,20 +60,32 @@ public abstract sealed class InferenceException extends RuntimeException
         return of(failure, null);
     }
 
+    /** As {@link #of(Throwable, String, boolean)}, for a model whose inputs are all static. */
+    public static InferenceException of(Throwable failure, String model) {
+        return of(failure, model, false);
+    }
+
     /**
      * {@code failure} as its member of the family: itself when it is one; ExecuTorch's verdict
-     * on a bad argument is the caller's mistake; an instance freed under a call means the model
-     * is unloading; anything else failed the request.
+     * on a bad argument is the caller's mistake, and so is a delegate's failure to carry dynamic
+     * input dimensions through its graph (the dimensions given do not fit the program; for static
+     * inputs the shapes were checked before the call, so there it is the program's fault); an
+     * instance freed under a call means the model is unloading; anything else failed the request.
      *
      * @param model the model the request ran on, named in the message; null when unknown
+     * @param dynamicInputs whether some input of the model has a dynamic dimension
      */
-    public static InferenceException of(Throwable failure, String model) {
+    public static InferenceException of(Throwable failure, String model, boolean dynamicInputs) {
         String subject = model == null ? "the model" : "model '" + model + "'";
         if (failure instanceof InferenceException known) {
             return known;
         }
         if (failure instanceof ExecuTorchException e && e.isInvalidInput()) {
             return new InvalidInputException(subject + " rejected the input: " + e.getMessage(), e);
+        }
+        if (dynamicInputs && failure instanceof ExecuTorchException e && e.isShapePropagationFailure()) {
+            return new InvalidInputException(subject + " rejected the input: its dimensions do not fit the program"
+                    + " (a delegate could not propagate them): " + e.getMessage(), e);
         }
         if (failure instanceof ProgramInstance.InstanceClosedException) {
             return new ModelUnavailableException(subject + " is unloading", Duration.ofSeconds(1));

@@ -44,6 +44,15 @@ public class ExecuTorchException extends RuntimeException {
         return "InvalidArgument".equals(errorName) || "InvalidType".equals(errorName);
     }
 
+    /**
+     * True when a delegate could not carry the inputs' dimensions through its graph: XNNPACK's
+     * shape propagation failed (an {@code Internal} error it names in the log).
+     */
+    public boolean isShapePropagationFailure() {
+        return "Internal".equals(errorName) && (nativeLog.contains("Propagating input shapes failed")
+                || nativeLog.contains("Reshape Input Tensor Failed"));
+    }
+
     /** True for CUDA failures, which may leave the device unusable. */
     public boolean isCudaError() {
         return "CudaError".equals(errorName);
