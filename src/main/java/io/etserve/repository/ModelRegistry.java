@@ -590,12 +590,17 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
      *
      * @throws ModelNotFoundException for an unknown model or version
      */
+    /** Why {@code state} does not serve, naming its version (none for a model without one that loaded). */
+    public static String notReady(ModelVersionState state) {
+        return "model '" + state.name() + "'" + (state.version().isEmpty() ? "" : " version " + state.version())
+                + " is not ready: " + state.notReadyReason().orElse("");
+    }
+
     @Override
     public LoadedModel serving(String name, String version) {
         ModelVersionState state = resolve(name, version);
         if (!(state instanceof ModelVersionState.Ready ready)) {
-            throw new ModelUnavailableException("model '" + state.name() + "' version " + state.version()
-                    + " is not ready: " + state.notReadyReason().orElse(""), null, state.version());
+            throw new ModelUnavailableException(notReady(state), null, state.version());
         }
         return ready.model();
     }

@@ -207,8 +207,7 @@ public final class TritonExtensions {
         if (state instanceof ModelVersionState.Ready ready) {
             return ready;
         }
-        throw new ModelUnavailableException("model '" + state.name() + "' version " + state.version()
-                + " is not ready: " + state.notReadyReason().orElse(""));
+        throw new ModelUnavailableException(ModelRegistry.notReady(state));
     }
 
     private static boolean isEmpty(String s) {

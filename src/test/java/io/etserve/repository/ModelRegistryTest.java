@@ -81,6 +81,8 @@ class ModelRegistryTest {
         ModelVersionState none = registry.resolve("none-selected", null);
         assertThat(none.ready()).isFalse();
         assertThat(none.notReadyReason()).hasValueSatisfying(r -> assertThat(r).contains("selects none of the versions [1, 3]"));
+        assertThatThrownBy(() -> registry.serving("none-selected", null))
+                .hasMessageStartingWith("model 'none-selected' is not ready: version-policy selects none");
     }
 
     List<String> index(String model) {
