@@ -236,6 +236,9 @@ hung_work_fault() {
 ab_bench() {
   local base="${ETSERVE_BASELINE_JAR:-$JAR}" out="$RESULTS/gpu-h200-ab.txt" st=0
   local current="$JAR" round which jar args
+  # The warm-up of every row (GpuServiceCheck's warmup= and jit-calls=): ETSERVE_AB_WARMUP seconds
+  # at most (8), ETSERVE_AB_JIT_CALLS short-kernel calls at most (30000), then 1 s of the row's kernel.
+  local warm="warmup=${ETSERVE_AB_WARMUP:-8} jit-calls=${ETSERVE_AB_JIT_CALLS:-30000}"
   cp "$base" "$WORK/app/baseline.jar"  # beside lib/, which its manifest's class path names
   { echo "# Baseline against current, interleaved ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
     echo "baseline: $(basename "$base") ${ETSERVE_AB_BASELINE_ARGS:-}; current: $current ${ETSERVE_AB_CURRENT_ARGS:-}"; host_facts
@@ -247,14 +250,14 @@ ab_bench() {
       make_repo "$WORK/service-repo" 8
       # shellcheck disable=SC2086
       JAR="$jar" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4 $args
-      check throughput port=$PORT model=probe spin=2000 clients=4 seconds=4 pid=$SERVICE_PID label="$which r$round K=4" >> "$out" || st=1
-      check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pid=$SERVICE_PID label="$which r$round no GPU time" >> "$out" || st=1
-      check throughput port=$PORT model=probe spin=0 clients=4 seconds=4 pause-us=2000 pid=$SERVICE_PID \
+      check throughput $warm port=$PORT model=probe spin=2000 clients=4 seconds=4 pid=$SERVICE_PID label="$which r$round K=4" >> "$out" || st=1
+      check throughput $warm port=$PORT model=probe spin=0 clients=4 seconds=4 pid=$SERVICE_PID label="$which r$round no GPU time" >> "$out" || st=1
+      check throughput $warm port=$PORT model=probe spin=0 clients=4 seconds=4 pause-us=2000 pid=$SERVICE_PID \
         label="$which r$round no GPU time, clients pause 2 ms" >> "$out" || st=1
       if [[ ${ETSERVE_AB_GRPC:-0} == 1 ]]; then
-        check throughput port=$PORT grpc-port="$GRPC" model=probe spin=2000 clients=4 seconds=4 pid=$SERVICE_PID \
+        check throughput $warm port=$PORT grpc-port="$GRPC" model=probe spin=2000 clients=4 seconds=4 pid=$SERVICE_PID \
           label="$which r$round gRPC K=4" >> "$out" || st=1
-        check throughput port=$PORT grpc-port="$GRPC" model=probe spin=0 clients=4 seconds=4 pause-us=2000 \
+        check throughput $warm port=$PORT grpc-port="$GRPC" model=probe spin=0 clients=4 seconds=4 pause-us=2000 \
           pid=$SERVICE_PID label="$which r$round gRPC no GPU time, clients pause 2 ms" >> "$out" || st=1
       fi
       stop_service
@@ -262,7 +265,7 @@ ab_bench() {
         make_repo "$WORK/service-repo" 32
         # shellcheck disable=SC2086
         JAR="$jar" start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=16 $args
-        check throughput port=$PORT model=probe spin=2000 clients=16 seconds=4 pid=$SERVICE_PID label="$which r$round K=16" >> "$out" || st=1
+        check throughput $warm port=$PORT model=probe spin=2000 clients=16 seconds=4 pid=$SERVICE_PID label="$which r$round K=16" >> "$out" || st=1
         stop_service
       fi
     done
@@ -272,7 +275,7 @@ ab_bench() {
     # shellcheck disable=SC2086
     JAVA_EXTRA="-agentpath:$ETSERVE_ASYNC_PROFILER=start,event=cpu,interval=100us,threads,file=$RESULTS/ab-k4-cpu.collapsed,collapsed" \
       start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4 ${ETSERVE_AB_CURRENT_ARGS:-}
-    check throughput port=$PORT model=probe spin=2000 clients=4 seconds="${ETSERVE_AB_PROFILE_SECONDS:-6}" pid=$SERVICE_PID \
+    check throughput $warm port=$PORT model=probe spin=2000 clients=4 seconds="${ETSERVE_AB_PROFILE_SECONDS:-6}" pid=$SERVICE_PID \
       label="(profiled) current K=4" >> "$out" || st=1
     stop_service
   fi

@@ -73,6 +73,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $copies := .Values.models.privateCopies | default "auto" }}
 {{- $defaults := dict "etserve" (dict "repository" (dict "private-copies"
       (ternary (eq .Values.models.source "pvc") (eq (toString $copies) "true") (eq (toString $copies) "auto")))) }}
+{{- /* Streams still leased when the shutdown phase ends (calls stuck past it) are waited for at most
+       half the margin, so the whole shutdown stays inside the grace period (the service's own
+       default, 30s, would not). A default: values' config may set it. */}}
+{{- $_ := set $defaults.etserve "cuda" (dict "drain-timeout" (printf "%ds" (max 1 (div (int .Values.shutdown.marginSeconds) 2)))) }}
 {{- /* On a GPU node, a call of a connection alone on its I/O thread runs there when its model's
        calls end within 20 ms: less service CPU per GPU call on the H100 host
        (bench/results/2026-12-06-h100-inline-alone.md). Defaults: values' config may set them. */}}

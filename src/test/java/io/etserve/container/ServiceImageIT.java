@@ -13,6 +13,7 @@ import com.google.protobuf.ByteString;
 import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
 import io.etserve.grpc.protocol.ModelInferRequest;
 import io.etserve.grpc.protocol.ServerReadyRequest;
+import io.etserve.support.FreePorts;
 import io.etserve.support.Http;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
@@ -21,7 +22,6 @@ import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
@@ -90,9 +90,10 @@ class ServiceImageIT {
         requireLocalImage(RUNTIME_BASE);
         Path root = TestPaths.repoRoot();
         requirePackagedJar(root);
-        int apiPort = freePort();
-        int managementPort = freePort();
-        grpcPort = freePort();
+        int[] ports = FreePorts.take(3);
+        int apiPort = ports[0];
+        int managementPort = ports[1];
+        grpcPort = ports[2];
 
         // Removed in stopImage(): without Ryuk nothing else would.
         imageName = "etserve-it/service:" + Long.toHexString(System.nanoTime());
@@ -292,14 +293,6 @@ class ServiceImageIT {
         }
         if (!jar.getParent().equals(root.resolve("target")) || !jar.getFileName().toString().startsWith("etserve-")) {
             fail("The image is built from target/etserve-*.jar in " + root + ", but etserve.test.jar is " + jar);
-        }
-    }
-
-    private static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
         }
     }
 

@@ -247,6 +247,10 @@ class HelmChartTest {
         assertThat(get(mainContainer(defaults), "lifecycle", "preStop", "sleep", "seconds")).isEqualTo(10);
         // 60 - 10 (preStop) - 10 (margin)
         assertThat(get(applicationYml(defaults), "spring", "lifecycle", "timeout-per-shutdown-phase")).isEqualTo("40s");
+        // streams stuck past the phase are waited for within the margin, not the service's 30 s
+        assertThat(get(applicationYml(defaults), "etserve", "cuda", "drain-timeout")).isEqualTo("5s");
+        assertThat(get(applicationYml(render(Map.of("config.etserve.cuda.drain-timeout", "8s"))),
+                "etserve", "cuda", "drain-timeout")).isEqualTo("8s");
 
         List<Map<String, Object>> longer = render(Map.of(
                 "shutdown.gracePeriodSeconds", 120, "shutdown.preStopSeconds", 20));

@@ -2,10 +2,10 @@ package io.etserve.packaging;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.support.FreePorts;
 import io.etserve.support.Http;
 import io.etserve.support.TestPaths;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -31,12 +31,6 @@ class PackagedJarIT {
         Path jar = p != null ? Path.of(p) : TestPaths.repoRoot().resolve("target/etserve-0.1.0-SNAPSHOT.jar");
         assertThat(jar).exists();
         return jar;
-    }
-
-    static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
     }
 
     static Process start(Path workDir, Path log, List<String> args) throws IOException {
@@ -164,8 +158,9 @@ class PackagedJarIT {
     /** Serves, and before stopping waits up to 30 s for a line of its log to match {@code awaitInLog}. */
     private void servesOn(Path javaHome, Path tmp, List<String> jvmArgs, List<String> appArgs, String awaitInLog)
             throws Exception {
-        int port = freePort();
-        int mgmt = freePort();
+        int[] ports = FreePorts.take(2);
+        int port = ports[0];
+        int mgmt = ports[1];
         Path log = tmp.resolve("app.log");
         List<String> args = new ArrayList<>(List.of("--server.port=" + port, "--etserve.grpc.port=0",
                 "--management.server.port=" + mgmt, "--etserve.native.extract-dir=" + tmp.resolve("native")));
