@@ -3,6 +3,7 @@ package io.etserve.grpc;
 import io.etserve.health.ProbeHealth;
 import io.etserve.inference.InflightBytes;
 import io.grpc.BindableService;
+import io.grpc.DecompressorRegistry;
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
 import io.grpc.health.v1.HealthCheckRequest;
@@ -87,6 +88,7 @@ public final class GrpcServer implements SmartLifecycle {
         try {
             server = NettyServerBuilder.forAddress(bind).directExecutor().addTransportFilter(onWorker.connections())
                     .maxInboundMessageSize(maxMessageBytes).addStreamTracerFactory(new InflightMessages(inflight))
+                    .decompressorRegistry(DecompressorRegistry.getDefaultInstance().with(DeflateCodec.INSTANCE, true))
                     .addService(UnreadableMessages.refuse(ServerInterceptors.intercept(inference, onWorker)))
                     .addService(UnreadableMessages.refuse(ServerInterceptors.intercept(new ReadinessHealth(probes),
                             onWorker))).build().start();

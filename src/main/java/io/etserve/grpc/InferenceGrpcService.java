@@ -30,6 +30,7 @@ import io.etserve.health.ServerReadiness;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.ModelDescription;
+import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.TensorMetadata;
 import io.etserve.inference.WouldWaitException;
 import io.etserve.metrics.ProtocolMetrics;
@@ -145,11 +146,17 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         answer(out, () -> ServerReadyResponse.newBuilder().setReady(probes.readiness() == 200).build());
     }
 
+    /** An unknown model or version is not ready, not an error: Triton answers so, and its clients expect it. */
     @Override
     public void modelReady(ModelReadyRequest request, StreamObserver<ModelReadyResponse> out) {
         answer(out, () -> {
-            ModelVersionState state = registry.resolve(request.getName(), emptyToNull(request.getVersion()));
-            boolean ready = state.whyNotServing(inference).or(readiness::whyNotReady).isEmpty();
+            boolean ready;
+            try {
+                ModelVersionState state = registry.resolve(request.getName(), emptyToNull(request.getVersion()));
+                ready = state.whyNotServing(inference).or(readiness::whyNotReady).isEmpty();
+            } catch (ModelNotFoundException unknown) {
+                ready = false;
+            }
             return ModelReadyResponse.newBuilder().setReady(ready).build();
         });
     }

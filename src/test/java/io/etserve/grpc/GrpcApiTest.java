@@ -150,6 +150,11 @@ class GrpcApiTest {
         assertThat(m.getOutputs(0).getShapeList()).containsExactly(1L, 4L);
         assertThat(stub.modelReady(ModelReadyRequest.newBuilder().setName("demo-xnnpack").build()).getReady()).isTrue();
         assertThat(stub.modelReady(ModelReadyRequest.newBuilder().setName("broken").build()).getReady()).isFalse();
+        // Unknown names and versions are not ready, not errors (Triton's answer; its clients raise on an error).
+        assertThat(stub.modelReady(ModelReadyRequest.newBuilder().setName("no-such-model").build()).getReady()).isFalse();
+        assertThat(stub.modelReady(ModelReadyRequest.newBuilder().setName("demo-xnnpack").setVersion("99").build())
+                .getReady()).isFalse();
+        assertThat(stub.modelReady(ModelReadyRequest.newBuilder().setName("../etc").build()).getReady()).isFalse();
     }
 
     @Test
@@ -163,6 +168,27 @@ class GrpcApiTest {
                 assertThat(res.getId()).isEqualTo("case");
                 assertMatches(ref, c, res);
             }
+        }
+    }
+
+    @Test
+    void compressedRequestsAnswerAsPlainOnesDeflateAsGzip() throws InterruptedException {
+        // Triton's clients offer both; grpc-java's server knows only gzip unless told of deflate.
+        io.grpc.CompressorRegistry both = io.grpc.CompressorRegistry.newEmptyInstance();
+        both.register(new io.grpc.Codec.Gzip());
+        both.register(DeflateCodec.INSTANCE);
+        ManagedChannel ch = Grpc.newChannelBuilderForAddress("127.0.0.1", server.port(),
+                InsecureChannelCredentials.create()).compressorRegistry(both).build();
+        try {
+            Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+            Reference.Case c = ref.cases().get(0);
+            for (String encoding : new String[] {"gzip", "deflate"}) {
+                ModelInferResponse res = GRPCInferenceServiceGrpc.newBlockingStub(ch).withCompression(encoding)
+                        .withDeadlineAfter(30, TimeUnit.SECONDS).modelInfer(request("demo-xnnpack", c));
+                assertMatches(ref, c, res);
+            }
+        } finally {
+            ch.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
         }
     }
 
