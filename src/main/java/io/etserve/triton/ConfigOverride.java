@@ -62,6 +62,9 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
             Map.entry("model_metrics", "per-model metric options are not supported"),
             Map.entry("runtime", "the runtime is ExecuTorch"));
 
+    /** Triton's {@code scheduling_choice} fields this service cannot honour, present even when empty. */
+    private static final Set<String> SCHEDULING_CHOICES = Set.of("sequence_batching", "ensemble_scheduling");
+
     private final String model;
     private final Optional<Integer> maxBatchSize;
     private final Optional<DynamicBatching> dynamicBatching;
@@ -175,7 +178,9 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
                 }
                 default -> {
                     if (UNSUPPORTED.containsKey(key)) {
-                        if (!isEmpty(v)) {
+                        // The scheduling choice is a oneof: its message, even empty, makes the model
+                        // stateful or an ensemble; elsewhere an empty message is the default.
+                        if (!isEmpty(v) || SCHEDULING_CHOICES.contains(key) && v.isObject()) {
                             throw invalid(key, "cannot be honoured: " + UNSUPPORTED.get(key));
                         }
                     } else {

@@ -113,6 +113,10 @@ class ConfigOverrideTest {
     static final String[][] REFUSED = {
         {"{\"sequence_batching\": {\"max_sequence_idle_microseconds\": 5}}", "'sequence_batching' cannot be honoured"},
         {"{\"ensemble_scheduling\": {\"step\": [{}, {\"model_name\": \"a\"}]}}", "'ensemble_scheduling'"},
+        // the scheduling choice is a oneof: an empty message still makes a model stateful or an ensemble
+        {"{\"sequence_batching\": {}}", "'sequence_batching' cannot be honoured"},
+        {"{\"sequence_batching\": {\"max_sequence_idle_microseconds\": 0}}", "'sequence_batching' cannot be honoured"},
+        {"{\"ensemble_scheduling\": {}}", "'ensemble_scheduling' cannot be honoured"},
         {"{\"instance_group\": [{\"kind\": \"KIND_GPU\"}]}", "'instance_group[0].kind' is KIND_GPU"},
         {"{\"instance_group\": [{\"kind\": \"KIND_MODEL\"}]}", "'instance_group[0].kind' is KIND_MODEL"},
         {"{\"instance_group\": [{\"kind\": \"KIND_TPU\"}]}", "'instance_group[0].kind'"},
