@@ -46,7 +46,6 @@ final class UnbatchedCalls {
             List<ExecutionOutput> outs = call.run(inputs, outputs, 0, List.of());
             long inferNanos = System.nanoTime() - executing;
             model.forwardTook(inferNanos);
-            call.times(0, inferNanos, 0);
             return new InferenceService.Executed(outs, 1, executing - queued, 0, inferNanos, 0);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

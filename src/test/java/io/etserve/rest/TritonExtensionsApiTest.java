@@ -238,6 +238,10 @@ class TritonExtensionsApiTest {
         assertThat(s.path("batch_stats")).hasSize(1);
         assertThat(s.path("batch_stats").get(0).path("batch_size").asLong()).isEqualTo(1);
         assertThat(s.path("batch_stats").get(0).path("compute_infer").path("count").asLong()).isEqualTo(5);
+        // a request run alone is a batch of one: its own input and output work, as in inference_stats
+        for (String d : List.of("compute_input", "compute_output")) {
+            assertThat(s.path("batch_stats").get(0).path(d).path("ns").asLong()).as(d).isPositive();
+        }
 
         String prom = Http.local(managementPort).get("/actuator/prometheus").text();
         assertThat(sample(prom, "nv_inference_request_success", "counted")).isEqualTo(st.path("success").path("count").asLong());
