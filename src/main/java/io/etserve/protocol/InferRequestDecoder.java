@@ -137,8 +137,19 @@ public final class InferRequestDecoder {
             try (JsonParser p = ProtocolJson.FACTORY.createParser(ObjectReadContext.empty(), body, 0, headerLength)) {
                 return readRequest(p);
             } catch (JacksonException e) {
-                throw new InvalidRequestException(context + " is not valid JSON: " + e.getOriginalMessage(), e);
+                throw new InvalidRequestException(context + " is not valid JSON: " + reason(e), e);
             }
+        }
+
+        /** Jackson's reason, without its advice to enable parser features (which clients cannot do). */
+        private static String reason(JacksonException e) {
+            String m = e.getOriginalMessage();
+            if (m != null && m.startsWith("Non-standard token")) {
+                int advice = m.indexOf(": enable");
+                return (advice > 0 ? m.substring(0, advice) : m)
+                        + " (write NaN and infinities as the strings \"NaN\", \"Infinity\", \"-Infinity\")";
+            }
+            return m;
         }
 
         private InferenceRequest readRequest(JsonParser p) {

@@ -262,6 +262,9 @@ class InferRequestDecoderTest {
             assertRefusedContaining("{inputs:[]}", "The request is not valid JSON");
             assertRefusedContaining(oneInput("\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1],\"data\":[NaN]"),
                     "Input 'x' is not valid JSON");
+            // What Python's json module writes for a NaN: told how to send it, not how to configure Jackson.
+            assertThatThrownBy(() -> decode(oneInput("\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1],\"data\":[NaN]")))
+                    .hasMessageContaining("the strings \"NaN\", \"Infinity\"").hasMessageNotContaining("JsonReadFeature");
         }
 
         @Test
