@@ -94,9 +94,9 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     public void repositoryIndex(RepositoryIndexRequest request, StreamObserver<RepositoryIndexResponse> out) {
         answer(out, () -> {
             RepositoryIndexResponse.Builder b = RepositoryIndexResponse.newBuilder();
-            for (ModelVersionState s : repository.index(request.getReady())) {
-                b.addModelsBuilder().setName(s.name()).setVersion(s.version()).setState(s.status().name())
-                        .setReason(s.indexReason().map(messages::redact).orElse(""));
+            for (RepositoryControl.IndexRow r : repository.index(request.getReady())) {
+                b.addModelsBuilder().setName(r.name()).setVersion(r.version()).setState(r.state())
+                        .setReason(r.reason() == null ? "" : messages.redact(r.reason()));
             }
             return b.build();
         });

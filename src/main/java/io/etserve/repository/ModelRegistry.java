@@ -577,10 +577,35 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
         return new TreeMap<>(models).keySet();
     }
 
+    /**
+     * The model directories in the repository now (valid names, in name order), loaded or not:
+     * the index lists the others by name, as Triton's does, so a client of the explicit mode can
+     * find what it may load.
+     */
+    public List<String> repositoryModelNames() {
+        if (!Files.isDirectory(root)) {
+            return List.of();
+        }
+        List<String> names = new ArrayList<>();
+        for (Path modelDir : list(root)) {
+            String name = modelDir.getFileName().toString();
+            if (Files.isDirectory(modelDir) && !name.startsWith(".") && ModelNames.isValidModelName(name)) {
+                names.add(name);
+            }
+        }
+        return names;
+    }
+
     /** Every version of every model, as the repository index lists them. */
     public List<ModelVersionState> states() {
         return new TreeMap<>(models).values().stream()
                 .flatMap(m -> m.versions().values().stream().map(Entry::state)).toList();
+    }
+
+    /** Why {@code state} does not serve, naming its version (none for a model without one that loaded). */
+    public static String notReady(ModelVersionState state) {
+        return "model '" + state.name() + "'" + (state.version().isEmpty() ? "" : " version " + state.version())
+                + " is not ready: " + state.notReadyReason().orElse("");
     }
 
     /**
@@ -590,12 +615,6 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
      *
      * @throws ModelNotFoundException for an unknown model or version
      */
-    /** Why {@code state} does not serve, naming its version (none for a model without one that loaded). */
-    public static String notReady(ModelVersionState state) {
-        return "model '" + state.name() + "'" + (state.version().isEmpty() ? "" : " version " + state.version())
-                + " is not ready: " + state.notReadyReason().orElse("");
-    }
-
     @Override
     public LoadedModel serving(String name, String version) {
         ModelVersionState state = resolve(name, version);

@@ -3,8 +3,12 @@ package io.etserve.repository;
 import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.UntrustedText;
 import io.etserve.modelconfig.ModelConfig;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
 
@@ -40,9 +44,40 @@ public final class RepositoryControl {
         this.mode = mode;
     }
 
-    /** Every version of every model ({@code readyOnly}: those that serve), model by model. */
-    public List<ModelVersionState> index(boolean readyOnly) {
-        return registry.states().stream().filter(s -> !readyOnly || s.ready()).toList();
+    /**
+     * One row of the index: a model version and its state, or (version and state empty) a model
+     * of the repository that is not loaded, never or no more, as Triton lists those.
+     *
+     * @param reason why the version does not serve (or what it serves instead), or null
+     */
+    public record IndexRow(String name, String version, String state, String reason) {
+        static IndexRow of(ModelVersionState s) {
+            return new IndexRow(s.name(), s.version(), s.status().name(), s.indexReason().orElse(null));
+        }
+    }
+
+    /**
+     * Every version of every loaded model, then by name the repository's models that are not
+     * loaded; {@code readyOnly}: the versions that serve only. In name order.
+     */
+    public List<IndexRow> index(boolean readyOnly) {
+        List<IndexRow> rows = new ArrayList<>();
+        Set<String> loaded = new HashSet<>();
+        for (ModelVersionState s : registry.states()) {
+            loaded.add(s.name());
+            if (!readyOnly || s.ready()) {
+                rows.add(IndexRow.of(s));
+            }
+        }
+        if (!readyOnly) {
+            for (String name : registry.repositoryModelNames()) {
+                if (!loaded.contains(name)) {
+                    rows.add(new IndexRow(name, "", "", null));
+                }
+            }
+            rows.sort(Comparator.comparing(IndexRow::name));  // stable: a model's versions keep their order
+        }
+        return rows;
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.etserve.rest;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.triton.TritonExtensions;
@@ -22,7 +23,13 @@ import org.springframework.web.bind.annotation.RestController;
 public class RepositoryController {
 
     /** One row of the index, as Triton answers it. */
+    /** A row of the index; a repository model that is not loaded has its name only, as Triton's. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
     record IndexEntry(String name, String version, String state, String reason) {}
+
+    private static String emptyToNull(String s) {
+        return s.isEmpty() ? null : s;
+    }
 
     private final RepositoryControl repository;
     private final PublicMessages messages;
@@ -43,8 +50,8 @@ public class RepositoryController {
             MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
     List<IndexEntry> index(@RequestBody(required = false) byte[] body) {
         return repository.index(TritonExtensions.indexReadyOnly(body)).stream()
-                .map(s -> new IndexEntry(s.name(), s.version(), s.status().name(),
-                        s.indexReason().map(messages::redact).orElse(null)))
+                .map(r -> new IndexEntry(r.name(), emptyToNull(r.version()), emptyToNull(r.state()),
+                        r.reason() == null ? null : messages.redact(r.reason())))
                 .toList();
     }
 

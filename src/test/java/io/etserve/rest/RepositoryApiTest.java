@@ -89,6 +89,17 @@ class RepositoryApiTest {
         return rows;
     }
 
+    /** The index's rows of {@code model}, as JSON text (one row: that row). */
+    String indexRow(String model) {
+        List<String> rows = new ArrayList<>();
+        for (JsonNode e : http.post("/v2/repository/index", "").json()) {
+            if (e.path("name").asString().equals(model)) {
+                rows.add(e.toString());
+            }
+        }
+        return String.join(",", rows);
+    }
+
     @Test
     void theIndexListsEveryVersionWithItsState() {
         assertThat(index(false)).contains("demo-portable/1 READY", "broken/1 FAILED", "slow/1 READY");
@@ -121,7 +132,9 @@ class RepositoryApiTest {
         assertThat(tookMs).as("unload waited for the request in flight").isGreaterThan(500);
         assertThat(inFlight.get(10, TimeUnit.SECONDS).status()).isEqualTo(200);
         assertThat(http.post("/v2/models/slow/infer", probe(0)).status()).isEqualTo(404);
-        assertThat(index(false)).noneMatch(row -> row.startsWith("slow/"));
+        // listed by its name only, as Triton lists a repository model that is not loaded
+        assertThat(indexRow("slow")).isEqualTo("{\"name\":\"slow\"}");
+        assertThat(index(true)).noneMatch(row -> row.startsWith("slow/"));
         assertThat(http.post("/v2/repository/models/slow/unload", "").status()).isEqualTo(404);
 
         // ... and loads again from its directory
@@ -133,6 +146,7 @@ class RepositoryApiTest {
     void aModelAddedToTheRepositoryLoadsOnRequestAndServesItsReference() throws Exception {
         assertThat(http.post("/v2/models/late/infer", demoRequest()).status()).isEqualTo(404);
         REPO.copy(TestPaths.demoModels(), "demo-xnnpack", "late");
+        assertThat(indexRow("late")).as("found in the repository before it is loaded").isEqualTo("{\"name\":\"late\"}");
         Http.Response load = http.post("/v2/repository/models/late/load", "");
         assertThat(load.status()).as(load.text()).isEqualTo(200);
         Http.Response r = http.post("/v2/models/late/infer", demoRequest());
@@ -207,7 +221,10 @@ class RepositoryApiTest {
             assertThat(index(true)).contains("via-grpc/1 READY");
             stub.repositoryModelUnload(RepositoryModelUnloadRequest.newBuilder()
                     .setModelName("via-grpc").build());
-            assertThat(index(false)).noneMatch(row -> row.startsWith("via-grpc/"));
+            assertThat(indexRow("via-grpc")).isEqualTo("{\"name\":\"via-grpc\"}");
+            assertThat(stub.repositoryIndex(io.etserve.grpc.protocol.RepositoryIndexRequest.getDefaultInstance())
+                    .getModelsList()).filteredOn(m -> m.getName().equals("via-grpc")).singleElement()
+                    .satisfies(m -> assertThat(m.getVersion() + m.getState() + m.getReason()).isEmpty());
             StatusRuntimeException missing = (StatusRuntimeException)
                     Assertions.catchThrowable(() -> stub.repositoryModelUnload(
                             RepositoryModelUnloadRequest.newBuilder().setModelName("via-grpc").build()));
