@@ -23,7 +23,7 @@
 # Commands:
 #   scripts/gpu-suite.sh run            from a checkout where `mvn verify` ran (Java + Maven on
 #                                       the host): native, junit, then service
-#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab
+#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab|jit
 #                                       one service or benchmark step alone (after the stages
 #                                       below on this host); jvm-options compares the option sets
 #                                       in ETSERVE_JVM_VARIANTS (';'-separated), optionally pinned
@@ -40,7 +40,8 @@
 #                                       ETSERVE_AB_BASELINE_ARGS / ETSERVE_AB_CURRENT_ARGS apart;
 #                                       ETSERVE_AB_GRPC=1: gRPC rows too);
 #                                       startup-ab: the two jars' time to ready, as `java -jar`
-#                                       and as the image start them
+#                                       and as the image start them; jit: what the JIT compiles
+#                                       during the K = 4 rows (JFR, REST and gRPC)
 #   scripts/gpu-suite.sh cuda-latency [MODEL...]
 #                                       batch-1 latency of the exported CUDA models
 #   scripts/gpu-suite.sh cuda-profile [MODEL...]
@@ -148,7 +149,7 @@ case "${1:-run}" in
   stage2) stage2 ;;
   stage3) stage3 ;;
   unpack) unpack_app ;;  # only unpack the part this transfer carried (stage2 or stage3)
-  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab)
+  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab|jit)
     # After stage1 on this host (and stage2, plus stage3 for all but the benchmark), one step
     # alone, without the JUnit suite: the dynamic-batching step, the sticky fault through REST,
     # the throughput and service-CPU step (K = 1, 4, 16, the spinning wait beside, then
@@ -161,6 +162,7 @@ case "${1:-run}" in
       jvm-options) jvm_options_bench; exit $? ;;
       selectors) selectors_bench; exit $? ;;
       ab) ab_bench; exit $? ;;
+      jit) jit_bench; exit $? ;;
       startup-ab) startup_ab_bench; exit $? ;;
       batching)
         { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt" ;;
@@ -189,5 +191,5 @@ case "${1:-run}" in
           echo; sleep 1; grep '^\[cpu by thread\]' "$RESULTS/check-stderr.txt" || true; } >> "$out"
         cat "$out"; exit $st ;;
     esac ;;
-  *) echo "usage: scripts/gpu-suite.sh run|bundle|bundle-cuda SOURCE|stage1|cuda-stage1|cuda-export|stage2|stage3|service|cuda-programs|cuda-latency [MODEL...]|startup|batching|fault|throughput|benchmark|unpack|jvm-options|selectors|ab|startup-ab" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu-suite.sh run|bundle|bundle-cuda SOURCE|stage1|cuda-stage1|cuda-export|stage2|stage3|service|cuda-programs|cuda-latency [MODEL...]|startup|batching|fault|throughput|benchmark|unpack|jvm-options|selectors|ab|startup-ab|jit" >&2; exit 2 ;;
 esac

@@ -221,6 +221,40 @@ hung_work_fault() {
   return $st
 }
 
+# What the JIT compiles while a GPU call's CPU is measured: the K = 4 rows keep showing the
+# compiler threads' CPU (45-130 us per call) after warm-ups of 300,000 calls. One start of the
+# current jar (ETSERVE_AB_CURRENT_ARGS) under a JFR recording of every compilation, the REST and
+# then the gRPC K = 4 row, each summarised over its timed window by jfr_summary.py (what was
+# compiled and deoptimized, and why). Into $RESULTS/gpu-h200-jit.txt.
+jit_bench() {
+  local out="$RESULTS/gpu-h200-jit.txt" rec="$WORK/jit.jfr" st=0 via since until
+  local jfr_tool; jfr_tool="$(dirname "$JAVA")/jfr"
+  [[ -x "$jfr_tool" ]] || die "no jfr tool beside $JAVA (the bundle's JRE needs the jdk.jfr module)"
+  make_repo "$WORK/service-repo" 8
+  # shellcheck disable=SC2086
+  JAVA_EXTRA="-XX:StartFlightRecording=settings=profile,jdk.Compilation#threshold=0ms,filename=$rec" \
+    start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4 ${ETSERVE_AB_CURRENT_ARGS:-}
+  { echo "# The JIT during K = 4 GPU rows ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
+    host_facts; echo; echo "$THR_HEADER"; } > "$out"
+  local windows=()
+  for via in rest grpc; do
+    local grpc=(); [[ $via == grpc ]] && grpc=(grpc-port="$GRPC")
+    # The check warms up first (its default), then times 6 s: the window is its last 6 s.
+    check throughput port=$PORT "${grpc[@]}" model=probe spin=2000 clients=4 seconds=6 pid=$SERVICE_PID \
+      label="$via K=4" >> "$out" || st=1
+    until="$(date +%s.%N)"; since="$(awk -v u="$until" 'BEGIN{printf "%.3f", u - 6}')"
+    windows+=("$via $since $until")
+  done
+  stop_service  # the recording is written as the JVM exits
+  for w in "${windows[@]}"; do
+    read -r via since until <<< "$w"
+    { echo; echo "## $via K = 4: JFR over the timed window"
+      python3 "$GPU_SCRIPTS/jfr_summary.py" "$rec" --jfr "$jfr_tool" --since "$since" --until "$until" || st=1; } >> "$out"
+  done
+  cat "$out"
+  return $st
+}
+
 # The current application jar against a baseline on one host, interleaved (hosts of one kind
 # differ by more than most changes do): for ETSERVE_AB_ROUNDS rounds (default 3), each side in
 # turn serves the REST rows the issue's CPU goals are about: a 2 ms kernel at K = 4, then no GPU
