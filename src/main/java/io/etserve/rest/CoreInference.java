@@ -94,7 +94,7 @@ public final class CoreInference {
         HttpFields headers = request.getHeaders();
         InferExchange.Target target = InferExchange.directTarget(request.getMethod(), request.getHttpURI().getPath(),
                 headers.get(HttpHeader.CONTENT_TYPE), headers.get(HttpHeader.ACCEPT));
-        if (target == null) {
+        if (target == null || InferExchange.encoded(headers.get(HttpHeader.CONTENT_ENCODING))) {
             return null;
         }
         long length = request.getLength();

@@ -75,7 +75,16 @@ public final class InferExchange {
      * take it (its 404, 405, 406 and 415 stay what they were).
      */
     static Target directTarget(HttpServletRequest http) {
-        return directTarget(http.getMethod(), http.getRequestURI(), http.getContentType(), http.getHeader("Accept"));
+        return encoded(http.getHeader("Content-Encoding")) ? null
+                : directTarget(http.getMethod(), http.getRequestURI(), http.getContentType(), http.getHeader("Accept"));
+    }
+
+    /**
+     * Whether a request's body is compressed ({@code Content-Encoding} other than identity):
+     * such a request goes to Spring MVC's path, which refuses it 415 with the reason.
+     */
+    static boolean encoded(String contentEncoding) {
+        return contentEncoding != null && !contentEncoding.isBlank() && !"identity".equalsIgnoreCase(contentEncoding.trim());
     }
 
     /** As {@link #directTarget(HttpServletRequest)}, from the request's method, raw path and media-type headers. */

@@ -6,6 +6,7 @@ import io.etserve.health.ServerReadiness;
 import io.etserve.inference.InflightBytes;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
+import io.etserve.inference.UntrustedText;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.InferRequestDecoder;
@@ -117,6 +118,15 @@ public class InferenceProtocolController {
         // allocation (bench/results/2026-12-04-2core-serving-cost.md).
         Map<?, ?> path = (Map<?, ?>) http.getAttribute(HandlerMapping.URI_TEMPLATE_VARIABLES_ATTRIBUTE);
         Object read = http.getAttribute(InferBodyFilter.BODY);
+        String encoding = http.getHeader("Content-Encoding");
+        if (InferExchange.encoded(encoding)) {
+            if (read instanceof RequestBody b) {
+                b.close();
+            }
+            // Triton inflates gzip and deflate bodies; this service reads them as sent.
+            throw new ApiException(HttpStatus.UNSUPPORTED_MEDIA_TYPE, "compressed request bodies are not supported"
+                    + " (Content-Encoding: " + UntrustedText.abbreviate(encoding) + "): send the body uncompressed");
+        }
         try (RequestBody body = read instanceof RequestBody b ? b : readBlocking(http)) {
             exchange.serve((String) path.get("model"), (String) path.get("version"), http, reply, body);
         }

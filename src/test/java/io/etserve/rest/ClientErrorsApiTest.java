@@ -195,6 +195,26 @@ class ClientErrorsApiTest {
     }
 
     @Test
+    void aCompressedInferenceBodyIsRefusedWithWhatToDoOnEveryPath() throws Exception {
+        // Triton's clients can gzip or deflate a request; this service reads bodies as sent, so
+        // it says so (415) instead of failing to parse compressed bytes as JSON (400).
+        for (String encoding : List.of("gzip", "deflate", "br")) {
+            for (String path : List.of(M + "/infer", M + "/versions/1/infer")) {
+                String raw = request("POST", path, "application/json", null, INFER_BODY)
+                        .replaceFirst("\r\n", "\r\nContent-Encoding: " + encoding + "\r\n");
+                RawConnection.Response r = exchange(raw);
+                List<String> failures = new ArrayList<>();
+                assertRefused(failures, encoding + " " + path, r, 415);
+                assertThat(failures).isEmpty();
+                assertThat(r.text()).contains("compressed request bodies are not supported").contains(encoding);
+            }
+        }
+        String identity = request("POST", M + "/infer", "application/json", null, INFER_BODY)
+                .replaceFirst("\r\n", "\r\nContent-Encoding: identity\r\n");
+        assertThat(exchange(identity).status()).isEqualTo(200);
+    }
+
+    @Test
     void theBodyTypesTheEndpointsReadAreAccepted() throws Exception {
         // Triton's clients send no Content-Type; JSON may name its charset; binary requests are octet-stream.
         for (String type : new String[] {null, "application/json", "application/json; charset=utf-8",
