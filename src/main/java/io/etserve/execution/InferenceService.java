@@ -194,7 +194,6 @@ public final class InferenceService {
             }
             if (model != null) {
                 observer.pending(model.name(), model.version(), -1);
-                model.release();
             }
             if (failure != null) {
                 recordFailure(modelName, model, failure, System.nanoTime() - arrivedNanos);
@@ -202,6 +201,11 @@ public final class InferenceService {
                 observer.success(model.name(), model.version(), done.rows(), (start - arrivedNanos) + done.queueNanos(),
                         (bound - start) + done.inputNanos(), done.inferNanos(),
                         done.outputNanos() + (System.nanoTime() - named));
+            }
+            if (model != null) {
+                // Last: a version being unloaded removes its series once its last use is given
+                // back, and a series written after that would come back for good.
+                model.release();
             }
         }
     }

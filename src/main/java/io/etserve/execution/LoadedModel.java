@@ -35,6 +35,8 @@ public final class LoadedModel implements AutoCloseable {
     private static final AtomicLong LOADS = new AtomicLong();
     /** Which load made it: a version loaded again (files changed, a reload) is a later one. */
     private final long load = LOADS.incrementAndGet();
+    /** Told once it is freed (the registry removes its metric series then). */
+    private volatile Runnable onFreed;
     /** Set once an unload stopped waiting for its requests: the last one to end frees it. */
     private volatile boolean freeWhenIdle;
     private final AtomicBoolean freed = new AtomicBoolean();
@@ -191,6 +193,11 @@ public final class LoadedModel implements AutoCloseable {
         return true;
     }
 
+    /** Runs {@code action} once this model is freed, on the thread that frees it. */
+    public void onFreed(Runnable action) {
+        this.onFreed = action;
+    }
+
     /** Requests using it now. */
     public long inUse() {
         return uses.get() & ~RETIRING;
@@ -210,10 +217,17 @@ public final class LoadedModel implements AutoCloseable {
         if (batcher != null) {
             batcher.close();
         }
-        instances.close();
-        program.close();
-        if (deleteFiles != null) {
-            deleteFiles.run();
+        try {
+            instances.close();
+            program.close();
+            if (deleteFiles != null) {
+                deleteFiles.run();
+            }
+        } finally {
+            Runnable freedHook = onFreed;
+            if (freedHook != null) {
+                freedHook.run();
+            }
         }
     }
 }

@@ -452,17 +452,37 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
         });
         before.forEach((v, entry) -> {
             String version = v == 0 ? "" : Long.toString(v);
-            if (entry.state() instanceof ModelVersionState.Ready ready && !kept.contains(ready.model())) {
-                retire(ready);
-            }
             Entry now = after.get(v);
-            if (entry.state().description().isPresent() && (now == null || now.state().description().isEmpty())) {
+            // A version gone from the index takes its series with it, also one that never loaded
+            // (the 503s it answered have a failure series). One that served keeps them until it
+            // is freed: the requests it drains write to them, and a series written after its
+            // removal would come back for good.
+            boolean seriesGo = now == null || entry.state().description().isPresent() && now.state().description().isEmpty();
+            if (entry.state() instanceof ModelVersionState.Ready ready && !kept.contains(ready.model())) {
+                if (seriesGo) {
+                    ready.model().onFreed(() -> seriesGone(name, v, version));
+                }
+                retire(ready);
+            } else if (seriesGo) {
                 observer.unloaded(name, version);
             }
             if (now == null) {
                 observer.unindexed(name, version);
             }
         });
+    }
+
+    /**
+     * Removes a freed version's series, unless the same version has loaded again meanwhile (its
+     * series are the new one's now). Runs where the version is freed: the unload, or its last
+     * request after the unload stopped waiting for it.
+     */
+    private void seriesGone(String name, long v, String version) {
+        Model current = models.get(name);
+        Entry again = current == null ? null : current.versions().get(v);
+        if (again == null || again.state().description().isEmpty()) {
+            observer.unloaded(name, version);
+        }
     }
 
     /** Refuses to retire any of {@code states} when the policy keeps leaking delegates loaded. */

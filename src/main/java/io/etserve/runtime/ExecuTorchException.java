@@ -23,8 +23,32 @@ public class ExecuTorchException extends RuntimeException {
     }
 
     private static String compose(String name, String message, String log) {
-        String base = message + " (" + name + ")";
-        return log == null || log.isBlank() ? base : base + ": " + log.strip().replace('\n', ';');
+        String base = printable(message) + " (" + name + ")";
+        return log == null || log.isBlank() ? base : base + ": " + printable(log.strip().replace('\n', ';'));
+    }
+
+    /**
+     * {@code s} with control characters as {@code ?}: the message quotes bytes of an untrusted
+     * program (an identifier, a name) and goes to logs and to clients, where a raw escape or
+     * carriage return could forge or hide a line.
+     */
+    private static String printable(String s) {
+        if (s == null) {
+            return "";
+        }
+        StringBuilder b = null;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isISOControl(c) || c == '\u2028' || c == '\u2029') {
+                if (b == null) {
+                    b = new StringBuilder(s.length()).append(s, 0, i);
+                }
+                b.append('?');
+            } else if (b != null) {
+                b.append(c);
+            }
+        }
+        return b == null ? s : b.toString();
     }
 
     public String errorName() {

@@ -30,6 +30,8 @@ class LoadedModelTest {
         Program program = demo();
         ProgramInstance instance = program.newInstance("forward");
         LoadedModel model = model(instance, program);
+        java.util.concurrent.atomic.AtomicInteger freedHook = new java.util.concurrent.atomic.AtomicInteger();
+        model.onFreed(freedHook::incrementAndGet);
         assertThat(model.tryUse()).isTrue();
         assertThat(model.tryUse()).isTrue();
 
@@ -39,9 +41,12 @@ class LoadedModelTest {
 
         model.release();
         assertThat(instance.stats()).as("one request left").isNotNull();
+        assertThat(freedHook).hasValue(0);
         model.release();
         assertThatThrownBy(instance::stats).isInstanceOf(ProgramInstance.InstanceClosedException.class);
+        assertThat(freedHook).as("told when freed, by the last request").hasValue(1);
         model.close();  // once only: a second close frees nothing twice
+        assertThat(freedHook).hasValue(1);
     }
 
     @Test

@@ -49,6 +49,14 @@ class ModelRegistryPollTest {
             events.add(model + "/" + version + " gone");
         }
 
+        /** The versions whose series were removed, in order (apart from events: its order is asserted). */
+        final List<String> unloads = Collections.synchronizedList(new ArrayList<>());
+
+        @Override
+        public void unloaded(String model, String version) {
+            unloads.add(model + "/" + version);
+        }
+
         @Override
         public void pending(String model, String version, int delta) {}
 
@@ -172,6 +180,22 @@ class ModelRegistryPollTest {
         registry.poll();
         assertThat(index()).containsExactly("1 READY", "2 READY");
         assertThat(metrics.events).containsSubsequence("m/3 failed", "m/3 gone");
+    }
+
+    @Test
+    void aFailedVersionThatLeavesTheRepositoryTakesItsSeriesWithIt() throws Exception {
+        // The 503s a failed version answered made its failure series: they go when it does.
+        start(null);
+        Path v2 = Files.createDirectories(repo.root().resolve("m/2"));
+        Files.write(v2.resolve("model.pte"), Arrays.copyOf(PROGRAM, PROGRAM.length / 2));
+        registry.poll();
+        registry.poll();
+        assertThat(index()).containsExactly("1 READY", "2 FAILED");
+        deleteTree(v2);
+        registry.poll();
+        registry.poll();
+        assertThat(index()).containsExactly("1 READY");
+        assertThat(metrics.unloads).containsExactly("m/2");
     }
 
     @Test

@@ -45,7 +45,8 @@ class RepositoryApiTest {
             .copy(TestPaths.demoModels(), "demo-portable")
             .copy(TestPaths.demoModels(), "demo-portable", "rollout")
             .withProgramBytes("broken", new byte[] {1, 2, 3, 4, 5, 6, 7, 8})
-            .withSlowProbe("slow");
+            .withSlowProbe("slow")
+            .withSlowProbe("straggler");
 
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry r) {
@@ -140,6 +141,32 @@ class RepositoryApiTest {
         // ... and loads again from its directory
         assertThat(http.post("/v2/repository/models/slow/load", "").status()).isEqualTo(200);
         assertThat(http.post("/v2/models/slow/infer", probe(0)).status()).isEqualTo(200);
+    }
+
+    @Test
+    void aRequestThatOutlivesItsVersionsUnloadLeavesNoSeriesBehind(@Value("${local.management.port}") int mgmt)
+            throws Exception {
+        assertThat(http.post("/v2/models/straggler/infer", probe(0)).status()).isEqualTo(200);
+        CompletableFuture<Http.Response> inFlight = CompletableFuture.supplyAsync(
+                () -> http.post("/v2/models/straggler/infer", probe(1500)));
+        ModelActivity.awaitNoIdleInstance(registry, "straggler");
+        registry.setDrainTimeout(java.time.Duration.ofMillis(200));
+        try {
+            assertThat(http.post("/v2/repository/models/straggler/unload", "").status()).isEqualTo(200);
+        } finally {
+            registry.setDrainTimeout(java.time.Duration.ofSeconds(30));
+        }
+        assertThat(inFlight.get(10, TimeUnit.SECONDS).status()).as("the request still ends").isEqualTo(200);
+        Thread.sleep(200);  // its metrics are written before it gives the version back, then the version goes
+        String prom = Http.local(mgmt).get("/actuator/prometheus").text();
+        assertThat(prom.lines().filter(l -> l.startsWith("nv_") && l.contains("model=\"straggler\"")).toList())
+                .as("no series of the unloaded version written back by its last request").isEmpty();
+
+        assertThat(http.post("/v2/repository/models/straggler/load", "").status()).isEqualTo(200);
+        prom = Http.local(mgmt).get("/actuator/prometheus").text();
+        assertThat(prom.lines().filter(l -> l.startsWith("nv_inference_pending_request_count")
+                && l.contains("model=\"straggler\"")).toList()).singleElement()
+                .satisfies(l -> assertThat(l).endsWith(" 0.0"));
     }
 
     @Test
