@@ -23,6 +23,7 @@ public final class StreamPool implements AutoCloseable {
     private final StreamFactory factory;
     private final List<ComputeStream> streams;
     private final LeaseQueue idle;
+    private volatile boolean hung;
     private final AtomicReference<String> fault = new AtomicReference<>();
     private final LongConsumer leaseWaitNanos;
     private volatile boolean closed;
@@ -91,6 +92,20 @@ public final class StreamPool implements AutoCloseable {
         fault.compareAndSet(null, reason);
     }
 
+    /**
+     * As {@link #markFaulted}, for a device whose work may never complete (a call gave up waiting
+     * for it): nothing on it may be waited for again, freeing device memory included.
+     */
+    public void markHung(String reason) {
+        hung = true;
+        markFaulted(reason);
+    }
+
+    /** Whether work on this device may never complete ({@link #markHung}). */
+    public boolean hung() {
+        return hung;
+    }
+
     /** Why the pool stopped leasing (a stream could not be synchronized), if it did. */
     public Optional<String> fault() {
         return Optional.ofNullable(fault.get());
@@ -155,7 +170,7 @@ public final class StreamPool implements AutoCloseable {
                 break;
             }
         }
-        if (idle.freeCount() < streams.size() || fault.get() != null) {
+        if (idle.freeCount() < streams.size() || hung) {
             // Destroying a stream with work on it would free memory under running kernels (on a
             // faulted device, work may never complete): leak the streams rather than risk it; the
             // process is going away anyway.

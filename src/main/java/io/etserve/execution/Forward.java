@@ -121,7 +121,7 @@ final class Forward {
                 }
                 return outs;
             } catch (RuntimeException e) {
-                if (InferenceException.of(e, model.name(), !model.hasStaticInputs())
+                if (InferenceException.of(e, model.name(), model.shapesAreTheCallers())
                         instanceof InferenceFailedException failed) {
                     admitted.failed(System.nanoTime() - executing, failed);
                     faults.onRuntimeFailure(device, e);

@@ -80,7 +80,7 @@ public final class GpuInstancePool implements InstancePool {
                 if (instance.leftGpuWorkRunning()) {
                     // Its call gave up on GPU work that may never end: the device is taken as hung
                     // before the stream goes back, so giving it back does not wait for that work.
-                    streams.markFaulted("a call's GPU work on device " + streams.device()
+                    streams.markHung("a call's GPU work on device " + streams.device()
                             + " did not complete within etserve.cuda.completion-timeout");
                 }
                 lease.close();
@@ -115,13 +115,13 @@ public final class GpuInstancePool implements InstancePool {
     }
 
     /**
-     * Frees the instances, except on a faulted device: freeing device memory waits for the
+     * Frees the instances, except on a device taken as hung: freeing device memory waits for the
      * device's work, which there may never complete (a call that gave up waiting for it), and the
-     * process is restarted anyway.
+     * process is restarted anyway. (On a device with a sticky fault freeing fails at once.)
      */
     @Override
     public void close() {
-        if (unavailableReason().isPresent()) {
+        if (streams.hung()) {
             return;
         }
         instances.forEach(ProgramInstance::close);

@@ -180,7 +180,7 @@ public final class InferenceService {
             throw e;  // not an outcome: the request runs again on a thread that may wait
         } catch (RuntimeException e) {
             failure = model == null ? InferenceException.of(e) : InferenceException.of(e, model.name(),
-                    !model.hasStaticInputs());
+                    model.shapesAreTheCallers());
             throw failure;
         } finally {
             if (cancellation != null) {
@@ -189,7 +189,7 @@ public final class InferenceService {
             if (ranAlone) {
                 // Its forward call's times (Triton's batch statistics) with this request's own
                 // input and output work, which only this method sees; counted if it ran, answered or not.
-                observer.executed(model.name(), model.version(), 1, bound - start, done.inferNanos(),
+                observer.executed(model.name(), model.version(), 0, bound - start, done.inferNanos(),
                         response != null ? System.nanoTime() - named : 0);
             }
             if (model != null) {

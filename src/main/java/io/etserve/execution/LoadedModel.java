@@ -12,6 +12,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.LoggerFactory;
 
 /**
  * One model version that serves: its program, its description, its instances (always some),
@@ -63,6 +64,16 @@ public final class LoadedModel implements AutoCloseable {
     /** Its outputs' names, for requests that name none (built once, not per request). */
     TensorContract.DeclaredOutputs declaredOutputs() {
         return declaredOutputs;
+    }
+
+    /**
+     * Whether a forward call's input shapes are the caller's own: some input has a dynamic
+     * dimension (a static one is checked before the call) and no batcher joins requests into
+     * shapes of the server's making. Then a delegate that cannot carry them through the program
+     * answers the caller's mistake, not a failure of the model.
+     */
+    public boolean shapesAreTheCallers() {
+        return !staticInputs && batcher == null;
     }
 
     /** Whether every input has a static shape: its forward calls then take about the same time. */
@@ -154,7 +165,7 @@ public final class LoadedModel implements AutoCloseable {
                 uses.notifyAll();
             }
             if (freeWhenIdle) {
-                close();  // the last request of a model whose unload stopped waiting for it
+                freeElsewhere();  // the last request of a model whose unload stopped waiting for it
             }
         }
     }
@@ -177,20 +188,51 @@ public final class LoadedModel implements AutoCloseable {
         }
         long deadline = System.nanoTime() + timeout.toNanos();
         synchronized (uses) {
-            while (uses.get() != RETIRING) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    freeWhenIdle = true;
-                    if (uses.get() == RETIRING) {
-                        break;  // the last one ended as the wait did: no release will free it
+            try {
+                while (uses.get() != RETIRING) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return !stopWaiting();
                     }
-                    return false;
+                    uses.wait(Math.max(1, left / 1_000_000));
                 }
-                uses.wait(Math.max(1, left / 1_000_000));
+            } catch (InterruptedException e) {
+                stopWaiting();
+                throw e;
             }
         }
         close();
         return true;
+    }
+
+    /**
+     * The unload waits no more: the last request frees it, or this thread if none is left (the
+     * last one ended as the wait did, and no release will). Whether requests were still running.
+     */
+    private boolean stopWaiting() {
+        freeWhenIdle = true;
+        if (uses.get() == RETIRING) {
+            close();
+            return false;
+        }
+        return true;
+    }
+
+    /**
+     * Frees it on a thread of its own, not the last request's: freeing joins the batcher, waits
+     * for device memory and deletes files, which that request's answer must not wait for.
+     */
+    private void freeElsewhere() {
+        Thread t = new Thread(() -> {
+            try {
+                close();
+            } catch (RuntimeException e) {
+                LoggerFactory.getLogger(LoadedModel.class).warn("model {} version {}: freeing it failed: {}",
+                        name(), version(), e.toString());
+            }
+        }, "etserve-free-" + name());
+        t.setDaemon(true);
+        t.start();
     }
 
     /** Runs {@code action} once this model is freed, on the thread that frees it. */

@@ -54,7 +54,11 @@ public final class CudaFaultMonitor implements FaultListener, ApplicationListene
         Optional<StreamPool> pool = device.isPresent() ? pools.forDevice(device.getAsInt()) : Optional.empty();
         if (pool.isPresent()) {
             log.error("sticky CUDA fault on device {}: its instances stop serving: {}", device.getAsInt(), sticky);
-            pool.get().markFaulted(sticky);
+            if (leftGpuWorkRunning(error)) {
+                pool.get().markHung(sticky);
+            } else {
+                pool.get().markFaulted(sticky);
+            }
             if (pools.all().stream().anyMatch(p -> p.fault().isEmpty())) {
                 return;
             }
@@ -76,6 +80,16 @@ public final class CudaFaultMonitor implements FaultListener, ApplicationListene
 
     public Optional<String> fault() {
         return Optional.ofNullable(fault.get());
+    }
+
+    /** Whether a call in {@code error}'s chain gave up waiting for its GPU work (the completion timeout). */
+    static boolean leftGpuWorkRunning(Throwable error) {
+        for (Throwable t = error; t != null; t = t.getCause()) {
+            if (t instanceof ExecuTorchException e && e.leftGpuWorkRunning()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The description of a sticky CUDA error in {@code error}'s chain, or null. */

@@ -69,6 +69,11 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
     private final ModelLoader loader;
     private final InferenceObserver observer;
     private final Map<String, Model> models = new ConcurrentHashMap<>();
+    /**
+     * Orders a freed version's series removal against the same version loading again: not the
+     * registry's monitor, which a load holds for seconds and a freeing thread must not wait on.
+     */
+    private final Object seriesLock = new Object();
     /** What each model directory held at the previous poll (poll thread only, under the lock). */
     private final Map<String, Snapshot> lastPoll = new HashMap<>();
     private volatile Duration drainTimeout = Duration.ofSeconds(30);
@@ -443,7 +448,9 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
             String version = v == 0 ? "" : Long.toString(v);
             Entry old = before.get(v);
             if (entry.state().description().isPresent() && (old == null || old.state().description().isEmpty())) {
-                observer.loaded(name, version);
+                synchronized (seriesLock) {
+                    observer.loaded(name, version);  // after a freed predecessor's removal, never before
+                }
             }
             observer.indexed(name, version, entry.state().loadFailed());
             if (entry.state() instanceof ModelVersionState.Ready ready) {
@@ -478,10 +485,12 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
      * request after the unload stopped waiting for it.
      */
     private void seriesGone(String name, long v, String version) {
-        Model current = models.get(name);
-        Entry again = current == null ? null : current.versions().get(v);
-        if (again == null || again.state().description().isEmpty()) {
-            observer.unloaded(name, version);
+        synchronized (seriesLock) {
+            Model current = models.get(name);
+            Entry again = current == null ? null : current.versions().get(v);
+            if (again == null || again.state().description().isEmpty()) {
+                observer.unloaded(name, version);
+            }
         }
     }
 

@@ -54,6 +54,11 @@ public final class RepositoryControl {
         static IndexRow of(ModelVersionState s) {
             return new IndexRow(s.name(), s.version(), s.status().name(), s.indexReason().orElse(null));
         }
+
+        /** A repository model that is not loaded (no state). */
+        public boolean notLoaded() {
+            return state.isEmpty();
+        }
     }
 
     /**

@@ -1,6 +1,5 @@
 package io.etserve.rest;
 
-import com.fasterxml.jackson.annotation.JsonInclude;
 import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.triton.TritonExtensions;
@@ -23,13 +22,11 @@ import org.springframework.web.bind.annotation.RestController;
 public class RepositoryController {
 
     /** One row of the index, as Triton answers it. */
-    /** A row of the index; a repository model that is not loaded has its name only, as Triton's. */
-    @JsonInclude(JsonInclude.Include.NON_NULL)
+    /** A row of the index: a model version (or a model without one that loaded) and its state. */
     record IndexEntry(String name, String version, String state, String reason) {}
 
-    private static String emptyToNull(String s) {
-        return s.isEmpty() ? null : s;
-    }
+    /** A repository model that is not loaded: its name only, as Triton's index lists it. */
+    record NotLoadedEntry(String name) {}
 
     private final RepositoryControl repository;
     private final PublicMessages messages;
@@ -48,10 +45,11 @@ public class RepositoryController {
      */
     @PostMapping(value = "/index", consumes = {MediaType.APPLICATION_JSON_VALUE,
             MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
-    List<IndexEntry> index(@RequestBody(required = false) byte[] body) {
+    List<Object> index(@RequestBody(required = false) byte[] body) {
         return repository.index(TritonExtensions.indexReadyOnly(body)).stream()
-                .map(r -> new IndexEntry(r.name(), emptyToNull(r.version()), emptyToNull(r.state()),
-                        r.reason() == null ? null : messages.redact(r.reason())))
+                .map(r -> r.notLoaded() ? (Object) new NotLoadedEntry(r.name())
+                        : new IndexEntry(r.name(), r.version(), r.state(),
+                                r.reason() == null ? null : messages.redact(r.reason())))
                 .toList();
     }
 

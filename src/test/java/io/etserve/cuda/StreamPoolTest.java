@@ -164,7 +164,7 @@ class StreamPoolTest {
         OpaqueStreamFactory factory = new OpaqueStreamFactory(List.of(0));
         StreamPool pool = new StreamPool(0, 2, 0, factory, n -> {});
         StreamLease hung = pool.lease(Duration.ofSeconds(1));
-        pool.markFaulted("the GPU work did not complete within 500 ms");
+        pool.markHung("the GPU work did not complete within 500 ms");
         hung.close();
         assertThat(factory.synchronizedHandles).isEmpty();
         assertThat(pool.idleCount()).as("its slot is back, though never leased again").isEqualTo(2);

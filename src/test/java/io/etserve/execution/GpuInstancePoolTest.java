@@ -108,22 +108,23 @@ class GpuInstancePoolTest {
     }
 
     @Test
-    void closingOnAFaultedDeviceLeavesTheInstancesToTheProcessExit() throws Exception {
+    void closingOnAHungDeviceLeavesTheInstancesToTheProcessExitAndOnlyThere() throws Exception {
         // Freeing a Module frees device memory, which waits for the device's work: on a device
-        // taken as hung that work may never end.
-        StreamPool streams = new StreamPool(0, 2, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
+        // taken as hung that work may never end. A sticky fault fails such calls at once: freed.
+        StreamPool hung = new StreamPool(0, 2, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
         List<ProgramInstance> held = newInstances(1);
-        GpuInstancePool pool = new GpuInstancePool(streams, held);
-        streams.markFaulted("the GPU work did not complete within 500 ms");
+        GpuInstancePool pool = new GpuInstancePool(hung, held);
+        hung.markHung("the GPU work did not complete within 500 ms");
         pool.close();
         assertThat(held.get(0).stats()).as("not freed").isNotNull();
 
-        StreamPool healthy = new StreamPool(0, 2, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
+        StreamPool faulted = new StreamPool(0, 2, 0, new OpaqueStreamFactory(List.of(0)), n -> {});
         List<ProgramInstance> freed = newInstances(1);
-        new GpuInstancePool(healthy, freed).close();
+        faulted.markFaulted("cudaErrorIllegalAddress");
+        new GpuInstancePool(faulted, freed).close();
         assertThatThrownBy(() -> freed.get(0).stats()).isInstanceOf(ProgramInstance.InstanceClosedException.class);
-        streams.close();
-        healthy.close();
+        hung.close();
+        faulted.close();
     }
 
     @Test

@@ -165,6 +165,7 @@ class GpuStreamsTest {
                     .isBetween(150L, 1_000L);
             assertThat(probe.leftGpuWorkRunning()).isTrue();
             assertThat(pool.fault()).isPresent();
+            assertThat(pool.hung()).as("taken as hung: nothing on it is waited for again").isTrue();
             assertThat(instances.unavailableReason()).isPresent();
             instances.close();  // leaves the instance to the process's exit: returns at once
             assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(1_500L);

@@ -43,6 +43,21 @@ class CudaFaultMonitorTest {
     }
 
     @Test
+    void aCallThatGaveUpOnItsGpuWorkTakesItsDeviceAsHungAnotherStickyFaultAsFaulted() {
+        io.etserve.support.OpaqueStreamFactory streams = new io.etserve.support.OpaqueStreamFactory(java.util.List.of(0, 1));
+        io.etserve.cuda.StreamPool zero = new io.etserve.cuda.StreamPool(0, 1, 0, streams, n -> {});
+        io.etserve.cuda.StreamPool one = new io.etserve.cuda.StreamPool(1, 1, 0, streams, n -> {});
+        CudaFaultMonitor monitor = new CudaFaultMonitor(e -> {},
+                new StreamPools(java.util.Map.of(0, zero, 1, one), null, java.time.Duration.ofSeconds(1)));
+        monitor.onRuntimeFailure(OptionalInt.of(0), new ExecuTorchException("CudaError", 702,
+                "the GPU work of 'forward' did not complete within 500 ms", ""));
+        monitor.onRuntimeFailure(OptionalInt.of(1), ILLEGAL_ADDRESS);
+        assertThat(zero.hung()).isTrue();
+        assertThat(one.fault()).isPresent();
+        assertThat(one.hung()).as("its work failed at once: freeing there does not wait").isFalse();
+    }
+
+    @Test
     void aStickyFaultMetDuringTheStartLeavesLivenessBrokenOnceStarted() {
         try (ConfigurableApplicationContext context = new SpringApplicationBuilder(FaultDuringStart.class)
                 .web(WebApplicationType.NONE).properties("spring.config.name=cuda-fault-monitor-test").run()) {
