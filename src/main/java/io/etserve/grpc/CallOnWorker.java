@@ -157,6 +157,12 @@ final class CallOnWorker implements ServerInterceptor {
         private Runnable restRefused;  // what to run instead should the workers refuse it
         private final ArrayDeque<Step> pending = new ArrayDeque<>(2);  // guarded by this
         private boolean draining;  // guarded by this: a thread runs the steps, or a worker was asked to
+        /**
+         * A client-streaming call (ModelStreamInfer): its handler runs at each message, which may
+         * block as a unary call's half-close may, so each message is the handler's step, and it
+         * never runs on the event loop (a stream of calls would hold the loop's other connections).
+         */
+        private final boolean streaming;
 
         Sequenced(ServerCall.Listener<Q> delegate, ServerCall<Q, ?> call, Executor workers,
                 Predicate<Object> runsHere, AtomicInteger connectionCalls, SlowInlineCalls slowCalls,
@@ -168,6 +174,7 @@ final class CallOnWorker implements ServerInterceptor {
             this.connectionCalls = connectionCalls;
             this.slowCalls = slowCalls;
             this.handledOnEventLoop = handledOnEventLoop;
+            this.streaming = !call.getMethodDescriptor().getType().clientSendsOneMessage();
         }
 
         @Override
@@ -175,12 +182,12 @@ final class CallOnWorker implements ServerInterceptor {
             submit(() -> {
                 request = message;
                 delegate.onMessage(message);
-            }, false);
+            }, streaming);
         }
 
         @Override
         public void onHalfClose() {
-            submit(delegate::onHalfClose, true);
+            submit(delegate::onHalfClose, !streaming);
         }
 
         @Override
@@ -290,7 +297,7 @@ final class CallOnWorker implements ServerInterceptor {
         }
 
         private boolean runsHere(Object message) {
-            if (message == null || connectionCalls != null && connectionCalls.get() > 1) {
+            if (message == null || streaming || connectionCalls != null && connectionCalls.get() > 1) {
                 return false;
             }
             try {

@@ -13,6 +13,7 @@ import io.etserve.grpc.protocol.ModelReadyResponse;
 import io.etserve.grpc.protocol.ModelRepositoryParameter;
 import io.etserve.grpc.protocol.ModelStatisticsRequest;
 import io.etserve.grpc.protocol.ModelStatisticsResponse;
+import io.etserve.grpc.protocol.ModelStreamInferResponse;
 import io.etserve.grpc.protocol.RepositoryIndexRequest;
 import io.etserve.grpc.protocol.RepositoryIndexResponse;
 import io.etserve.grpc.protocol.RepositoryModelLoadRequest;
@@ -44,6 +45,7 @@ import io.etserve.runtime.DirectBufferPool;
 import io.etserve.triton.TritonExtensions;
 import io.grpc.Context;
 import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
 import java.util.List;
@@ -215,6 +217,54 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
             return;
         }
         infer(request, decoded, buffers, counted, CallOnWorker.EVENT_LOOP.get(), start);
+    }
+
+    /**
+     * Triton's streaming extension: each request on the stream runs as a ModelInfer call would,
+     * one at a time and in order (the next is read once the one before is answered), and is
+     * answered on the stream with its response or, when it failed, its error message; a failure
+     * does not end the stream. Each runs on a worker, never on the event loop ({@link CallOnWorker}).
+     */
+    @Override
+    public StreamObserver<ModelInferRequest> modelStreamInfer(StreamObserver<ModelStreamInferResponse> out) {
+        if (out instanceof ServerCallStreamObserver<ModelStreamInferResponse> call) {
+            // A client that left: its request in flight is dropped (its context is cancelled), and
+            // an answer written after is let go instead of thrown.
+            call.setOnCancelHandler(() -> {});
+        }
+        return new StreamObserver<>() {
+            @Override
+            public void onNext(ModelInferRequest request) {
+                modelInfer(request, new StreamObserver<>() {
+                    @Override
+                    public void onNext(ModelInferResponse answer) {
+                        out.onNext(ModelStreamInferResponse.newBuilder().setInferResponse(answer).build());
+                    }
+
+                    @Override
+                    public void onError(Throwable failure) {
+                        Status status = Status.fromThrowable(failure);
+                        out.onNext(ModelStreamInferResponse.newBuilder().setErrorMessage(
+                                status.getDescription() != null ? status.getDescription() : status.getCode().name()).build());
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                        // one request's end; the stream ends when the client's does
+                    }
+                });
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                // the client cancelled or the stream broke: nothing left to answer
+            }
+
+            @Override
+            public void onCompleted() {
+                out.onCompleted();
+            }
+        };
     }
 
     /**

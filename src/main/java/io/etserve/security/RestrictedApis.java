@@ -62,7 +62,7 @@ public final class RestrictedApis {
             return switch (method) {
                 case "ServerLive", "ServerReady", "ModelReady" -> Optional.of(HEALTH);
                 case "ServerMetadata", "ModelMetadata" -> Optional.of(METADATA);
-                case "ModelInfer" -> Optional.of(INFERENCE);
+                case "ModelInfer", "ModelStreamInfer" -> Optional.of(INFERENCE);
                 case "ModelConfig" -> Optional.of(MODEL_CONFIG);
                 case "ModelStatistics" -> Optional.of(STATISTICS);
                 case "RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload" -> Optional.of(MODEL_REPOSITORY);

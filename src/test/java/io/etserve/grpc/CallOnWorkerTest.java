@@ -54,6 +54,21 @@ class CallOnWorkerTest {
     }
 
     @Test
+    void aStreamsMessagesAreItsHandlerAndRunOnAWorkerInOrderEvenWhenQuick() throws Exception {
+        // ModelStreamInfer: its handler runs at each message (which may block), never on the loop.
+        call.type = MethodDescriptor.MethodType.BIDI_STREAMING;
+        CallOnWorker interceptor = new CallOnWorker(worker, quickOnly(request -> true));
+        ServerCall.Listener<String> stream = interceptor.interceptCall(call, new Metadata(),
+                (c, h) -> new Recording(() -> {}, null));
+        stream.onMessage("first");
+        stream.onMessage("second");
+        stream.onHalfClose();
+        awaitSeen(3);
+        assertThat(seen.subList(0, 2)).containsExactly("message@worker", "message@worker");
+        assertThat(seen.get(2)).as("in order, wherever the steps are drained then").startsWith("halfClose@");
+    }
+
+    @Test
     void aCallThatRunsAtOnceRunsItsHandlerWhereItArrivedAndOthersStillGoToAWorker() throws Exception {
         CallOnWorker interceptor = new CallOnWorker(worker, quickOnly("quick"::equals));
         ServerCall.Listener<String> quick = interceptor.interceptCall(call, new Metadata(),
@@ -424,6 +439,7 @@ class CallOnWorkerTest {
 
         final CountDownLatch closed = new CountDownLatch(1);
         volatile Status status;
+        MethodDescriptor.MethodType type = MethodDescriptor.MethodType.UNARY;
         io.grpc.Attributes attributes = io.grpc.Attributes.EMPTY;
 
         @Override
@@ -453,7 +469,7 @@ class CallOnWorkerTest {
 
         @Override
         public MethodDescriptor<String, String> getMethodDescriptor() {
-            return MethodDescriptor.<String, String>newBuilder().setType(MethodDescriptor.MethodType.UNARY)
+            return MethodDescriptor.<String, String>newBuilder().setType(type)
                     .setFullMethodName("test.Service/Call").setRequestMarshaller(TEXT).setResponseMarshaller(TEXT)
                     .build();
         }

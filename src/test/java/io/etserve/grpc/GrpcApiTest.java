@@ -29,6 +29,7 @@ import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.stub.ClientCalls;
+import io.grpc.stub.StreamObserver;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.List;
@@ -169,6 +170,45 @@ class GrpcApiTest {
                 assertMatches(ref, c, res);
             }
         }
+    }
+
+    @Test
+    void aStreamAnswersEachRequestInOrderAndAFailedOneDoesNotEndIt() throws Exception {
+        // Triton's streaming extension (tritonclient's stream_infer, perf_analyzer --streaming).
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json"));
+        Reference.Case c = ref.cases().get(0);
+        java.util.concurrent.LinkedBlockingQueue<Object> got = new java.util.concurrent.LinkedBlockingQueue<>();
+        StreamObserver<ModelInferRequest> requests = GRPCInferenceServiceGrpc.newStub(channel)
+                .withDeadlineAfter(30, TimeUnit.SECONDS).modelStreamInfer(new StreamObserver<>() {
+                    @Override
+                    public void onNext(io.etserve.grpc.protocol.ModelStreamInferResponse r) {
+                        got.add(r);
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                        got.add(t);
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                        got.add("completed");
+                    }
+                });
+        requests.onNext(request("demo-xnnpack", c));
+        requests.onNext(request("no-such-model", c));
+        requests.onNext(request("demo-xnnpack", c).toBuilder().setId("third").build());
+        requests.onCompleted();
+        var first = (io.etserve.grpc.protocol.ModelStreamInferResponse) got.poll(30, TimeUnit.SECONDS);
+        assertThat(first.getErrorMessage()).isEmpty();
+        assertMatches(ref, c, first.getInferResponse());
+        var second = (io.etserve.grpc.protocol.ModelStreamInferResponse) got.poll(30, TimeUnit.SECONDS);
+        assertThat(second.getErrorMessage()).contains("no-such-model");
+        assertThat(second.hasInferResponse()).isFalse();
+        var third = (io.etserve.grpc.protocol.ModelStreamInferResponse) got.poll(30, TimeUnit.SECONDS);
+        assertThat(third.getInferResponse().getId()).isEqualTo("third");
+        assertMatches(ref, c, third.getInferResponse());
+        assertThat(got.poll(30, TimeUnit.SECONDS)).isEqualTo("completed");
     }
 
     @Test
