@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Triton's perf_analyzer (PyPI perf-analyzer, pinned) against the service, with no proxy, over
-# HTTP (binary tensor data, its default, and JSON) and gRPC at concurrency 1..4 on the demo
+# HTTP (binary tensor data, its default, and JSON) and gRPC (PA_MODES may add grpc-streaming:
+# ModelStreamInfer, perf_analyzer's --streaming) at concurrency 1..4 on the demo
 # models, beside the project's LoadGenerator on the same service. perf_analyzer reads the model's
 # metadata and configuration before it starts and the statistics extension around each window
 # (its server-side columns). Prints one table; everything goes to target/perf-analyzer/.
@@ -76,12 +77,14 @@ for m in $MODELS; do
       http-binary) args+=(-i http -u "127.0.0.1:$PORT") ;;
       http-json) args+=(-i http -u "127.0.0.1:$PORT" --input-tensor-format json --output-tensor-format json) ;;
       grpc) args+=(-i grpc -u "127.0.0.1:$GRPC_PORT") ;;
+      grpc-streaming) args+=(-i grpc --streaming -u "127.0.0.1:$GRPC_PORT") ;;
     esac
     log "perf_analyzer ${args[*]}"
     echo "perf_analyzer ${args[*]}" >> "$OUT/commands.txt"
     "${RUN[@]}" "${args[@]}" > "$OUT/pa-$m-$mode.log" 2>&1 || { tail -20 "$OUT/pa-$m-$mode.log" >&2; exit 1; }
     if [[ ${#RUN[@]} -gt 1 ]]; then cp "$rootfs/tmp/pa-$m-$mode.csv" "$OUT/"; else cp "/tmp/pa-$m-$mode.csv" "$OUT/"; fi
     format=${mode#http-}
+    format=${format%-streaming}  # LoadGenerator has no streaming: its gRPC calls beside
     for c in $(seq "$lo" "$hi"); do
       java -XX:+UseSerialGC -Xmx256m -cp "$CP" io.etserve.bench.LoadGenerator --url "http://127.0.0.1:$PORT" \
         --grpc-port "$GRPC_PORT" --server-pid "$SERVER_PID" --model "$m" --format "$format" --concurrency "$c" \
