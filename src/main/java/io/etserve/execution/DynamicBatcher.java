@@ -242,7 +242,6 @@ public final class DynamicBatcher implements AutoCloseable {
         }
     }
 
-    /** Rows queued that could join {@code head}'s batch. Under the lock. */
     /**
      * When the batch {@code head} leads goes at the latest: at the end of its queue delay, or
      * before a queued member that would join it reaches its own timeout (less a quarter of that
@@ -263,6 +262,7 @@ public final class DynamicBatcher implements AutoCloseable {
     /** How long before a member's own timeout its batch goes at the latest (see {@link #cutBy}). */
     static final long TIMEOUT_SLACK_NANOS = 50_000_000;
 
+    /** Rows queued that could join {@code head}'s batch. Under the lock. */
     private int compatibleRows(Member head) {
         int rows = 0;
         for (Member m : queue) {

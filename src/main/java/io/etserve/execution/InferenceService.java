@@ -148,7 +148,6 @@ public final class InferenceService {
         Cancellation cancellation = null;
         long bound = 0;
         long named = 0;
-        boolean ranAlone = false;
         Executed done = null;
         InferenceResponse response = null;
         InferenceException failure = null;
@@ -167,7 +166,6 @@ public final class InferenceService {
             done = batcher.isPresent()
                     ? joinBatch(model, batcher.get(), inputs, outputs, cancellation)
                     : unbatched.run(model, inputs, outputs, cancellation);
-            ranAlone = batcher.isEmpty();
             if (cancellation.hasLeft()) {
                 // It ran, but nobody waits for it any more.
                 throw cancellation.dropped(RequestCancelledException.Stage.EXECUTION, model.name());
@@ -186,7 +184,7 @@ public final class InferenceService {
             if (cancellation != null) {
                 cancellation.close();
             }
-            if (ranAlone) {
+            if (done != null && model.batcher().isEmpty()) {
                 // Its forward call's times (Triton's batch statistics) with this request's own
                 // input and output work, which only this method sees; counted if it ran, answered or not.
                 observer.executed(model.name(), model.version(), 0, bound - start, done.inferNanos(),

@@ -230,7 +230,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
         Set<String> present = new HashSet<>();
         for (Path modelDir : modelDirs) {
             String name = modelDir.getFileName().toString();
-            if (!Files.isDirectory(modelDir) || name.startsWith(".") || !ModelNames.isValidModelName(name)) {
+            if (!isModelDirectory(modelDir)) {
                 continue;
             }
             present.add(name);
@@ -617,12 +617,17 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
         }
         List<String> names = new ArrayList<>();
         for (Path modelDir : list(root)) {
-            String name = modelDir.getFileName().toString();
-            if (Files.isDirectory(modelDir) && !name.startsWith(".") && ModelNames.isValidModelName(name)) {
-                names.add(name);
+            if (isModelDirectory(modelDir)) {
+                names.add(modelDir.getFileName().toString());
             }
         }
         return names;
+    }
+
+    /** A directory of the repository that holds a model: not hidden, named as a model may be. */
+    private static boolean isModelDirectory(Path modelDir) {
+        String name = modelDir.getFileName().toString();
+        return Files.isDirectory(modelDir) && !name.startsWith(".") && ModelNames.isValidModelName(name);
     }
 
     /** Every version of every model, as the repository index lists them. */

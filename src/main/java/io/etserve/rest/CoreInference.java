@@ -93,8 +93,9 @@ public final class CoreInference {
     InferExchange.Target target(Request request) {
         HttpFields headers = request.getHeaders();
         InferExchange.Target target = InferExchange.directTarget(request.getMethod(), request.getHttpURI().getPath(),
-                headers.get(HttpHeader.CONTENT_TYPE), headers.get(HttpHeader.ACCEPT));
-        if (target == null || InferExchange.encoded(headers.get(HttpHeader.CONTENT_ENCODING))) {
+                headers.get(HttpHeader.CONTENT_TYPE), headers.get(HttpHeader.ACCEPT),
+                headers.get(HttpHeader.CONTENT_ENCODING));
+        if (target == null) {
             return null;
         }
         long length = request.getLength();

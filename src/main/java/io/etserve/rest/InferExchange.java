@@ -75,27 +75,28 @@ public final class InferExchange {
      * take it (its 404, 405, 406 and 415 stay what they were).
      */
     static Target directTarget(HttpServletRequest http) {
-        return encoded(http.getHeader("Content-Encoding")) ? null
-                : directTarget(http.getMethod(), http.getRequestURI(), http.getContentType(), http.getHeader("Accept"));
+        return directTarget(http.getMethod(), http.getRequestURI(), http.getContentType(), http.getHeader("Accept"),
+                http.getHeader("Content-Encoding"));
     }
 
-    /**
-     * Whether a request's body is compressed ({@code Content-Encoding} other than identity):
-     * such a request goes to Spring MVC's path, which refuses it 415 with the reason.
-     */
+    /** Whether a request's body is compressed ({@code Content-Encoding} other than identity). */
     static boolean encoded(String contentEncoding) {
         return contentEncoding != null && !contentEncoding.isBlank() && !"identity".equalsIgnoreCase(contentEncoding.trim());
     }
 
-    /** As {@link #directTarget(HttpServletRequest)}, from the request's method, raw path and media-type headers. */
-    static Target directTarget(String method, String path, String contentType, String accept) {
+    /**
+     * As {@link #directTarget(HttpServletRequest)}, from the request's method, raw path, media-type
+     * headers and Content-Encoding (a compressed body goes to Spring MVC's path, which refuses it).
+     */
+    static Target directTarget(String method, String path, String contentType, String accept, String contentEncoding) {
         if (!"POST".equals(method)) {
             return null;
         }
         // The path first: it is the cheap test, and it keeps the media-type parsing (which a
         // selector thread runs) to inference requests.
         Target target = target(path);
-        return target != null && fits(contentType, false) && fits(accept, true) ? target : null;
+        return target != null && fits(contentType, false) && fits(accept, true) && !encoded(contentEncoding)
+                ? target : null;
     }
 
     /**

@@ -113,21 +113,33 @@ public final class TritonExtensions {
      * @throws RepositoryControl.RefusedException for a body that is not a JSON object
      */
     public static boolean indexReadyOnly(byte[] body) {
+        JsonNode doc = bodyObject(body, "index");
+        JsonNode ready = doc == null ? null : doc.get("ready");
+        return ready != null && ready.isBoolean() && ready.booleanValue();
+    }
+
+    /**
+     * A repository request's optional body as a JSON object, null when there is none (no bytes,
+     * or only white space).
+     *
+     * @throws RepositoryControl.RefusedException naming the {@code request} for a body that is
+     *     not a JSON object
+     */
+    private static JsonNode bodyObject(byte[] body, String request) {
         if (body == null || new String(body, StandardCharsets.UTF_8).isBlank()) {
-            return false;
+            return null;
         }
         JsonNode doc;
         try {
             doc = BODY.readTree(body);
         } catch (JacksonException e) {
-            throw new RepositoryControl.RefusedException("the index request's body is not valid JSON: "
+            throw new RepositoryControl.RefusedException("the " + request + " request's body is not valid JSON: "
                     + e.getOriginalMessage());
         }
         if (doc == null || !doc.isObject()) {
-            throw new RepositoryControl.RefusedException("the index request's body must be a JSON object");
+            throw new RepositoryControl.RefusedException("the " + request + " request's body must be a JSON object");
         }
-        JsonNode ready = doc.get("ready");
-        return ready != null && ready.isBoolean() && ready.booleanValue();
+        return doc;
     }
 
     /**
@@ -138,18 +150,9 @@ public final class TritonExtensions {
      *     carries what this service cannot honour (model files, unknown parameters)
      */
     public static String loadConfig(byte[] body) {
-        if (body == null || new String(body, StandardCharsets.UTF_8).isBlank()) {
+        JsonNode doc = bodyObject(body, "load");
+        if (doc == null) {
             return null;
-        }
-        JsonNode doc;
-        try {
-            doc = BODY.readTree(body);
-        } catch (JacksonException e) {
-            throw new RepositoryControl.RefusedException("the load request's body is not valid JSON: "
-                    + e.getOriginalMessage());
-        }
-        if (doc == null || !doc.isObject()) {
-            throw new RepositoryControl.RefusedException("the load request's body must be a JSON object");
         }
         for (String key : doc.propertyNames()) {
             if (!key.equals("parameters")) {

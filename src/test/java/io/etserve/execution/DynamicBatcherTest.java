@@ -94,6 +94,21 @@ class DynamicBatcherTest {
         return (DynamicBatcher.Batch) leader.get(10, TimeUnit.SECONDS);
     }
 
+    /** Queues three one-row requests, then frees an instance twice: the first two share a batch, the third goes alone. */
+    void threeRequestsGoAsTwoThenOne() throws Exception {
+        DynamicBatcher.Member a = member(1, 16);
+        DynamicBatcher.Member b = member(1, 16);
+        DynamicBatcher.Member c = member(1, 16);
+        List<Future<DynamicBatcher.Handover>> given = queueAll(a, b, c);
+        awaitQueued(3);
+        DynamicBatcher.Batch first = nextBatch(given.get(0));
+        assertThat(first.members()).containsExactly(a, b);
+        batcher.finished(first);
+        DynamicBatcher.Batch second = nextBatch(given.get(2));
+        assertThat(second.members()).containsExactly(c);
+        batcher.finished(second);
+    }
+
     void awaitQueued(int n) throws InterruptedException {
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (batcher.queued() != n && System.nanoTime() < until) {
@@ -151,17 +166,7 @@ class DynamicBatcherTest {
         // (256 bytes) fits none with others and runs alone.
         batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(8, Duration.ZERO, List.of()),
                 QueuePolicy.FIFO, 150);
-        DynamicBatcher.Member a = member(1, 16);
-        DynamicBatcher.Member b = member(1, 16);
-        DynamicBatcher.Member c = member(1, 16);
-        List<Future<DynamicBatcher.Handover>> given = queueAll(a, b, c);
-        awaitQueued(3);
-        DynamicBatcher.Batch first = nextBatch(given.get(0));
-        assertThat(first.members()).containsExactly(a, b);
-        batcher.finished(first);
-        DynamicBatcher.Batch second = nextBatch(given.get(2));
-        assertThat(second.members()).containsExactly(c);
-        batcher.finished(second);
+        threeRequestsGoAsTwoThenOne();
 
         DynamicBatcher.Member large = member(4, 16);
         DynamicBatcher.Member small = member(1, 16);
@@ -364,16 +369,6 @@ class DynamicBatcherTest {
     void withNobodyGivingUpAnAdaptiveQueueIsCutInArrivalOrder() throws Exception {
         batcher = new DynamicBatcher("m", "1", pool, new DynamicBatching(2, Duration.ZERO, List.of()),
                 QueuePolicy.DEFAULT);
-        DynamicBatcher.Member a = member(1, 16);
-        DynamicBatcher.Member b = member(1, 16);
-        DynamicBatcher.Member c = member(1, 16);
-        List<Future<DynamicBatcher.Handover>> given = queueAll(a, b, c);
-        awaitQueued(3);
-        DynamicBatcher.Batch first = nextBatch(given.get(0));
-        assertThat(first.members()).containsExactly(a, b);
-        batcher.finished(first);
-        DynamicBatcher.Batch second = nextBatch(given.get(2));
-        assertThat(second.members()).containsExactly(c);
-        batcher.finished(second);
+        threeRequestsGoAsTwoThenOne();
     }
 }
