@@ -225,22 +225,30 @@ hung_work_fault() {
 # compiler threads' CPU (45-130 us per call) after warm-ups of 300,000 calls. One start of the
 # current jar (ETSERVE_AB_CURRENT_ARGS) under a JFR recording of every compilation, the REST and
 # then the gRPC K = 4 row, each summarised over its timed window by jfr_summary.py (what was
-# compiled and deoptimized, and why). Into $RESULTS/gpu-h200-jit.txt.
+# compiled and deoptimized, and why). ETSERVE_AB_LEARN: seconds of the 2 ms kernel before each
+# window (1; some minutes tell whether the JIT settles). ETSERVE_ASYNC_PROFILER: the same run
+# CPU-profiled per thread too, summarised by profile_summary.py (request threads against Netty's
+# event loops; the raw profile stays in $WORK). Into $RESULTS/gpu-h200-jit.txt.
 jit_bench() {
   local out="$RESULTS/gpu-h200-jit.txt" rec="$WORK/jit.jfr" st=0 via since until
   local jfr_tool; jfr_tool="$(dirname "$JAVA")/jfr"
   [[ -x "$jfr_tool" ]] || die "no jfr tool beside $JAVA (the bundle's JRE needs the jdk.jfr module)"
+  local profiler="" prof="$WORK/jit-cpu.collapsed"
+  if [[ -n ${ETSERVE_ASYNC_PROFILER:-} && -f $ETSERVE_ASYNC_PROFILER ]]; then
+    profiler="-agentpath:$ETSERVE_ASYNC_PROFILER=start,event=cpu,interval=100us,threads,file=$prof,collapsed"
+  fi
   make_repo "$WORK/service-repo" 8
   # shellcheck disable=SC2086
-  JAVA_EXTRA="-XX:StartFlightRecording=settings=profile,jdk.Compilation#threshold=0ms,filename=$rec" \
+  JAVA_EXTRA="-XX:StartFlightRecording=settings=profile,jdk.Compilation#threshold=0ms,filename=$rec $profiler" \
     start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4 ${ETSERVE_AB_CURRENT_ARGS:-}
   { echo "# The JIT during K = 4 GPU rows ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
     host_facts; echo; echo "$THR_HEADER"; } > "$out"
   local windows=()
   for via in rest grpc; do
     local grpc=(); [[ $via == grpc ]] && grpc=(grpc-port="$GRPC")
-    # The check warms up first (its default), then times 6 s: the window is its last 6 s.
-    check throughput port=$PORT "${grpc[@]}" model=probe spin=2000 clients=4 seconds=6 pid=$SERVICE_PID \
+    # The check warms up first (its default, with ETSERVE_AB_LEARN seconds of the 2 ms kernel),
+    # then times 6 s: the window is its last 6 s.
+    check throughput learn="${ETSERVE_AB_LEARN:-1}" port=$PORT "${grpc[@]}" model=probe spin=2000 clients=4 seconds=6 pid=$SERVICE_PID \
       label="$via K=4" >> "$out" || st=1
     until="$(date +%s.%N)"; since="$(awk -v u="$until" 'BEGIN{printf "%.3f", u - 6}')"
     windows+=("$via $since $until")
@@ -251,6 +259,11 @@ jit_bench() {
     { echo; echo "## $via K = 4: JFR over the timed window"
       python3 "$GPU_SCRIPTS/jfr_summary.py" "$rec" --jfr "$jfr_tool" --since "$since" --until "$until" || st=1; } >> "$out"
   done
+  if [[ -n $profiler ]]; then
+    { echo; echo "## The whole run's CPU by thread kind (async-profiler, cpu, 100 us; mostly the 2 ms kernel's phases)"
+      echo; python3 "$GPU_SCRIPTS/profile_summary.py" "$prof" --interval-us 100 --kind 'REST request threads=^\[?qtp' \
+        --kind "gRPC event loops=grpc-default-worker" --kind 'JIT compiler threads=Compiler' || st=1; } >> "$out"
+  fi
   cat "$out"
   return $st
 }
@@ -265,14 +278,18 @@ jit_bench() {
 # ETSERVE_AB_CURRENT_ARGS: service arguments of each side (two settings of one jar compared).
 # ETSERVE_ASYNC_PROFILER=/path/libasyncProfiler.so: then one more start of the current side, its
 # K = 4 row CPU-profiled per thread into $RESULTS/ab-k4-cpu.collapsed, from the start on (the
-# measured part outweighs the start and warm-up with ETSERVE_AB_PROFILE_SECONDS, default 6, at 30).
+# measured part outweighs the start and warm-up with ETSERVE_AB_PROFILE_SECONDS, default 6, at 30);
+# with ETSERVE_AB_GRPC=1 the gRPC K = 4 row follows in that JVM (its own threads: Netty's event
+# loops, grpc-#). ETSERVE_AB_GRPC_DEADLINE=S: each gRPC call with an S-second deadline (default none).
 # Into $RESULTS/gpu-h200-ab.txt.
 ab_bench() {
   local base="${ETSERVE_BASELINE_JAR:-$JAR}" out="$RESULTS/gpu-h200-ab.txt" st=0
   local current="$JAR" round which jar args
-  # The warm-up of every row (GpuServiceCheck's warmup= and jit-calls=): ETSERVE_AB_WARMUP seconds
-  # at most (8), ETSERVE_AB_JIT_CALLS short-kernel calls at most (30000), then 1 s of the row's kernel.
-  local warm="warmup=${ETSERVE_AB_WARMUP:-8} jit-calls=${ETSERVE_AB_JIT_CALLS:-30000}"
+  # The warm-up of every row (GpuServiceCheck's warmup=, jit-calls= and learn=): ETSERVE_AB_WARMUP
+  # seconds at most (8), ETSERVE_AB_JIT_CALLS short-kernel calls at most (30000), then
+  # ETSERVE_AB_LEARN seconds of the row's own kernel (1).
+  local warm="warmup=${ETSERVE_AB_WARMUP:-8} jit-calls=${ETSERVE_AB_JIT_CALLS:-30000} learn=${ETSERVE_AB_LEARN:-1}"
+  warm+=" grpc-deadline-s=${ETSERVE_AB_GRPC_DEADLINE:-0}"
   cp "$base" "$WORK/app/baseline.jar"  # beside lib/, which its manifest's class path names
   { echo "# Baseline against current, interleaved ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
     echo "baseline: $(basename "$base") ${ETSERVE_AB_BASELINE_ARGS:-}; current: $current ${ETSERVE_AB_CURRENT_ARGS:-}"; host_facts
@@ -311,6 +328,10 @@ ab_bench() {
       start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4 ${ETSERVE_AB_CURRENT_ARGS:-}
     check throughput $warm port=$PORT model=probe spin=2000 clients=4 seconds="${ETSERVE_AB_PROFILE_SECONDS:-6}" pid=$SERVICE_PID \
       label="(profiled) current K=4" >> "$out" || st=1
+    if [[ ${ETSERVE_AB_GRPC:-0} == 1 ]]; then
+      check throughput $warm port=$PORT grpc-port="$GRPC" model=probe spin=2000 clients=4 \
+        seconds="${ETSERVE_AB_PROFILE_SECONDS:-6}" pid=$SERVICE_PID label="(profiled) current gRPC K=4" >> "$out" || st=1
+    fi
     stop_service
   fi
   end_table "$out" $st

@@ -31,9 +31,14 @@ import java.util.regex.Pattern;
  *                            (with mgmt: etserve_gpu_completion_waits_total must have counted every call)
  * GpuServiceCheck grpc       grpc-port=8001 model=probe clients=16 calls=50 expect=16
  * GpuServiceCheck throughput port=8080 model=probe spin=2000 clients=16 seconds=5 pid=1234 [pause-us=0] [grpc-port=8001]
+ *                            [warmup=8 jit-calls=30000 learn=1] [grpc-deadline-s=0]
  *                            (pause-us: each client waits that long after each answer, so the service
  *                            idles between calls as it does while a GPU works, without the GPU;
- *                            grpc-port: ModelInfer calls with raw tensors, a channel per client, instead of REST)
+ *                            grpc-port: ModelInfer calls with raw tensors, a channel per client, instead of REST;
+ *                            warmup/jit-calls: at most that many seconds or calls of a short kernel first,
+ *                            then learn seconds of the measured kernel; grpc-deadline-s: each gRPC call
+ *                            with that deadline, as a client setting one sends it (0: none, as
+ *                            tritonclient and perf_analyzer send by default))
  * GpuServiceCheck batching   port=8080 mgmt=8081 model=probe-batched rows=1 spin=2000 clients=16 seconds=4 pid=1234
  * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
  *                            [gpu-model=cuda-resnet18 gpu-reference=.../reference.json] (refused after the fault too)
@@ -333,11 +338,14 @@ public final class GpuServiceCheck {
         // Without this, compile threads and interpreted code showed up as CPU per call.
         byte[] shortKernel = rows > 0 ? batchedProbeRequest(a.get("model"), 20f, rows) : probeRequest(a.get("model"), 20f);
         CallsFactory connect = a.containsKey("grpc-port")
-                ? grpcCalls(port(a, "grpc-port"), a.get("model"), spin, rows)
+                ? grpcCalls(port(a, "grpc-port"), a.get("model"), spin, rows,
+                        Long.parseLong(a.getOrDefault("grpc-deadline-s", "0")))
                 : () -> httpCalls(new LoopbackHttpConnection(port, 30_000), request, shortKernel);
         long jitEnd = System.nanoTime() + (long) (Double.parseDouble(a.getOrDefault("warmup", "8")) * 1e9);
         long jitCalls = Long.parseLong(a.getOrDefault("jit-calls", "30000"));
-        long learnSeconds = 1;
+        // The measured kernel's own warm-up: what a 2 ms kernel's slower pace reaches of the JIT's
+        // thresholds, and the completion wait's learning. Longer tells steady state from warm-up.
+        double learnSeconds = Double.parseDouble(a.getOrDefault("learn", "1"));
         AtomicLong warmed = new AtomicLong();
         runClients(clients, c -> {
             try (Calls conn = connect.open()) {
@@ -345,7 +353,7 @@ public final class GpuServiceCheck {
                     conn.call(true);
                     warmed.incrementAndGet();
                 }
-                long learnEnd = System.nanoTime() + learnSeconds * 1_000_000_000L;
+                long learnEnd = System.nanoTime() + (long) (learnSeconds * 1e9);
                 while (System.nanoTime() < learnEnd) {
                     conn.call(false);
                     warmed.incrementAndGet();
@@ -518,7 +526,7 @@ public final class GpuServiceCheck {
     }
 
     /** ModelInfer with the probe's tensor as a raw section, on a channel of its own per client. */
-    static CallsFactory grpcCalls(int port, String model, float spin, int rows) {
+    static CallsFactory grpcCalls(int port, String model, float spin, int rows, long deadlineSeconds) {
         if (rows > 0) {
             throw new IllegalArgumentException("rows= is for REST: the batched probe is not sent over gRPC here");
         }
@@ -532,8 +540,8 @@ public final class GpuServiceCheck {
                 @Override
                 public boolean call(boolean shortKernel) {
                     try {
-                        return stub.withDeadlineAfter(30, TimeUnit.SECONDS)
-                                .modelInfer(shortKernel ? shortOne : measured).getRawOutputContentsCount() == 1;
+                        var withDeadline = deadlineSeconds > 0 ? stub.withDeadlineAfter(deadlineSeconds, TimeUnit.SECONDS) : stub;
+                        return withDeadline.modelInfer(shortKernel ? shortOne : measured).getRawOutputContentsCount() == 1;
                     } catch (RuntimeException e) {
                         return false;
                     }

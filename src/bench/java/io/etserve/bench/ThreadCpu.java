@@ -13,7 +13,8 @@ import java.util.stream.Collectors;
  * under /proc/PID/task, grouped by the thread's name with its numbers blanked ("qtp1234-17" and
  * "qtp1234-18" are both "qtp#-#"). The difference of two snapshots, divided by the calls served
  * between them, tells whether request threads, the JIT, the GC or a waiting thread pays per call.
- * Threads that end between the snapshots are not counted.
+ * Threads that end between the snapshots (the JIT's compiler threads come and go with its queue)
+ * are counted together as "ended", from the process's own total, which keeps their time.
  */
 final class ThreadCpu {
 
@@ -22,15 +23,24 @@ final class ThreadCpu {
 
     private final Map<Long, Long> ticksByThread;
     private final Map<Long, String> kindByThread;
+    /** The whole process's, ended threads included; -1 when it could not be read. */
+    private final long processTicks;
 
-    private ThreadCpu(Map<Long, Long> ticksByThread, Map<Long, String> kindByThread) {
+    private ThreadCpu(Map<Long, Long> ticksByThread, Map<Long, String> kindByThread, long processTicks) {
         this.ticksByThread = ticksByThread;
         this.kindByThread = kindByThread;
+        this.processTicks = processTicks;
     }
 
     static ThreadCpu snapshot(long pid) {
         Map<Long, Long> ticks = new HashMap<>();
         Map<Long, String> kinds = new HashMap<>();
+        long process;
+        try {
+            process = cpuTicks(Files.readString(Path.of("/proc", Long.toString(pid), "stat")));
+        } catch (IOException | RuntimeException e) {
+            process = -1;
+        }
         try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
             for (Path task : tasks) {
                 try {
@@ -45,7 +55,7 @@ final class ThreadCpu {
         } catch (IOException e) {
             // not Linux, or the process is gone: an empty snapshot
         }
-        return new ThreadCpu(ticks, kinds);
+        return new ThreadCpu(ticks, kinds, process);
     }
 
     /**
@@ -71,12 +81,18 @@ final class ThreadCpu {
 
     /**
      * Microseconds of CPU per call by thread kind since {@code before}, largest first, as
-     * "qtp#-#=310 C# CompilerThre#=40 ..." (kinds under 1 % of the total left out).
+     * "qtp#-#=310 C# CompilerThre#=40 ended=25 ..." (kinds under 1 % of the total left out).
      */
     String perCallSince(ThreadCpu before, long calls) {
         Map<String, Long> byKind = new HashMap<>();
         ticksByThread.forEach((tid, now) -> byKind.merge(kindByThread.get(tid),
                 now - before.ticksByThread.getOrDefault(tid, 0L), Long::sum));
+        long live = byKind.values().stream().mapToLong(Long::longValue).sum();
+        if (processTicks >= 0 && before.processTicks >= 0) {
+            // What the process spent that no thread alive now accounts for (read a moment apart:
+            // a tick or two of noise either way).
+            byKind.put("ended", Math.max(0, processTicks - before.processTicks - live));
+        }
         long total = byKind.values().stream().mapToLong(Long::longValue).sum();
         double usPerTick = 1e6 / TICKS_PER_SECOND;
         return byKind.entrySet().stream()

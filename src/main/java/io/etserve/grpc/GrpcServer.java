@@ -10,6 +10,7 @@ import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.util.ResourceLeakDetector;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -72,6 +73,7 @@ public final class GrpcServer implements SmartLifecycle {
         // Netty's classes are being initialized on their own thread (NettyEarlyInit): only that
         // thread may initialize them until it is done.
         NettyEarlyInit.await();
+        leakDetectionOffUnlessAsked();
         AtomicInteger n = new AtomicInteger();
         // Bounded like the web server's request threads: a call's handler runs its forward on one
         // of these (CallOnWorker); the transport's callbacks stay on Netty's event loop.
@@ -99,6 +101,27 @@ public final class GrpcServer implements SmartLifecycle {
         executor = pool;
         calls = onWorker;
         log.info("gRPC (Open Inference Protocol) listening on {}", server.getListenSockets());
+    }
+
+    /** The system properties that set Netty's leak detection (as gRPC's shaded copy reads them). */
+    static final String[] LEAK_DETECTION_PROPERTIES = {"io.grpc.netty.shaded.io.netty.leakDetection.level",
+        "io.grpc.netty.shaded.io.netty.leakDetectionLevel"};
+
+    /**
+     * Netty's leak detector, on by default, follows one buffer in 128 and records a stack trace
+     * at its release: about 1 % of the event loop's CPU per small call
+     * (bench/results/2026-12-06-h100-grpc-steady-state.md, section 3) spent finding leaks in gRPC's own
+     * buffer handling, which the service does not touch. Off, unless set with one of
+     * {@link #LEAK_DETECTION_PROPERTIES} (e.g. {@code -Dio.grpc.netty.shaded.io.netty.leakDetection.level=paranoid}
+     * to look for one).
+     */
+    static void leakDetectionOffUnlessAsked() {
+        for (String property : LEAK_DETECTION_PROPERTIES) {
+            if (System.getProperty(property) != null) {
+                return;
+            }
+        }
+        ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.DISABLED);
     }
 
     @Override

@@ -99,6 +99,14 @@ class GrpcApiTest {
                 .isEqualTo(HealthCheckResponse.ServingStatus.SERVING);
     }
 
+    /** The port started with Netty's leak detector off (GrpcServer.leakDetectionOffUnlessAsked). */
+    @Test
+    void servesWithNettysLeakDetectorOff() {
+        assertThat(stub.serverLive(ServerLiveRequest.getDefaultInstance()).getLive()).isTrue();
+        assertThat(io.grpc.netty.shaded.io.netty.util.ResourceLeakDetector.getLevel())
+                .isEqualTo(io.grpc.netty.shaded.io.netty.util.ResourceLeakDetector.Level.DISABLED);
+    }
+
     @Test
     void aRequestThatIsNoProtobufMessageIsInvalidArgumentAndTheConnectionServesOn() {
         // Field 31, wire type 7 (no such type), then a truncated varint: no ModelInferRequest.
