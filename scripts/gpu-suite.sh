@@ -39,7 +39,9 @@
 #                                       (ETSERVE_BASELINE_JAR unset: the current jar on both sides,
 #                                       ETSERVE_AB_BASELINE_ARGS / ETSERVE_AB_CURRENT_ARGS apart;
 #                                       ETSERVE_AB_GRPC=1: gRPC rows too; ETSERVE_AB_LEARN: seconds
-#                                       of each row's own kernel before it is timed, default 1);
+#                                       of each row's own kernel before it is timed, default 1;
+#                                       ETSERVE_AB_GRPC_DEADLINE: whole seconds of a deadline on
+#                                       each gRPC call, default none);
 #                                       startup-ab: the two jars' time to ready, as `java -jar`
 #                                       and as the image start them; jit: what the JIT compiles
 #                                       during the K = 4 rows (JFR, REST and gRPC)

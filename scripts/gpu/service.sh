@@ -234,6 +234,7 @@ jit_bench() {
   local jfr_tool; jfr_tool="$(dirname "$JAVA")/jfr"
   [[ -x "$jfr_tool" ]] || die "no jfr tool beside $JAVA (the bundle's JRE needs the jdk.jfr module)"
   local profiler="" prof="$WORK/jit-cpu.collapsed"
+  rm -f "$prof"  # $WORK outlives a run: never summarise an earlier one's
   if [[ -n ${ETSERVE_ASYNC_PROFILER:-} && -f $ETSERVE_ASYNC_PROFILER ]]; then
     profiler="-agentpath:$ETSERVE_ASYNC_PROFILER=start,event=cpu,interval=100us,threads,file=$prof,collapsed"
   fi
@@ -262,7 +263,8 @@ jit_bench() {
   if [[ -n $profiler ]]; then
     { echo; echo "## The whole run's CPU by thread kind (async-profiler, cpu, 100 us; mostly the 2 ms kernel's phases)"
       echo; python3 "$GPU_SCRIPTS/profile_summary.py" "$prof" --interval-us 100 --kind 'REST request threads=^\[?qtp' \
-        --kind "gRPC event loops=grpc-default-worker" --kind 'JIT compiler threads=Compiler' || st=1; } >> "$out"
+        --kind "gRPC event loops=grpc-default-worker" --kind 'gRPC call workers=^\[?grpc-[0-9]' \
+        --kind 'JIT compiler threads=Compiler' || st=1; } >> "$out"
   fi
   cat "$out"
   return $st

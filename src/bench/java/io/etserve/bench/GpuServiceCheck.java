@@ -37,7 +37,7 @@ import java.util.regex.Pattern;
  *                            grpc-port: ModelInfer calls with raw tensors, a channel per client, instead of REST;
  *                            warmup/jit-calls: at most that many seconds or calls of a short kernel first,
  *                            then learn seconds of the measured kernel; grpc-deadline-s: each gRPC call
- *                            with that deadline, as a client setting one sends it (0: none, as
+ *                            with a deadline of that many whole seconds, as a client setting one sends it (0: none, as
  *                            tritonclient and perf_analyzer send by default))
  * GpuServiceCheck batching   port=8080 mgmt=8081 model=probe-batched rows=1 spin=2000 clients=16 seconds=4 pid=1234
  * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
@@ -347,7 +347,10 @@ public final class GpuServiceCheck {
         // thresholds, and the completion wait's learning. Longer tells steady state from warm-up.
         double learnSeconds = Double.parseDouble(a.getOrDefault("learn", "1"));
         AtomicLong warmed = new AtomicLong();
-        runClients(clients, c -> {
+        // Bounded by the phases' own length (calls carry no deadline): a server that stops
+        // answering fails the row a minute late, not ten.
+        double warmSeconds = Double.parseDouble(a.getOrDefault("warmup", "8")) + learnSeconds;
+        runClients(clients, warmSeconds + 60, (VoidClient) c -> {
             try (Calls conn = connect.open()) {
                 while (System.nanoTime() < jitEnd && warmed.get() < jitCalls) {
                     conn.call(true);
@@ -366,7 +369,7 @@ public final class GpuServiceCheck {
         ProcessCounters counters0 = processCounters(pid);
         long t0 = System.nanoTime();
         long end = t0 + (long) (seconds * 1e9);
-        List<long[]> perClient = runClients(clients, c -> {
+        List<long[]> perClient = runClients(clients, seconds + 60, c -> {
             long[] lat = new long[2_000_000];
             int n = 0;
             try (Calls conn = connect.open()) {
@@ -564,13 +567,25 @@ public final class GpuServiceCheck {
     }
 
     static void runClients(int n, VoidClient client) throws Exception {
-        runClients(n, (Client<Void>) i -> {
+        runClients(n, 600, client);
+    }
+
+    static void runClients(int n, double seconds, VoidClient client) throws Exception {
+        runClients(n, seconds, (Client<Void>) i -> {
             client.run(i);
             return null;
         });
     }
 
     static <T> List<T> runClients(int n, Client<T> client) throws Exception {
+        return runClients(n, 600, client);
+    }
+
+    /**
+     * Runs {@code n} clients and waits for all of them at most {@code seconds} in all; then their
+     * threads are interrupted (a blocked gRPC call is cancelled so) and the wait fails.
+     */
+    static <T> List<T> runClients(int n, double seconds, Client<T> client) throws Exception {
         ExecutorService exec = Executors.newFixedThreadPool(n);
         try {
             List<Future<T>> fs = new ArrayList<>();
@@ -578,9 +593,10 @@ public final class GpuServiceCheck {
                 int index = i;
                 fs.add(exec.submit(() -> client.run(index)));
             }
+            long deadline = System.nanoTime() + (long) (seconds * 1e9);
             List<T> out = new ArrayList<>();
             for (Future<T> f : fs) {
-                out.add(f.get(600, TimeUnit.SECONDS));
+                out.add(f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
             }
             return out;
         } finally {

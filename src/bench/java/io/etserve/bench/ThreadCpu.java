@@ -85,8 +85,11 @@ final class ThreadCpu {
      */
     String perCallSince(ThreadCpu before, long calls) {
         Map<String, Long> byKind = new HashMap<>();
-        ticksByThread.forEach((tid, now) -> byKind.merge(kindByThread.get(tid),
-                now - before.ticksByThread.getOrDefault(tid, 0L), Long::sum));
+        ticksByThread.forEach((tid, now) -> {
+            long then = before.ticksByThread.getOrDefault(tid, 0L);
+            // fewer ticks than before: the id went to a new thread, all of whose time is new
+            byKind.merge(kindByThread.get(tid), now >= then ? now - then : now, Long::sum);
+        });
         long live = byKind.values().stream().mapToLong(Long::longValue).sum();
         if (processTicks >= 0 && before.processTicks >= 0) {
             // What the process spent that no thread alive now accounts for (read a moment apart:

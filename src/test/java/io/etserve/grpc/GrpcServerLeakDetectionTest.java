@@ -3,6 +3,8 @@ package io.etserve.grpc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.grpc.netty.shaded.io.netty.util.ResourceLeakDetector;
+import java.util.HashMap;
+import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -11,18 +13,28 @@ import org.junit.jupiter.api.Test;
 class GrpcServerLeakDetectionTest {
 
     private ResourceLeakDetector.Level before;
+    /** The properties as the JVM had them (a run may set one to look for a leak). */
+    private final Map<String, String> properties = new HashMap<>();
 
     @BeforeEach
     void remember() {
         before = ResourceLeakDetector.getLevel();
+        for (String property : GrpcServer.LEAK_DETECTION_PROPERTIES) {
+            properties.put(property, System.getProperty(property));
+            System.clearProperty(property);
+        }
     }
 
     @AfterEach
     void restore() {
         ResourceLeakDetector.setLevel(before);
-        for (String property : GrpcServer.LEAK_DETECTION_PROPERTIES) {
-            System.clearProperty(property);
-        }
+        properties.forEach((property, value) -> {
+            if (value == null) {
+                System.clearProperty(property);
+            } else {
+                System.setProperty(property, value);
+            }
+        });
     }
 
     @Test
