@@ -16,6 +16,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -104,8 +105,8 @@ public final class GrpcServer implements SmartLifecycle {
     }
 
     /** The system properties that set Netty's leak detection (as gRPC's shaded copy reads them). */
-    static final String[] LEAK_DETECTION_PROPERTIES = {"io.grpc.netty.shaded.io.netty.leakDetection.level",
-        "io.grpc.netty.shaded.io.netty.leakDetectionLevel"};
+    static final List<String> LEAK_DETECTION_PROPERTIES = List.of("io.grpc.netty.shaded.io.netty.leakDetection.level",
+            "io.grpc.netty.shaded.io.netty.leakDetectionLevel");
 
     /**
      * Netty's leak detector, on by default, follows one buffer in 128 and records a stack trace
@@ -116,12 +117,9 @@ public final class GrpcServer implements SmartLifecycle {
      * to look for one).
      */
     static void leakDetectionOffUnlessAsked() {
-        for (String property : LEAK_DETECTION_PROPERTIES) {
-            if (System.getProperty(property) != null) {
-                return;
-            }
+        if (LEAK_DETECTION_PROPERTIES.stream().noneMatch(property -> System.getProperty(property) != null)) {
+            ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.DISABLED);
         }
-        ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.DISABLED);
     }
 
     @Override
