@@ -325,42 +325,58 @@ public final class GpuServiceCheck {
     static Measured measure(Map<String, String> a, Counter counter) throws Exception {
         int port = port(a, "port");
         int clients = Integer.parseInt(a.get("clients"));
-        double seconds = Double.parseDouble(a.get("seconds"));
-        long pid = Long.parseLong(a.get("pid"));
         float spin = Float.parseFloat(a.get("spin"));
         int rows = Integer.parseInt(a.getOrDefault("rows", "0"));
-        long pauseNanos = Long.parseLong(a.getOrDefault("pause-us", "0")) * 1000L;
         byte[] request = rows > 0 ? batchedProbeRequest(a.get("model"), spin, rows) : probeRequest(a.get("model"), spin);
-        // Warm-up, not measured. First the JIT: the request path compiles after some ten thousand
-        // calls, which a 2 ms kernel at one client takes half a minute to reach, so that part
-        // runs a short kernel (`jit-calls` calls at most, `warmup` seconds at most). Then one
-        // second of the measured kernel, so the completion wait has learned its duration.
-        // Without this, compile threads and interpreted code showed up as CPU per call.
         byte[] shortKernel = rows > 0 ? batchedProbeRequest(a.get("model"), 20f, rows) : probeRequest(a.get("model"), 20f);
         CallsFactory connect = a.containsKey("grpc-port")
                 ? grpcCalls(port(a, "grpc-port"), a.get("model"), spin, rows,
                         Long.parseLong(a.getOrDefault("grpc-deadline-s", "0")))
                 : () -> httpCalls(new LoopbackHttpConnection(port, 30_000), request, shortKernel);
-        long jitEnd = System.nanoTime() + (long) (Double.parseDouble(a.getOrDefault("warmup", "8")) * 1e9);
+        // One connection per client for the warm-up and the timed window alike: a window that
+        // opened its own would time their setup (and the JIT's work on it) too.
+        List<Calls> connections = new ArrayList<>();
+        try {
+            for (int i = 0; i < clients; i++) {
+                connections.add(connect.open());
+            }
+            return measure(a, counter, connections);
+        } finally {
+            for (Calls c : connections) {
+                c.close();
+            }
+        }
+    }
+
+    private static Measured measure(Map<String, String> a, Counter counter, List<Calls> connections) throws Exception {
+        int clients = connections.size();
+        double seconds = Double.parseDouble(a.get("seconds"));
+        long pid = Long.parseLong(a.get("pid"));
+        float spin = Float.parseFloat(a.get("spin"));
+        long pauseNanos = Long.parseLong(a.getOrDefault("pause-us", "0")) * 1000L;
+        // Warm-up, not measured. First the JIT: the request path compiles after some ten thousand
+        // calls, which a 2 ms kernel at one client takes half a minute to reach, so that part
+        // runs a short kernel (`jit-calls` calls at most, `warmup` seconds at most). Then `learn`
+        // seconds (1) of the measured kernel, so the completion wait has learned its duration
+        // (and, minutes of it, the JIT has reached the kernel's pace: steady state, not warm-up).
+        // Without this, compile threads and interpreted code showed up as CPU per call.
+        double jitSeconds = Double.parseDouble(a.getOrDefault("warmup", "8"));
+        long jitEnd = System.nanoTime() + (long) (jitSeconds * 1e9);
         long jitCalls = Long.parseLong(a.getOrDefault("jit-calls", "30000"));
-        // The measured kernel's own warm-up: what a 2 ms kernel's slower pace reaches of the JIT's
-        // thresholds, and the completion wait's learning. Longer tells steady state from warm-up.
         double learnSeconds = Double.parseDouble(a.getOrDefault("learn", "1"));
         AtomicLong warmed = new AtomicLong();
         // Bounded by the phases' own length (calls carry no deadline): a server that stops
         // answering fails the row a minute late, not ten.
-        double warmSeconds = Double.parseDouble(a.getOrDefault("warmup", "8")) + learnSeconds;
-        runClients(clients, warmSeconds + 60, (VoidClient) c -> {
-            try (Calls conn = connect.open()) {
-                while (System.nanoTime() < jitEnd && warmed.get() < jitCalls) {
-                    conn.call(true);
-                    warmed.incrementAndGet();
-                }
-                long learnEnd = System.nanoTime() + (long) (learnSeconds * 1e9);
-                while (System.nanoTime() < learnEnd) {
-                    conn.call(false);
-                    warmed.incrementAndGet();
-                }
+        runClients(clients, jitSeconds + learnSeconds + 60, (VoidClient) c -> {
+            Calls conn = connections.get(c);
+            while (System.nanoTime() < jitEnd && warmed.get() < jitCalls) {
+                conn.call(true);
+                warmed.incrementAndGet();
+            }
+            long learnEnd = System.nanoTime() + (long) (learnSeconds * 1e9);
+            while (System.nanoTime() < learnEnd) {
+                conn.call(false);
+                warmed.incrementAndGet();
             }
         });
         AtomicLong failed = new AtomicLong();
@@ -372,16 +388,15 @@ public final class GpuServiceCheck {
         List<long[]> perClient = runClients(clients, seconds + 60, c -> {
             long[] lat = new long[2_000_000];
             int n = 0;
-            try (Calls conn = connect.open()) {
-                while (System.nanoTime() < end && n < lat.length) {
-                    long s = System.nanoTime();
-                    if (!conn.call(false)) {
-                        failed.incrementAndGet();
-                    }
-                    lat[n++] = System.nanoTime() - s;
-                    if (pauseNanos > 0) {
-                        java.util.concurrent.locks.LockSupport.parkNanos(pauseNanos);
-                    }
+            Calls conn = connections.get(c);
+            while (System.nanoTime() < end && n < lat.length) {
+                long s = System.nanoTime();
+                if (!conn.call(false)) {
+                    failed.incrementAndGet();
+                }
+                lat[n++] = System.nanoTime() - s;
+                if (pauseNanos > 0) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(pauseNanos);
                 }
             }
             return Arrays.copyOf(lat, n);
