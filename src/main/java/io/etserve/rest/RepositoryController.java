@@ -21,7 +21,6 @@ import org.springframework.web.bind.annotation.RestController;
 @RequestMapping("/v2/repository")
 public class RepositoryController {
 
-    /** One row of the index, as Triton answers it. */
     /** A row of the index: a model version (or a model without one that loaded) and its state. */
     record IndexEntry(String name, String version, String state, String reason) {}
 
