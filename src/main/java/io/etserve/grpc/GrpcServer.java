@@ -110,9 +110,9 @@ public final class GrpcServer implements SmartLifecycle {
 
     /**
      * Netty's leak detector, on by default, follows one buffer in 128 and records a stack trace
-     * at its release: about 1 % of the event loop's CPU per small call
-     * (bench/results/2026-12-06-h100-grpc-steady-state.md, section 3) spent finding leaks in gRPC's own
-     * buffer handling, which the service does not touch. Off, unless set with one of
+     * at its release: event-loop CPU on every small call (bench/results/2026-12-06-h100-grpc-steady-state.md,
+     * section 3) spent finding leaks in gRPC's own buffer handling, which the service does not
+     * touch. Off, unless set with one of
      * {@link #LEAK_DETECTION_PROPERTIES} (e.g. {@code -Dio.grpc.netty.shaded.io.netty.leakDetection.level=paranoid}
      * to look for one).
      */
