@@ -44,7 +44,8 @@
 #                                       each gRPC call, default none);
 #                                       startup-ab: the two jars' time to ready, as `java -jar`
 #                                       and as the image start them; jit: what the JIT compiles
-#                                       during the K = 4 rows (JFR, REST and gRPC)
+#                                       during the K = 4 rows (JFR and PrintCompilation, REST and
+#                                       gRPC; ETSERVE_AB_JIT_JFR=0: without JFR)
 #   scripts/gpu-suite.sh cuda-latency [MODEL...]
 #                                       batch-1 latency of the exported CUDA models
 #   scripts/gpu-suite.sh cuda-profile [MODEL...]

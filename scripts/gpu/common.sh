@@ -31,13 +31,14 @@ cuda_env() {
 }
 
 SERVICE_PID=""
+SERVICE_LOG=""
 PORT=18080
 MGMT=18081
 GRPC=18001
 
 # Starts the application ($JAR: the extracted jar, or a fat jar) and waits for readiness: sets
-# SERVICE_PID, READY_MS (process start to readiness 200) and STARTUP_CPU (CPU-seconds the process
-# used until then).
+# SERVICE_PID, SERVICE_LOG (its stdout and stderr), READY_MS (process start to readiness 200) and
+# STARTUP_CPU (CPU-seconds the process used until then).
 READY_MS=""
 STARTUP_CPU=""
 start_service() {
@@ -45,6 +46,7 @@ start_service() {
   # Each start's log under logs/, so a step's tables and profiles stay few at the top of $RESULTS.
   mkdir -p "$RESULTS/logs"
   local log="$RESULTS/logs/service-$(date +%s%N).log"
+  SERVICE_LOG="$log"
   local t0; t0="$(date +%s%N)"
   # shellcheck disable=SC2086
   # SERVICE_CPUS: the service's CPU list (taskset), e.g. 0-3; the checks stay unpinned.

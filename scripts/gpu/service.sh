@@ -226,7 +226,12 @@ hung_work_fault() {
 # current jar (ETSERVE_AB_CURRENT_ARGS) under a JFR recording of every compilation, the REST and
 # then the gRPC K = 4 row, each summarised over its timed window by jfr_summary.py (what was
 # compiled and deoptimized, and why). ETSERVE_AB_LEARN: seconds of the 2 ms kernel before each
-# window (1; some minutes tell whether the JIT settles). ETSERVE_ASYNC_PROFILER: the same run
+# window (1; some minutes tell whether the JIT settles). The JVM prints its compilations too
+# (-XX:+PrintCompilation, into the service's log) and logs its class loads: compilation_summary.py
+# tells per 30 s of uptime what was compiled and why code went (JFR names uncommon traps only),
+# and for each C2 compilation in a window what became of that method's earlier C2 code.
+# ETSERVE_AB_JIT_JFR=0: without the JFR recording (whether it is what keeps the JIT busy).
+# ETSERVE_ASYNC_PROFILER: the same run
 # CPU-profiled per thread too, summarised by profile_summary.py (request threads against Netty's
 # event loops; the raw profile stays in $WORK). Into $RESULTS/gpu-h200-jit.txt.
 jit_bench() {
@@ -238,10 +243,14 @@ jit_bench() {
   if [[ -n ${ETSERVE_ASYNC_PROFILER:-} && -f $ETSERVE_ASYNC_PROFILER ]]; then
     profiler="-agentpath:$ETSERVE_ASYNC_PROFILER=start,event=cpu,interval=100us,threads,file=$prof,collapsed"
   fi
+  local jfr="-XX:StartFlightRecording=settings=profile,jdk.Compilation#threshold=0ms,filename=$rec" classes="$WORK/jit-classes.log"
+  [[ ${ETSERVE_AB_JIT_JFR:-1} == 1 ]] || jfr=""
+  rm -f "$rec" "$classes"
   make_repo "$WORK/service-repo" 8
   # shellcheck disable=SC2086
-  JAVA_EXTRA="-XX:StartFlightRecording=settings=profile,jdk.Compilation#threshold=0ms,filename=$rec $profiler" \
+  JAVA_EXTRA="$jfr -XX:+PrintCompilation -Xlog:class+load=info:file=$classes:uptime $profiler" \
     start_service "$WORK/service-repo" --etserve.cuda.streams-per-device=4 ${ETSERVE_AB_CURRENT_ARGS:-}
+  local log="$SERVICE_LOG"
   { echo "# The JIT during K = 4 GPU rows ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores)"
     host_facts; echo; echo "$THR_HEADER"; } > "$out"
   local windows=()
@@ -252,14 +261,22 @@ jit_bench() {
     check throughput learn="${ETSERVE_AB_LEARN:-1}" port=$PORT "${grpc[@]}" model=probe spin=2000 clients=4 seconds=6 pid=$SERVICE_PID \
       label="$via K=4" >> "$out" || st=1
     until="$(date +%s.%N)"; since="$(awk -v u="$until" 'BEGIN{printf "%.3f", u - 6}')"
-    windows+=("$via $since $until")
+    # The check says where its window lay in the service's uptime, which PrintCompilation counts
+    local span; span="$(grep -F "[window] $via K=4:" "$RESULTS/check-stderr.txt" | tail -1 | grep -o '[0-9.]*-[0-9.]* s$')"
+    windows+=("$via $since $until ${span%% *}")
   done
   stop_service  # the recording is written as the JVM exits
+  local spans=()
+  local uptime
   for w in "${windows[@]}"; do
-    read -r via since until <<< "$w"
+    read -r via since until uptime <<< "$w"
+    [[ -z $uptime ]] || spans+=(--window "$via K = 4:${uptime%-*}:${uptime#*-}")
+    [[ -n $jfr ]] || continue
     { echo; echo "## $via K = 4: JFR over the timed window"
       python3 "$GPU_SCRIPTS/jfr_summary.py" "$rec" --jfr "$jfr_tool" --since "$since" --until "$until" || st=1; } >> "$out"
   done
+  { echo; echo "## The JIT over the whole run (PrintCompilation${jfr:+; JFR recording}), the timed windows last"; echo
+    python3 "$GPU_SCRIPTS/compilation_summary.py" "$log" --class-log "$classes" "${spans[@]}" || st=1; } >> "$out"
   if [[ -n $profiler ]]; then
     { echo; echo "## The whole run's CPU by thread kind (async-profiler, cpu, 100 us; mostly the 2 ms kernel's phases)"
       echo; python3 "$GPU_SCRIPTS/profile_summary.py" "$prof" --interval-us 100 --kind 'REST request threads=^\[?qtp' \

@@ -17,6 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -36,7 +37,8 @@ import java.util.regex.Pattern;
  *                            idles between calls as it does while a GPU works, without the GPU;
  *                            grpc-port: ModelInfer calls with raw tensors, a channel per client, instead of REST;
  *                            warmup/jit-calls: at most that many seconds or calls of a short kernel first,
- *                            then learn seconds of the measured kernel; grpc-deadline-s: each gRPC call
+ *                            then learn seconds of the measured kernel (at least 2 x seconds: its last
+ *                            seconds measured too, stderr); grpc-deadline-s: each gRPC call
  *                            with a deadline of that many whole seconds, as a client setting one sends it (0: none, as
  *                            tritonclient and perf_analyzer send by default))
  * GpuServiceCheck batching   port=8080 mgmt=8081 model=probe-batched rows=1 spin=2000 clients=16 seconds=4 pid=1234
@@ -357,7 +359,7 @@ public final class GpuServiceCheck {
         // Warm-up, not measured. First the JIT: the request path compiles after some ten thousand
         // calls, which a 2 ms kernel at one client takes half a minute to reach, so that part
         // runs a short kernel (`jit-calls` calls at most, `warmup` seconds at most). Then `learn`
-        // seconds (1) of the measured kernel, so the completion wait has learned its duration
+        // seconds (1) of the measured kernel at its pace, so the completion wait has learned its duration
         // (and, minutes of it, the JIT has reached the kernel's pace: steady state, not warm-up).
         // Without this, compile threads and interpreted code showed up as CPU per call.
         double jitSeconds = Double.parseDouble(a.getOrDefault("warmup", "8"));
@@ -365,6 +367,12 @@ public final class GpuServiceCheck {
         long jitCalls = Long.parseLong(a.getOrDefault("jit-calls", "30000"));
         double learnSeconds = Double.parseDouble(a.getOrDefault("learn", "1"));
         AtomicLong warmed = new AtomicLong();
+        // A learning phase at least twice the window long is measured over its last `seconds`
+        // too, by the same connections at the same pace without the window's bookkeeping: the
+        // two should agree, and where they do not, the window measures something of its own.
+        boolean tailed = learnSeconds >= 2 * seconds;
+        AtomicReference<ThreadCpu> tailStart = new AtomicReference<>();
+        AtomicLong tailCalls = new AtomicLong();
         // Bounded by the phases' own length (calls carry no deadline): a server that stops
         // answering fails the row a minute late, not ten.
         runClients(clients, jitSeconds + learnSeconds + 60, (VoidClient) c -> {
@@ -374,15 +382,32 @@ public final class GpuServiceCheck {
                 warmed.incrementAndGet();
             }
             long learnEnd = System.nanoTime() + (long) (learnSeconds * 1e9);
+            long tailFrom = learnEnd - (long) (seconds * 1e9);
             while (System.nanoTime() < learnEnd) {
+                if (tailed && tailStart.get() == null && System.nanoTime() >= tailFrom) {
+                    ThreadCpu snapshot = ThreadCpu.snapshot(pid);
+                    tailStart.compareAndSet(null, snapshot);
+                }
                 conn.call(false);
                 warmed.incrementAndGet();
+                if (tailStart.get() != null) {
+                    tailCalls.incrementAndGet();
+                }
+                if (pauseNanos > 0) {  // the measured traffic's pace, as the window's
+                    java.util.concurrent.locks.LockSupport.parkNanos(pauseNanos);
+                }
             }
         });
+        if (tailStart.get() != null) {
+            System.err.printf("[cpu by thread] %s clients=%d kernel=%.0f us, learning's last %.0f s: %s (us per call)%n",
+                    a.getOrDefault("label", "-"), clients, spin, seconds,
+                    ThreadCpu.snapshot(pid).perCallSince(tailStart.get(), tailCalls.get()));
+        }
         AtomicLong failed = new AtomicLong();
         long counted0 = counter.read();
         ThreadCpu threads0 = ThreadCpu.snapshot(pid);
         ProcessCounters counters0 = processCounters(pid);
+        double age0 = ProcessCounters.ageSeconds(pid);
         long t0 = System.nanoTime();
         long end = t0 + (long) (seconds * 1e9);
         List<long[]> perClient = runClients(clients, seconds + 60, c -> {
@@ -402,6 +427,10 @@ public final class GpuServiceCheck {
             return Arrays.copyOf(lat, n);
         });
         double elapsed = (System.nanoTime() - t0) / 1e9;
+        // Where the window lies in the service's life, for its uptime-stamped logs (the
+        // connections' closing comes after it)
+        System.err.printf("[window] %s: the service's uptime %.2f-%.2f s%n", a.getOrDefault("label", "-"), age0,
+                ProcessCounters.ageSeconds(pid));
         ProcessCounters counters = processCounters(pid);
         long cpu = counters.cpuTicks() - counters0.cpuTicks();
         long counted = counter.read() - counted0;
