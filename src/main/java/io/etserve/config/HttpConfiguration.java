@@ -11,6 +11,7 @@ import java.util.concurrent.SynchronousQueue;
 import org.eclipse.jetty.util.BlockingArrayQueue;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.jetty.JettyServerCustomizer;
 import org.springframework.boot.jetty.autoconfigure.JettyServerProperties;
 import org.springframework.boot.jetty.servlet.JettyServletWebServerFactory;
 import org.springframework.boot.web.server.Shutdown;
@@ -25,6 +26,18 @@ import org.springframework.context.annotation.Configuration;
  */
 @Configuration(proxyBeanMethods = false)
 class HttpConfiguration {
+
+    /**
+     * Spring Boot's Jetty factory as its auto-configuration makes it (the
+     * {@code JettyServerCustomizer} beans added), with connectors whose buffers are leased through
+     * {@link ReleaseOnceBufferPool}; the management port's child context builds the same class.
+     */
+    @Bean
+    ReleaseOnceJettyFactory jettyServletWebServerFactory(ObjectProvider<JettyServerCustomizer> customizers) {
+        ReleaseOnceJettyFactory factory = new ReleaseOnceJettyFactory();
+        factory.getServerCustomizers().addAll(customizers.orderedStream().toList());
+        return factory;
+    }
 
     /**
      * {@link InferHandler} in front of the servlet context, unless tracing (a traced request's
