@@ -1,6 +1,7 @@
 package io.etserve.config;
 
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.LongAdder;
 import org.eclipse.jetty.io.ByteBufferPool;
 import org.eclipse.jetty.io.RetainableByteBuffer;
@@ -8,23 +9,28 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Jetty's buffer pool behind a lease per acquisition that passes on at most the releases it
- * was owed: a stray second release of a buffer is dropped instead of reaching the pooled buffer.
+ * Jetty's buffer pool behind a wrapper per acquisition that passes on at most the releases owed
+ * to it: a stray extra release of a buffer is dropped instead of reaching the pooled buffer,
+ * which by then may belong to another connection.
  *
  * <p>Why: Jetty 12.1 (through 12.1.14) can release a connection's request buffer twice. On a
  * malformed request line, {@code HttpConnection} answers 400 from another thread, whose completion
  * resumes the connection on a third while the first is still in {@code onFillable}; both run
  * {@code releaseRequestBuffer()}, an unguarded read-then-null (upstream jetty/jetty.project#12939
- * names the same double release from another path). If the pool hands the buffer to another
- * connection between the two releases, the second one frees that connection's buffer too, and the
- * next acquisition shares it: one client's request bytes under another's. Pooled buffers are
- * reused objects, so only a wrapper per acquisition can tell a late release from a current one.
+ * names the same double release from another path). Jetty's pool reuses one object per pooled
+ * buffer, resetting its count at each acquisition, so the late release would free whichever
+ * connection holds the buffer by then and the pool would hand that memory out twice. Only a
+ * wrapper per acquisition can tell a late release from a current one.
+ *
+ * <p>What it cannot do: the same race lets the resumed thread fill a buffer it read from the
+ * connection before the first thread's one legitimate release; that is Jetty's to fix.
  */
 final class ReleaseOnceBufferPool extends ByteBufferPool.Wrapper {
 
     private static final Logger log = LoggerFactory.getLogger(ReleaseOnceBufferPool.class);
 
     private final LongAdder strayReleases = new LongAdder();
+    private final AtomicBoolean warned = new AtomicBoolean();
 
     ReleaseOnceBufferPool(ByteBufferPool pooled) {
         super(pooled);
@@ -32,12 +38,27 @@ final class ReleaseOnceBufferPool extends ByteBufferPool.Wrapper {
 
     @Override
     public RetainableByteBuffer.Mutable acquire(int size, boolean direct) {
-        return new Lease(super.acquire(size, direct));
+        return new Acquisition(super.acquire(size, direct), this);
     }
 
-    /** Releases dropped since the start: each one a buffer Jetty would have released twice. */
+    /** Releases dropped since the start: each one a buffer released more often than it was taken. */
     long strayReleases() {
         return strayReleases.sum();
+    }
+
+    private void dropped(Acquisition buffer) {
+        strayReleases.increment();
+        if (warned.compareAndSet(false, true)) {
+            log.warn("Dropped an extra release of a connection buffer ({}): Jetty released it more often than it "
+                    + "took it, as it may after a malformed request; further ones are logged at DEBUG", buffer);
+        } else {
+            log.debug("Dropped an extra release of {}", buffer);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ReleaseOnceBufferPool[stray releases " + strayReleases() + "] over " + getWrapped();
     }
 
     /**
@@ -46,12 +67,17 @@ final class ReleaseOnceBufferPool extends ByteBufferPool.Wrapper {
      * retains and releases still reach the pooled buffer, whose count stays what Jetty expects.
      * Slices and copies are Jetty's own (they retain the pooled buffer directly).
      */
-    private final class Lease extends RetainableByteBuffer.Wrapper {
+    private static final class Acquisition extends RetainableByteBuffer.Wrapper {
 
-        private final AtomicInteger references = new AtomicInteger(1);
+        private static final AtomicIntegerFieldUpdater<Acquisition> REFERENCES =
+                AtomicIntegerFieldUpdater.newUpdater(Acquisition.class, "references");
 
-        Lease(RetainableByteBuffer pooled) {
+        private final ReleaseOnceBufferPool pool;
+        private volatile int references = 1;
+
+        Acquisition(RetainableByteBuffer pooled, ReleaseOnceBufferPool pool) {
             super(pooled);
+            this.pool = pool;
         }
 
         @Override
@@ -60,15 +86,15 @@ final class ReleaseOnceBufferPool extends ByteBufferPool.Wrapper {
             // may belong to someone else by now)
             int n;
             do {
-                n = references.get();
+                n = references;
                 if (n <= 0) {
                     throw new IllegalStateException("released " + this);
                 }
-            } while (!references.compareAndSet(n, n + 1));
+            } while (!REFERENCES.compareAndSet(this, n, n + 1));
             try {
                 super.retain();
             } catch (RuntimeException e) {
-                references.decrementAndGet();
+                REFERENCES.decrementAndGet(this);
                 throw e;
             }
         }
@@ -77,13 +103,12 @@ final class ReleaseOnceBufferPool extends ByteBufferPool.Wrapper {
         public boolean release() {
             int n;
             do {
-                n = references.get();
+                n = references;
                 if (n <= 0) {
-                    strayReleases.increment();
-                    log.debug("Dropped a second release of {} (a Jetty race, not a leak)", this);
+                    pool.dropped(this);
                     return false;
                 }
-            } while (!references.compareAndSet(n, n - 1));
+            } while (!REFERENCES.compareAndSet(this, n, n - 1));
             return super.release();
         }
     }

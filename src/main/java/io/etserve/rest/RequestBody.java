@@ -257,6 +257,10 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
             ByteBuffer all = binary.get(0).position() == binaryLength ? binary.remove(0) : pool.acquire(binaryLength);
             for (ByteBuffer chunk : binary) {
                 all.put(chunk.flip());
+            }
+            // Given back only once all are copied: were a copy to fail, close() would give each
+            // back once, not a second time
+            for (ByteBuffer chunk : binary) {
                 pool.release(chunk);
             }
             binary.clear();

@@ -8,6 +8,7 @@ import io.etserve.support.RawConnection;
 import io.etserve.support.TestPaths;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.eclipse.jetty.io.ArrayByteBufferPool;
 import org.eclipse.jetty.server.AbstractConnector;
 import org.eclipse.jetty.server.Connector;
 import org.eclipse.jetty.server.Server;
@@ -26,7 +27,8 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * Both of the service's Jetty servers (the public port and the management port's child context)
  * lease their connection buffers through {@link ReleaseOnceBufferPool}, and serve through it:
- * inference answers, malformed request lines refused, health on the management port.
+ * inference answers, malformed request lines refused, health on the management port, and every
+ * buffer taken given back.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class ReleaseOnceJettyFactoryApiTest {
@@ -86,5 +88,17 @@ class ReleaseOnceJettyFactoryApiTest {
             assertThat(Http.local(port).post("/v2/models/demo-portable/infer", body).status()).isEqualTo(200);
         }
         assertThat(Http.local(managementPort).get("/actuator/health/readiness").status()).isEqualTo(200);
+        // Every buffer the requests took went back: each pooled one idle again (a release the
+        // lease dropped wrongly would leave one taken for good).
+        ArrayByteBufferPool pool = (ArrayByteBufferPool) ((ReleaseOnceBufferPool) ((AbstractConnector)
+                servers.byNamespace.get("").getConnectors()[0]).getByteBufferPool()).getWrapped();
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (System.nanoTime() < deadline && (pool.getAvailableHeapByteBufferCount() != pool.getHeapByteBufferCount()
+                || pool.getAvailableDirectByteBufferCount() != pool.getDirectByteBufferCount())) {
+            Thread.sleep(20);
+        }
+        assertThat(pool.getHeapByteBufferCount() + pool.getDirectByteBufferCount()).isPositive();
+        assertThat(pool.getAvailableHeapByteBufferCount()).isEqualTo(pool.getHeapByteBufferCount());
+        assertThat(pool.getAvailableDirectByteBufferCount()).isEqualTo(pool.getDirectByteBufferCount());
     }
 }
