@@ -9,7 +9,8 @@ so a method recompiled at C2 minutes into a run with none in sight needs this lo
 
 Prints the compilations and the reasons code went per time bucket of the JVM's uptime, and, for
 each window given, every C2 compilation in it with what had happened to that method before:
-whether an earlier C2 version existed and why it went. With --class-log (a unified log of
+whether an earlier C2 version existed and why the latest one went. Methods are told apart by
+name and bytecode size. With --class-log (a unified log of
 class+load with the uptime decorator), the classes loaded per bucket too.
 Stdlib only: runs on the GPU host's Python.
 """
@@ -18,36 +19,52 @@ import collections
 import re
 import sys
 
-# "<uptime ms> <compile id> <flags> <tier> <method> [@ bci] (<n> bytes) [made not entrant: why]"
-LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+([%sbn!]*)\s*([0-4])\s+(\S+)(.*)$")
+# "<uptime ms> <compile id> <flags> <tier> <method> [@ bci] (<n> bytes) [made not entrant: why]", the
+# flags a fixed field of five columns (% s ! b n) that may hold spaces ("% !")
+LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+([%sbn!][%sbn! ]*?)?\s*([0-4])\s+(\S+)(.*)$")
+SIZE = re.compile(r"\((\d+) bytes\)")
 CLASS_LOAD = re.compile(r"^\[(\d+(?:\.\d+)?)s\](?:\[[^]]*\])*\s+(\S+)")  # -Xlog:class+load:file=F:uptime
 
 
+class Event:
+    """One PrintCompilation line: a compilation, or compiled code going ("made not entrant")."""
+
+    __slots__ = ("ms", "compile_id", "tier", "method", "osr", "reason")
+
+    def __init__(self, ms, compile_id, tier, method, osr, reason):
+        self.ms, self.compile_id, self.tier, self.method, self.osr, self.reason = ms, compile_id, tier, method, osr, reason
+
+    @property
+    def gone(self):
+        return self.reason is not None
+
+
 def parse(path):
-    events = []  # (ms, kind, tier, method, osr, reason)
+    events = []
     with open(path, errors="replace") as f:
         for line in f:
             m = LINE.match(line)
             if not m:
                 continue
-            ms, _, flags, tier, method, rest = m.groups()
-            reason = None
-            if "made not entrant" in rest:
-                reason = rest.split("made not entrant:", 1)[1].strip() if ":" in rest else "?"
-            elif "made zombie" in rest or "made unloaded" in rest.replace("  ", " "):
-                reason = rest.strip()
-            events.append((int(ms), "gone" if reason else "compiled", int(tier), method, "%" in flags, reason))
+            ms, compile_id, flags, tier, name, rest = m.groups()
+            if "COMPILE SKIPPED" in rest or rest.rstrip().endswith("blocked"):
+                continue  # not compiled: given up, or left when the JVM exits
+            size = SIZE.search(rest)
+            # Overloads share a name: the bytecode size tells most of them apart
+            method = f"{name} ({size.group(1)} bytes)" if size else name
+            reason = rest.split("made not entrant:", 1)[1].strip() if "made not entrant:" in rest else None
+            events.append(Event(int(ms), int(compile_id), int(tier), method, "%" in (flags or ""), reason))
     return events
 
 
 def buckets(events, width_s):
     table = collections.defaultdict(collections.Counter)
-    for ms, kind, tier, _, osr, reason in events:
-        b = ms // (width_s * 1000)
-        if kind == "compiled":
-            table[b]["OSR" if osr else f"tier {tier}"] += 1
+    for e in events:
+        b = e.ms // (width_s * 1000)
+        if e.gone:
+            table[b][f"gone: {e.reason}"] += 1
         else:
-            table[b][f"gone: {reason}"] += 1
+            table[b]["OSR" if e.osr else f"tier {e.tier}"] += 1
     return table
 
 
@@ -66,31 +83,36 @@ def print_buckets(events, width_s, class_loads):
 
 
 def history(events, method, before_ms):
-    """What became of the method's earlier C2 code before before_ms: (kind, text)."""
-    c2 = [e for e in events if e[3] == method and e[0] < before_ms and e[2] == 4 and not e[4]]
-    compiled = [e for e in c2 if e[1] == "compiled"]
-    gone = [e for e in c2 if e[1] == "gone"]
+    """What became of the method's C2 code compiled before before_ms, the latest one: (kind, text)."""
+    earlier = [e for e in events if e.method == method and e.ms < before_ms and e.tier == 4 and not e.osr]
+    compiled = [e for e in earlier if not e.gone]
     if not compiled:
         return "first C2 version", "first C2 version"
-    if gone:
-        last = gone[-1]
-        return f"the last went: {last[5]}", f"C2 version #{len(compiled) + 1}; the last went at {last[0] / 1000:.1f} s: {last[5]}"
-    return "no earlier one printed as gone", f"C2 version #{len(compiled) + 1}; no earlier one printed as gone"
+    last = compiled[-1]
+    went = [e for e in earlier if e.gone and e.compile_id == last.compile_id]
+    if went:
+        return (f"the last went: {went[-1].reason}",
+                f"C2 version #{len(compiled) + 1}; the last went at {went[-1].ms / 1000:.1f} s: {went[-1].reason}")
+    return "no earlier one printed as gone", f"C2 version #{len(compiled) + 1}; the last not printed as gone"
 
 
 def print_window(events, label, since_ms, until_ms, class_loads, limit):
-    inside = [e for e in events if since_ms <= e[0] < until_ms]
-    compiled = [e for e in inside if e[1] == "compiled"]
-    gone = collections.Counter(e[5] for e in inside if e[1] == "gone")
-    tiers = collections.Counter("OSR" if e[4] else f"tier {e[2]}" for e in compiled)
+    inside = [e for e in events if since_ms <= e.ms < until_ms]
+    compiled = [e for e in inside if not e.gone]
+    gone = collections.Counter(e.reason for e in inside if e.gone)
+    tiers = collections.Counter("OSR" if e.osr else f"tier {e.tier}" for e in compiled)
     print(f"\n### {label}: uptime {since_ms / 1000:.1f}-{until_ms / 1000:.1f} s")
     print(f"compilations: {len(compiled)} ({', '.join(f'{k} {v}' for k, v in sorted(tiers.items())) or 'none'}); "
           f"code gone: {', '.join(f'{k} {v}' for k, v in gone.most_common()) or 'none'}")
     why = collections.Counter()
-    for e in [e for e in compiled if e[2] == 4 and not e[4]][:limit]:
-        kind, text = history(events, e[3], e[0])
+    c2 = [e for e in compiled if e.tier == 4 and not e.osr]
+    for i, e in enumerate(c2):
+        kind, text = history(events, e.method, e.ms)
         why[kind] += 1
-        print(f"  {e[0] / 1000:8.1f} s  {e[3]}: {text}")
+        if i < limit:
+            print(f"  {e.ms / 1000:8.1f} s  {e.method}: {text}")
+    if len(c2) > limit:
+        print(f"  ... {len(c2) - limit} more")
     if why:
         print("C2 compilations by what came before: " + ", ".join(f"{k} {v}" for k, v in why.most_common()))
     loaded = [name for t, name in class_loads if since_ms <= t * 1000 < until_ms]
@@ -115,7 +137,8 @@ def main():
     if args.class_log:
         with open(args.class_log, errors="replace") as f:
             class_loads = [(float(m.group(1)), m.group(2)) for m in map(CLASS_LOAD.match, f) if m]
-    print(f"Compilations by {args.bucket} s of uptime (tier 1-3: C1, tier 4: C2; 'gone': made not entrant, and why)\n")
+    print(f"Compilations by {args.bucket} s of uptime (tier 0: native wrappers, 1-3: C1, 4: C2; OSR: on-stack "
+          f"replacement; 'gone': made not entrant, and why)\n")
     print_buckets(events, args.bucket, class_loads)
     for w in args.window:
         label, since, until = w.rsplit(":", 2)

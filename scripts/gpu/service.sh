@@ -258,11 +258,11 @@ jit_bench() {
     local grpc=(); [[ $via == grpc ]] && grpc=(grpc-port="$GRPC")
     # The check warms up first (its default, with ETSERVE_AB_LEARN seconds of the 2 ms kernel),
     # then times 6 s: the window is its last 6 s.
-    check throughput learn="${ETSERVE_AB_LEARN:-1}" port=$PORT "${grpc[@]}" model=probe spin=2000 clients=4 seconds=6 pid=$SERVICE_PID \
-      label="$via K=4" >> "$out" || st=1
+    check throughput learn="${ETSERVE_AB_LEARN:-1}" port=$PORT mgmt=$MGMT "${grpc[@]}" model=probe spin=2000 clients=4 seconds=6 \
+      pid=$SERVICE_PID label="$via K=4" >> "$out" || st=1
     until="$(date +%s.%N)"; since="$(awk -v u="$until" 'BEGIN{printf "%.3f", u - 6}')"
     # The check says where its window lay in the service's uptime, which PrintCompilation counts
-    local span; span="$(grep -F "[window] $via K=4:" "$RESULTS/check-stderr.txt" | tail -1 | grep -o '[0-9.]*-[0-9.]* s$')"
+    local span; span="$(grep -F "[window] $via K=4:" "$RESULTS/check-stderr.txt" | tail -1 | grep -o '[0-9.]*-[0-9.]* s$' || true)"
     windows+=("$via $since $until ${span%% *}")
   done
   stop_service  # the recording is written as the JVM exits

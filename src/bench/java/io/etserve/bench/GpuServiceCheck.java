@@ -32,7 +32,7 @@ import java.util.regex.Pattern;
  *                            (with mgmt: etserve_gpu_completion_waits_total must have counted every call)
  * GpuServiceCheck grpc       grpc-port=8001 model=probe clients=16 calls=50 expect=16
  * GpuServiceCheck throughput port=8080 model=probe spin=2000 clients=16 seconds=5 pid=1234 [pause-us=0] [grpc-port=8001]
- *                            [warmup=8 jit-calls=30000 learn=1] [grpc-deadline-s=0]
+ *                            [warmup=8 jit-calls=30000 learn=1] [grpc-deadline-s=0] [mgmt=8081]
  *                            (pause-us: each client waits that long after each answer, so the service
  *                            idles between calls as it does while a GPU works, without the GPU;
  *                            grpc-port: ModelInfer calls with raw tensors, a channel per client, instead of REST;
@@ -40,7 +40,8 @@ import java.util.regex.Pattern;
  *                            then learn seconds of the measured kernel (at least 2 x seconds: its last
  *                            seconds measured too, stderr); grpc-deadline-s: each gRPC call
  *                            with a deadline of that many whole seconds, as a client setting one sends it (0: none, as
- *                            tritonclient and perf_analyzer send by default))
+ *                            tritonclient and perf_analyzer send by default); mgmt: the window's span of the
+ *                            service's uptime on stderr, "[window] LABEL: the service's uptime A-B s")
  * GpuServiceCheck batching   port=8080 mgmt=8081 model=probe-batched rows=1 spin=2000 clients=16 seconds=4 pid=1234
  * GpuServiceCheck fault      port=8080 mgmt=8081 model=probe-fault cpu-model=demo-xnnpack
  *                            [gpu-model=cuda-resnet18 gpu-reference=.../reference.json] (refused after the fault too)
@@ -261,6 +262,15 @@ public final class GpuServiceCheck {
         return modelSeries(mgmt, "etserve_gpu_completion_waits_total", model);
     }
 
+    /** The service JVM's start, epoch seconds to the millisecond (Micrometer's process_start_time_seconds). */
+    static double jvmStartSeconds(int mgmt) throws IOException {
+        Matcher m = Pattern.compile("(?m)^process_start_time_seconds ([0-9.eE+]+)$").matcher(body(mgmt, "/actuator/prometheus"));
+        if (!m.find()) {
+            throw new IOException("no process_start_time_seconds on the management port " + mgmt);
+        }
+        return Double.parseDouble(m.group(1));
+    }
+
     /** The sum of every Prometheus series of {@code metric} whose {@code model} label is {@code model}. */
     static double modelSeries(int mgmt, String metric, String model) throws IOException {
         Matcher m = Pattern.compile(Pattern.quote(metric) + "\\{[^}]*model=\"" + Pattern.quote(model)
@@ -405,9 +415,12 @@ public final class GpuServiceCheck {
         }
         AtomicLong failed = new AtomicLong();
         long counted0 = counter.read();
+        // With mgmt=: where the window lies in the service's life, for its uptime-stamped logs
+        // (PrintCompilation's clock counts from the JVM's start, which Micrometer reports)
+        double started = a.containsKey("mgmt") ? jvmStartSeconds(port(a, "mgmt")) : Double.NaN;
         ThreadCpu threads0 = ThreadCpu.snapshot(pid);
         ProcessCounters counters0 = processCounters(pid);
-        double age0 = ProcessCounters.ageSeconds(pid);
+        long windowStartMillis = System.currentTimeMillis();
         long t0 = System.nanoTime();
         long end = t0 + (long) (seconds * 1e9);
         List<long[]> perClient = runClients(clients, seconds + 60, c -> {
@@ -427,10 +440,10 @@ public final class GpuServiceCheck {
             return Arrays.copyOf(lat, n);
         });
         double elapsed = (System.nanoTime() - t0) / 1e9;
-        // Where the window lies in the service's life, for its uptime-stamped logs (the
-        // connections' closing comes after it)
-        System.err.printf("[window] %s: the service's uptime %.2f-%.2f s%n", a.getOrDefault("label", "-"), age0,
-                ProcessCounters.ageSeconds(pid));
+        if (!Double.isNaN(started)) {  // (the connections' closing comes after it)
+            System.err.printf(java.util.Locale.ROOT, "[window] %s: the service's uptime %.3f-%.3f s%n",
+                    a.getOrDefault("label", "-"), windowStartMillis / 1e3 - started, System.currentTimeMillis() / 1e3 - started);
+        }
         ProcessCounters counters = processCounters(pid);
         long cpu = counters.cpuTicks() - counters0.cpuTicks();
         long counted = counter.read() - counted0;

@@ -45,21 +45,6 @@ record ProcessCounters(long userTicks, long systemTicks, long minorFaults, long 
         }
     }
 
-    /**
-     * Seconds since the process started (/proc/uptime less its start time, to a clock tick): what
-     * a JVM's uptime-stamped logs count, give or take its launch. NaN when it cannot be read.
-     */
-    static double ageSeconds(long pid) {
-        try {
-            double uptime = Double.parseDouble(Files.readString(Path.of("/proc/uptime")).strip().split("\\s+")[0]);
-            // starttime is field 22 (ThreadCpu.statFields)
-            String[] f = ThreadCpu.statFields(Files.readString(Path.of("/proc", Long.toString(pid), "stat")));
-            return uptime - Long.parseLong(f[19]) / (double) ThreadCpu.TICKS_PER_SECOND;
-        } catch (IOException | RuntimeException e) {
-            return Double.NaN;
-        }
-    }
-
     /** utime + stime, in clock ticks. */
     long cpuTicks() {
         return userTicks + systemTicks;
