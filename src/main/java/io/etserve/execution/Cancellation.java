@@ -4,6 +4,7 @@ import io.etserve.cuda.LeaseQueue;
 import io.etserve.inference.Caller;
 import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.RequestCancelledException;
+import io.etserve.inference.UntrustedText;
 import java.math.BigInteger;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -98,7 +99,7 @@ final class Cancellation implements LeaseQueue.Abandon {
             return s.length() > 18 ? Long.MAX_VALUE : Long.parseLong(s);
         }
         throw new InvalidInputException("the request parameter 'timeout' must be a whole number of microseconds"
-                + " (0 or more), got " + value);
+                + " (0 or more), got " + UntrustedText.abbreviate(String.valueOf(value)));
     }
 
     /** Whether the request may wait for an instance ({@link Caller#mayWait}). */

@@ -7,6 +7,7 @@ import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.RequestCancelledException;
+import io.etserve.inference.ReservedParameters;
 import io.etserve.inference.WouldWaitException;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.runtime.ExecutionInput;
@@ -155,6 +156,7 @@ public final class InferenceService {
             model = use(modelName, version);
             spans.resolved(model.name(), model.version());
             observer.pending(model.name(), model.version(), 1);
+            ReservedParameters.check(request.parameters());
             cancellation = Cancellation.of(caller, request.parameters(), arrivedNanos);
             List<ExecutionInput> inputs = TensorContract.bindInputs(model, request);
             TensorContract.OutputSelection selected = TensorContract.selectOutputs(model, request);

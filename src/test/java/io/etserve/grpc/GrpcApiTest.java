@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.ByteString;
 import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
+import io.etserve.grpc.protocol.InferParameter;
 import io.etserve.grpc.protocol.InferTensorContents;
 import io.etserve.grpc.protocol.ModelInferRequest;
 import io.etserve.grpc.protocol.ModelInferResponse;
@@ -317,6 +318,17 @@ class GrpcApiTest {
         ModelInferRequest.Builder badType = request("demo-portable", 16, 64).toBuilder();
         badType.getInputsBuilder(0).setDatatype("FP33");
         assertStatus(Status.Code.INVALID_ARGUMENT, "unknown datatype", badType.build());
+        // Triton's reserved parameters, wrongly typed; a uint64 priority (as tritonclient sends it) is served
+        ModelInferRequest.Builder badFlag = request("demo-portable", 16, 64).toBuilder()
+                .putParameters("sequence_start", InferParameter.newBuilder().setInt64Param(1).build());
+        assertStatus(Status.Code.INVALID_ARGUMENT, "'sequence_start' must be a boolean", badFlag.build());
+        ModelInferRequest.Builder badPriority = request("demo-portable", 16, 64).toBuilder()
+                .putParameters("priority", InferParameter.newBuilder().setInt64Param(-1).build());
+        assertStatus(Status.Code.INVALID_ARGUMENT, "'priority' must be a whole number", badPriority.build());
+        Reference.Case first = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json")).cases().get(0);
+        ModelInferRequest prioritized = request("demo-portable", first).toBuilder()
+                .putParameters("priority", InferParameter.newBuilder().setUint64Param(2).build()).build();
+        assertThat(stub.modelInfer(prioritized).getOutputsCount()).isPositive();
         StatusRuntimeException broken = assertStatus(Status.Code.UNAVAILABLE, "broken", request("broken", 16, 64));
         assertThat(broken.getStatus().getDescription()).doesNotContain(REPO.root().toString());
         assertStatus(Status.Code.UNAVAILABLE, "did not load",

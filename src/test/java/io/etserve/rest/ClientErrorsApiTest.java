@@ -215,6 +215,31 @@ class ClientErrorsApiTest {
     }
 
     @Test
+    void tritonsReservedParametersWronglyTypedAreRefusedAndWellTypedOnesServed() throws Exception {
+        String[][] refused = {
+            {"\"priority\": \"high\"", "'priority' must be a whole number"},
+            {"\"priority\": -2", "'priority' must be a whole number"},
+            {"\"sequence_id\": true", "'sequence_id' must be a whole number (0 or more) or a string"},
+            {"\"sequence_start\": 1", "'sequence_start' must be a boolean"},
+            {"\"sequence_end\": \"yes\\n\"", "'sequence_end' must be a boolean, got yes\\u000A"},
+        };
+        List<String> failures = new ArrayList<>();
+        for (String[] c : refused) {
+            RawConnection.Response r = exchange(request("POST", M + "/infer", "application/json", null,
+                    INFER_BODY.replace("{\"inputs\"", "{\"parameters\": {" + c[0] + "}, \"inputs\"")));
+            assertRefused(failures, c[0], r, 400);
+            if (r.status() == 400 && !Http.JSON.readTree(r.body()).path("error").asString().contains(c[1])) {
+                failures.add(c[0] + " -> " + r.text() + " (expected it to say " + c[1] + ")");
+            }
+        }
+        assertThat(failures).isEmpty();
+        String typed = "\"priority\": 3, \"sequence_id\": \"s-1\", \"sequence_start\": true, \"sequence_end\": false";
+        RawConnection.Response served = exchange(request("POST", M + "/infer", "application/json", null,
+                INFER_BODY.replace("{\"inputs\"", "{\"parameters\": {" + typed + "}, \"inputs\"")));
+        assertThat(served.status()).as(served.text()).isEqualTo(200);
+    }
+
+    @Test
     void theBodyTypesTheEndpointsReadAreAccepted() throws Exception {
         // Triton's clients send no Content-Type; JSON may name its charset; binary requests are octet-stream.
         for (String type : new String[] {null, "application/json", "application/json; charset=utf-8",

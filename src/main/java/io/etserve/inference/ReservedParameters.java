@@ -1,0 +1,49 @@
+package io.etserve.inference;
+
+import java.math.BigInteger;
+import java.util.Map;
+
+/**
+ * The types of the request parameters Triton reserves and this service has no use for beyond
+ * checking them: {@code priority} (a whole number, 0 or more), {@code sequence_id} (a whole number
+ * or a string) and {@code sequence_start} / {@code sequence_end} (booleans). A client that sends
+ * them wrongly typed gets the protocol's 400 (gRPC: INVALID_ARGUMENT) naming the parameter,
+ * rather than having its mistake ignored. ({@code timeout} is checked where it is used; the
+ * values of gRPC's {@code uint64_param} arrive as decimal strings.)
+ */
+public final class ReservedParameters {
+
+    private ReservedParameters() {}
+
+    /** @throws InvalidInputException naming the first wrongly typed one */
+    public static void check(Map<String, Object> parameters) {
+        if (parameters.isEmpty()) {
+            return;  // the usual request
+        }
+        Object priority = parameters.get("priority");
+        if (priority != null && !isWholeNumber(priority)) {
+            throw refused("priority", "a whole number (0 or more)", priority);
+        }
+        Object sequenceId = parameters.get("sequence_id");
+        if (sequenceId != null && !(sequenceId instanceof String) && !isWholeNumber(sequenceId)) {
+            throw refused("sequence_id", "a whole number (0 or more) or a string", sequenceId);
+        }
+        for (String flag : new String[] {"sequence_start", "sequence_end"}) {
+            Object value = parameters.get(flag);
+            if (value != null && !(value instanceof Boolean)) {
+                throw refused(flag, "a boolean", value);
+            }
+        }
+    }
+
+    private static boolean isWholeNumber(Object value) {
+        return value instanceof Long l && l >= 0
+                || value instanceof BigInteger b && b.signum() >= 0
+                || value instanceof String s && !s.isEmpty() && s.chars().allMatch(c -> c >= '0' && c <= '9');
+    }
+
+    private static InvalidInputException refused(String name, String what, Object value) {
+        return new InvalidInputException("the request parameter '" + name + "' must be " + what + ", got "
+                + UntrustedText.abbreviate(String.valueOf(value)));
+    }
+}
