@@ -6,10 +6,10 @@ import java.util.Map;
 /**
  * The types of the request parameters Triton reserves and this service has no use for beyond
  * checking them: {@code priority} (a whole number, 0 or more), {@code sequence_id} (a whole number
- * or a string) and {@code sequence_start} / {@code sequence_end} (booleans). A client that sends
+ * or a string) and {@code sequence_start} / {@code sequence_end} (booleans). A string of digits
+ * counts as a whole number: gRPC's {@code uint64_param} arrives so. A client that sends
  * them wrongly typed gets the protocol's 400 (gRPC: INVALID_ARGUMENT) naming the parameter,
- * rather than having its mistake ignored. ({@code timeout} is checked where it is used; the
- * values of gRPC's {@code uint64_param} arrive as decimal strings.)
+ * rather than having its mistake ignored. ({@code timeout} is checked where it is used.)
  */
 public final class ReservedParameters {
 
@@ -25,8 +25,10 @@ public final class ReservedParameters {
             throw refused("priority", "a whole number (0 or more)", priority);
         }
         Object sequenceId = parameters.get("sequence_id");
-        if (sequenceId != null && !(sequenceId instanceof String) && !isWholeNumber(sequenceId)) {
-            throw refused("sequence_id", "a whole number (0 or more) or a string", sequenceId);
+        // Any int64: Triton's C++ clients send their uint64 ids through int64_param, so one past
+        // 2^63 arrives negative
+        if (sequenceId != null && !(sequenceId instanceof String || sequenceId instanceof Long || isWholeNumber(sequenceId))) {
+            throw refused("sequence_id", "a whole number or a string", sequenceId);
         }
         for (String flag : new String[] {"sequence_start", "sequence_end"}) {
             Object value = parameters.get(flag);
@@ -43,7 +45,9 @@ public final class ReservedParameters {
     }
 
     private static InvalidInputException refused(String name, String what, Object value) {
-        return new InvalidInputException("the request parameter '" + name + "' must be " + what + ", got "
-                + UntrustedText.abbreviate(String.valueOf(value)));
+        String got = value instanceof String text ? "the string '" + UntrustedText.abbreviate(text) + "'"
+                : value instanceof Boolean b ? "the boolean " + b
+                : "the number " + UntrustedText.abbreviate(String.valueOf(value));
+        return new InvalidInputException("the request parameter '" + name + "' must be " + what + ", got " + got);
     }
 }

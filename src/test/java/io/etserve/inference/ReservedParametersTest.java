@@ -25,6 +25,8 @@ class ReservedParametersTest {
             assertThatCode(() -> ReservedParameters.check(of("sequence_id", whole))).doesNotThrowAnyException();
         }
         assertThatCode(() -> ReservedParameters.check(of("sequence_id", "session-1"))).doesNotThrowAnyException();
+        // A C++ client's uint64 id past 2^63, sent as int64
+        assertThatCode(() -> ReservedParameters.check(of("sequence_id", -9L))).doesNotThrowAnyException();
         assertThatCode(() -> ReservedParameters.check(of("sequence_id", ""))).doesNotThrowAnyException();
         for (String flag : new String[] {"sequence_start", "sequence_end"}) {
             assertThatCode(() -> ReservedParameters.check(of(flag, true))).doesNotThrowAnyException();
@@ -40,10 +42,10 @@ class ReservedParametersTest {
                     .isInstanceOf(InvalidInputException.class)
                     .hasMessageStartingWith("the request parameter 'priority' must be a whole number (0 or more), got ");
         }
-        for (Object bad : new Object[] {-3L, 2.0, false}) {
+        for (Object bad : new Object[] {new BigInteger("-18446744073709551615"), 2.0, false}) {
             assertThatThrownBy(() -> ReservedParameters.check(of("sequence_id", bad)))
                     .isInstanceOf(InvalidInputException.class)
-                    .hasMessageContaining("'sequence_id' must be a whole number (0 or more) or a string");
+                    .hasMessageContaining("'sequence_id' must be a whole number or a string");
         }
         for (String flag : new String[] {"sequence_start", "sequence_end"}) {
             for (Object bad : new Object[] {1L, "true", 0.0}) {
@@ -57,6 +59,16 @@ class ReservedParametersTest {
     @Test
     void aHostileValueIsQuotedEscaped() {
         assertThatThrownBy(() -> ReservedParameters.check(of("sequence_end", "yes\r\nForged: line")))
-                .hasMessageEndingWith("got yes\\u000D\\u000AForged: line");
+                .hasMessageEndingWith("got the string 'yes\\u000D\\u000AForged: line'");
+    }
+
+    @Test
+    void theRefusalSaysWhatCameNotOnlyItsText() {
+        assertThatThrownBy(() -> ReservedParameters.check(of("sequence_start", "true")))
+                .hasMessage("the request parameter 'sequence_start' must be a boolean, got the string 'true'");
+        assertThatThrownBy(() -> ReservedParameters.check(of("priority", true)))
+                .hasMessage("the request parameter 'priority' must be a whole number (0 or more), got the boolean true");
+        assertThatThrownBy(() -> ReservedParameters.check(of("priority", "")))
+                .hasMessage("the request parameter 'priority' must be a whole number (0 or more), got the string ''");
     }
 }

@@ -219,9 +219,9 @@ class ClientErrorsApiTest {
         String[][] refused = {
             {"\"priority\": \"high\"", "'priority' must be a whole number"},
             {"\"priority\": -2", "'priority' must be a whole number"},
-            {"\"sequence_id\": true", "'sequence_id' must be a whole number (0 or more) or a string"},
+            {"\"sequence_id\": true", "'sequence_id' must be a whole number or a string, got the boolean true"},
             {"\"sequence_start\": 1", "'sequence_start' must be a boolean"},
-            {"\"sequence_end\": \"yes\\n\"", "'sequence_end' must be a boolean, got yes\\u000A"},
+            {"\"sequence_end\": \"yes\\n\"", "'sequence_end' must be a boolean, got the string 'yes\\u000A'"},
         };
         List<String> failures = new ArrayList<>();
         for (String[] c : refused) {
@@ -233,7 +233,7 @@ class ClientErrorsApiTest {
             }
         }
         assertThat(failures).isEmpty();
-        String typed = "\"priority\": 3, \"sequence_id\": \"s-1\", \"sequence_start\": true, \"sequence_end\": false";
+        String typed = "\"priority\": 3, \"sequence_id\": 42, \"sequence_start\": true, \"sequence_end\": false";
         RawConnection.Response served = exchange(request("POST", M + "/infer", "application/json", null,
                 INFER_BODY.replace("{\"inputs\"", "{\"parameters\": {" + typed + "}, \"inputs\"")));
         assertThat(served.status()).as(served.text()).isEqualTo(200);
