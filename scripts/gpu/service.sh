@@ -231,9 +231,9 @@ hung_work_fault() {
 # tells per 30 s of uptime what was compiled and why code went (JFR names uncommon traps only),
 # and for each C2 compilation in a window what became of that method's earlier C2 code.
 # ETSERVE_AB_JIT_JFR=0: without the JFR recording (whether it is what keeps the JIT busy).
-# ETSERVE_ASYNC_PROFILER: the same run
-# CPU-profiled per thread too, summarised by profile_summary.py (request threads against Netty's
-# event loops; the raw profile stays in $WORK). Into $RESULTS/gpu-h200-jit.txt.
+# ETSERVE_ASYNC_PROFILER: the same run CPU-profiled per thread too, summarised by
+# profile_summary.py (request threads against Netty's event loops; the raw profile stays in
+# $WORK). Into $RESULTS/gpu-h200-jit.txt.
 jit_bench() {
   local out="$RESULTS/gpu-h200-jit.txt" rec="$WORK/jit.jfr" st=0 via since until
   local jfr_tool; jfr_tool="$(dirname "$JAVA")/jfr"

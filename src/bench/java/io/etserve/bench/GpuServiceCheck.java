@@ -352,7 +352,7 @@ public final class GpuServiceCheck {
             for (int i = 0; i < clients; i++) {
                 connections.add(connect.open());
             }
-            return measure(a, counter, connections);
+            return measure(a, counter, connections, spin);
         } finally {
             for (Calls c : connections) {
                 c.close();
@@ -360,11 +360,11 @@ public final class GpuServiceCheck {
         }
     }
 
-    private static Measured measure(Map<String, String> a, Counter counter, List<Calls> connections) throws Exception {
+    private static Measured measure(Map<String, String> a, Counter counter, List<Calls> connections, float spin)
+            throws Exception {
         int clients = connections.size();
         double seconds = Double.parseDouble(a.get("seconds"));
         long pid = Long.parseLong(a.get("pid"));
-        float spin = Float.parseFloat(a.get("spin"));
         long pauseNanos = Long.parseLong(a.getOrDefault("pause-us", "0")) * 1000L;
         // Warm-up, not measured. First the JIT: the request path compiles after some ten thousand
         // calls, which a 2 ms kernel at one client takes half a minute to reach, so that part

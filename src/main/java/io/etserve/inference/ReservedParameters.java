@@ -1,6 +1,7 @@
 package io.etserve.inference;
 
 import java.math.BigInteger;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -12,6 +13,8 @@ import java.util.Map;
  * rather than having its mistake ignored. ({@code timeout} is checked where it is used.)
  */
 public final class ReservedParameters {
+
+    private static final List<String> FLAGS = List.of("sequence_start", "sequence_end");
 
     private ReservedParameters() {}
 
@@ -30,7 +33,7 @@ public final class ReservedParameters {
         if (sequenceId != null && !(sequenceId instanceof String || sequenceId instanceof Long || isWholeNumber(sequenceId))) {
             throw refused("sequence_id", "a whole number or a string", sequenceId);
         }
-        for (String flag : new String[] {"sequence_start", "sequence_end"}) {
+        for (String flag : FLAGS) {
             Object value = parameters.get(flag);
             if (value != null && !(value instanceof Boolean)) {
                 throw refused(flag, "a boolean", value);
