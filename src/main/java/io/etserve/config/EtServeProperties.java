@@ -344,8 +344,8 @@ public record EtServeProperties(
      * @param inlineBelow a REST inference whose body came with its head, to a model with an idle
      *     CPU instance, no batching, static input shapes and forward calls under this lately, runs
      *     on the selector thread that read it while requests of other connections keep that
-     *     selector busy, instead of a request thread (0, the default: every request on a request
-     *     thread; off while tracing; docs/api.md)
+     *     selector busy, instead of a request thread (0: every request on a request thread; off
+     *     while tracing and with virtual threads; docs/api.md)
      * @param inlineAloneBelow a REST inference whose body came with its head, from a connection
      *     alone on its selector thread, to a model (CPU or GPU) with no batching, static input
      *     shapes and forward calls under this lately, runs on that selector thread when an
@@ -354,7 +354,7 @@ public record EtServeProperties(
      *     tracing; docs/api.md)
      */
     public record Http(@DefaultValue("10s") Duration headerTimeout, @DefaultValue("4096") int acceptQueueSize,
-            @DefaultValue("64KB") DataSize inputBufferSize, @DefaultValue("0s") Duration inlineBelow,
+            @DefaultValue("64KB") DataSize inputBufferSize, @DefaultValue("250us") Duration inlineBelow,
             @DefaultValue("0s") Duration inlineAloneBelow) {
 
         public Http {
@@ -376,6 +376,19 @@ public record EtServeProperties(
         /** Whether any inference may run on the selector thread that read it. */
         public boolean inlinesAny() {
             return !inlineBelow.isZero() || !inlineAloneBelow.isZero();
+        }
+
+        /**
+         * Selector threads for {@code cores} when {@code server.jetty.threads.selectors} does not
+         * say. With {@code inline-alone-below} set, one per core: a connection is then more often
+         * alone on its selector, which is what lets its calls run there (GPU nodes: the Helm
+         * chart sets it). Otherwise half the cores, at least one: selectors running busy
+         * connections' calls leave the other half to everything else (request threads, the
+         * collector and compilers, a sidecar or a client on the host) instead of taking turns
+         * with it a time slice at a time (bench/results/2026-12-06-selectors-half-the-cores.md).
+         */
+        public int selectorsFor(int cores) {
+            return Math.max(1, inlineAloneBelow.isZero() ? cores / 2 : cores);
         }
     }
 

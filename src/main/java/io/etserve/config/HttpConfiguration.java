@@ -43,10 +43,10 @@ class HttpConfiguration {
      * {@link InferHandler} in front of the servlet context, unless tracing (a traced request's
      * server span comes from the servlet filter, {@link TracingConfiguration}) or the context has
      * a path of its own (the handler serves the protocol's paths from the server's root); with
-     * {@code etserve.http.inline-below} or {@code inline-alone-below} set (both off by default),
-     * calls may run on the selector that read them, there is a selector per core unless
-     * {@code server.jetty.threads.selectors}
-     * says otherwise, and the request pool is a {@link ResumingThreadPool} (the same sizes,
+     * {@code etserve.http.inline-below} (250us by default) or {@code inline-alone-below} set,
+     * calls may run on the selector that read them, there are
+     * {@link EtServeProperties.Http#selectorsFor} selectors unless
+     * {@code server.jetty.threads.selectors} says otherwise, and the request pool is a {@link ResumingThreadPool} (the same sizes,
      * {@code server.jetty.threads.*}). With {@code server.shutdown: graceful} (the default here), the
      * requests in progress are counted by {@link ActiveRequests}. The
      * core path's collaborators are looked up at the first request: the server is built before
@@ -66,11 +66,9 @@ class HttpConfiguration {
                 JettyServerProperties.Threads threads = jetty.getIfAvailable(JettyServerProperties::new).getThreads();
                 factory.setThreadPool(resumingPool(threads));
                 if (threads.getSelectors() == null || threads.getSelectors() < 1) {
-                    // A selector per core: calls run on the selectors, so fewer of them than cores
-                    // would cap how many run at once, and a connection is more often alone on
-                    // one (Jetty's default is min(cores / 2, max threads / 16): 4 on a 16-core
-                    // host with 64 threads).
-                    factory.setSelectors(Runtime.getRuntime().availableProcessors());
+                    // Calls run on the selectors: Jetty's own count, min(cores / 2, max threads / 16),
+                    // would tie how many run at once to the request pool's size.
+                    factory.setSelectors(props.http().selectorsFor(Runtime.getRuntime().availableProcessors()));
                 }
             }
             if (!tracing && atRoot) {

@@ -35,8 +35,8 @@ import org.eclipse.jetty.util.Callback;
  * on to read the connection's next request and serves that one itself, as a thread Jetty
  * dispatched to would). Jetty cannot tell a non-blocking handler whether it runs on the selector,
  * so the pool's threads say so ({@link ResumingThreadPool#onHandedOverThread}). With both set to
- * 0 (the default), the handler is as blocking as the servlet context behind it and Jetty hands
- * every request to a pool thread itself (bench/results/2026-12-05-2core-core-infer.md).
+ * 0, the handler is as blocking as the servlet context behind it and Jetty hands every request to
+ * a pool thread itself (bench/results/2026-12-05-2core-core-infer.md).
  */
 public final class InferHandler extends Handler.Wrapper {
 

@@ -72,15 +72,31 @@ class EtServePropertiesTest {
     void theInlineSettingsAreOffOrBoundsAndNeverNegative() {
         EtServeProperties defaults = bind(Map.of());
         assertThat(defaults.http().inlineAloneBelow()).isZero();
+        assertThat(defaults.http().inlineBelow()).isEqualTo(Duration.ofNanos(250_000));
         assertThat(defaults.grpc().inlineAloneBelow()).isZero();
         assertThat(defaults.grpc().inlineBelow()).isEqualTo(Duration.ofNanos(250_000));
         assertThat(bind(Map.of("etserve.grpc.inline-alone-below", "20ms")).grpc().inlineAloneBelow())
                 .isEqualTo(Duration.ofMillis(20));
-        for (String property : new String[] {"etserve.http.inline-alone-below", "etserve.grpc.inline-alone-below",
-                "etserve.grpc.inline-below"}) {
+        for (String property : new String[] {"etserve.http.inline-below", "etserve.http.inline-alone-below",
+                "etserve.grpc.inline-alone-below", "etserve.grpc.inline-below"}) {
             assertThatThrownBy(() -> bind(Map.of(property, "-1ms"))).isInstanceOf(BindException.class)
                     .hasRootCauseMessage(property + " must not be negative");
         }
+    }
+
+    @Test
+    void selectorsTakeHalfTheCoresUnlessLoneConnectionsCallsRunOnThemThenOnePerCore() {
+        EtServeProperties.Http defaults = bind(Map.of()).http();
+        assertThat(defaults.selectorsFor(1)).isEqualTo(1);
+        assertThat(defaults.selectorsFor(2)).isEqualTo(1);
+        assertThat(defaults.selectorsFor(3)).isEqualTo(1);
+        assertThat(defaults.selectorsFor(16)).isEqualTo(8);
+        // The Helm chart's GPU nodes: a selector per core, so a connection is more often alone
+        EtServeProperties.Http alone = bind(Map.of("etserve.http.inline-alone-below", "20ms")).http();
+        assertThat(alone.selectorsFor(2)).isEqualTo(2);
+        assertThat(alone.selectorsFor(16)).isEqualTo(16);
+        assertThat(bind(Map.of("etserve.http.inline-below", "0s", "etserve.http.inline-alone-below", "20ms"))
+                .http().selectorsFor(16)).isEqualTo(16);
     }
 
     @Test
