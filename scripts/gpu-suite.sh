@@ -31,8 +31,9 @@
 #                                       selectors: REST calls to a quick CPU model with the service
 #                                       arguments in ETSERVE_SELECTOR_VARIANTS (';'-separated),
 #                                       each client pausing ETSERVE_SELECTOR_PAUSES_US (a list);
-#                                       ETSERVE_SELECTOR_GRPC=1: gRPC calls instead (default variants:
-#                                       the defaults against etserve.grpc.inline-below=0)
+#                                       default variants: the defaults against
+#                                       etserve.http.inline-below=0; ETSERVE_SELECTOR_GRPC=1: gRPC
+#                                       calls instead (the defaults against etserve.grpc.inline-below=0)
 #                                       ab: the current jar against ETSERVE_BASELINE_JAR (an
 #                                       application jar of another commit, same dependencies),
 #                                       interleaved on this host, the REST rows of the CPU goals

@@ -421,8 +421,8 @@ startup_ab_bench() {
 
 # REST calls to a quick CPU model (the probe on a CPU instance per core, no kernel) for each set
 # of service arguments in ETSERVE_SELECTOR_VARIANTS (';'-separated; "" = the defaults): whether
-# calls on the selectors (etserve.http.inline-below, inline-alone-below, a selector per core) pay
-# on this host; back to back, and for each pause in ETSERVE_SELECTOR_PAUSES_US (default "0": none)
+# calls on the selectors (etserve.http.inline-below, on by default with half the cores as
+# selectors; inline-alone-below) pay on this host against every call on a request thread; back to back, and for each pause in ETSERVE_SELECTOR_PAUSES_US (default "0": none)
 # each client takes after each answer.
 # Into $RESULTS/gpu-h200-selectors.txt.
 selectors_bench() {
@@ -430,7 +430,7 @@ selectors_bench() {
   if [[ -n ${ETSERVE_SELECTOR_GRPC:-} ]]; then via=(grpc-port="$GRPC"); what=gRPC; out="$RESULTS/gpu-h200-selectors-grpc.txt"; fi
   { echo "# $what calls to a quick CPU model by service arguments ($(nproc) cores)"
     echo; echo "$THR_HEADER"; } > "$out"
-  local defaults=";--etserve.http.inline-below=0;--server.jetty.threads.selectors=4"
+  local defaults=";--etserve.http.inline-below=0"
   [[ $what == REST ]] || defaults=";--etserve.grpc.inline-below=0"
   IFS=';' read -r -a variants <<< "${ETSERVE_SELECTOR_VARIANTS:-$defaults}"
   for v in "${variants[@]}"; do
