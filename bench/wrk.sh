@@ -9,7 +9,7 @@
 #
 # Knobs (environment): BENCH_MODEL (demo-portable), BENCH_FORMATS ("json binary", add grpc),
 # BENCH_CONCURRENCY ("1 2 4"), BENCH_ROUNDS (3), BENCH_DURATION (8, seconds per row),
-# BENCH_WARMUP (20, seconds of unrecorded load per format first), BENCH_PORT (18080),
+# BENCH_WARMUP (20, seconds of unrecorded load per format first, spread over the concurrencies), BENCH_PORT (18080),
 # BENCH_MGMT_PORT (18081), BENCH_JAR (this tree's jar, rebuilt when older than the sources),
 # SERVICE_JAVA_OPTS (JVM options for the service, e.g. a GC log), BENCH_SERVICE_ARGS (more
 # arguments for the service, e.g. --spring.threads.virtual.enabled=true), BENCH_SERVER_CPUS and
@@ -184,13 +184,20 @@ micros() {
     f = (u == "us") ? 1 : (u == "ms") ? 1000 : (u == "s") ? 1000000 : 0.001; printf "%.1f", v * f}'
 }
 
+# The warm-up is spread over every concurrency measured (at least 5 s each): the paths a request
+# takes differ with the connections (on the selector or a request thread), and a level first met
+# in a timed round would be compiled during it.
+read -r -a LEVELS <<< "$CONCURRENCY"
+WARMUP_EACH=$(( WARMUP / ${#LEVELS[@]} > 5 ? WARMUP / ${#LEVELS[@]} : 5 ))
 for f in $FORMATS; do
-  log "warm-up: $f, ${WARMUP}s at c = 2 (not recorded)"
-  if [[ $f == grpc ]]; then
-    grpc_load -c2 -D "$WARMUP" > /dev/null
-  else
-    "${CLIENT_PIN[@]}" wrk -t1 -c2 -d"${WARMUP}s" -s "$OUT/wrk-$f.lua" "$URL" > /dev/null
-  fi
+  for c in "${LEVELS[@]}"; do
+    log "warm-up: $f, ${WARMUP_EACH}s at c = $c (not recorded)"
+    if [[ $f == grpc ]]; then
+      grpc_load -c"$c" -D "$WARMUP_EACH" > /dev/null
+    else
+      "${CLIENT_PIN[@]}" wrk -t1 -c"$c" -d"${WARMUP_EACH}s" -s "$OUT/wrk-$f.lua" "$URL" > /dev/null
+    fi
+  done
 done
 
 # One timed run of format $1 at concurrency $2 into $OUT/wrk-run.txt, in wrk's terms
