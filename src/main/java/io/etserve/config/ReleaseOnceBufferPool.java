@@ -84,13 +84,9 @@ final class ReleaseOnceBufferPool extends ByteBufferPool.Wrapper {
         public void retain() {
             // As Jetty's own counter: a released buffer cannot be taken again (the pooled one
             // may belong to someone else by now)
-            int n;
-            do {
-                n = references;
-                if (n <= 0) {
-                    throw new IllegalStateException("released " + this);
-                }
-            } while (!REFERENCES.compareAndSet(this, n, n + 1));
+            if (!addWhileHeld(1)) {
+                throw new IllegalStateException("released " + this);
+            }
             try {
                 super.retain();
             } catch (RuntimeException e) {
@@ -101,15 +97,23 @@ final class ReleaseOnceBufferPool extends ByteBufferPool.Wrapper {
 
         @Override
         public boolean release() {
+            if (!addWhileHeld(-1)) {
+                pool.dropped(this);
+                return false;
+            }
+            return super.release();
+        }
+
+        /** Adds {@code delta} to the references while any are held; false, changing nothing, once none are. */
+        private boolean addWhileHeld(int delta) {
             int n;
             do {
                 n = references;
                 if (n <= 0) {
-                    pool.dropped(this);
                     return false;
                 }
-            } while (!REFERENCES.compareAndSet(this, n, n - 1));
-            return super.release();
+            } while (!REFERENCES.compareAndSet(this, n, n + delta));
+            return true;
         }
     }
 }
