@@ -9,9 +9,9 @@
 #
 # Knobs (environment): BENCH_MODEL (demo-portable), BENCH_FORMATS ("json binary", add grpc),
 # BENCH_CONCURRENCY ("1 2 4"), BENCH_ROUNDS (3), BENCH_DURATION (8, seconds per row),
-# BENCH_WARMUP (20, seconds of unrecorded load per format first, spread over the concurrencies), BENCH_PORT (18080),
-# BENCH_MGMT_PORT (18081), BENCH_JAR (this tree's jar, rebuilt when older than the sources),
-# SERVICE_JAVA_OPTS (JVM options for the service, e.g. a GC log), BENCH_SERVICE_ARGS (more
+# BENCH_WARMUP (20, seconds of unrecorded load per format first, spread over the concurrencies),
+# BENCH_PORT (18080), BENCH_MGMT_PORT (18081), BENCH_JAR (this tree's jar, rebuilt when older
+# than the sources), SERVICE_JAVA_OPTS (JVM options for the service, e.g. a GC log), BENCH_SERVICE_ARGS (more
 # arguments for the service, e.g. --spring.threads.virtual.enabled=true), BENCH_SERVER_CPUS and
 # BENCH_CLIENT_CPUS (taskset -c lists for the service and the client: at one connection, whether
 # the two share a CPU decides much of the cost on a VM whose idle CPUs halt,

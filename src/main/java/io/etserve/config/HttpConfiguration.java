@@ -47,10 +47,11 @@ class HttpConfiguration {
      * calls may run on the selector that read them, there are
      * {@link EtServeProperties.Http#selectorsFor} selectors unless
      * {@code server.jetty.threads.selectors} says otherwise, and the request pool is a
-     * {@link ResumingThreadPool} (the same sizes, {@code server.jetty.threads.*}). With {@code server.shutdown: graceful} (the default here), the
-     * requests in progress are counted by {@link ActiveRequests}. The
-     * core path's collaborators are looked up at the first request: the server is built before
-     * them, and asking for them here would build the inference beans ahead of it.
+     * {@link ResumingThreadPool} (the same sizes, {@code server.jetty.threads.*}). With
+     * {@code server.shutdown: graceful} (the default here), the requests in progress are counted
+     * by {@link ActiveRequests}. The core path's collaborators are looked up at the first request:
+     * the server is built before them, and asking for them here would build the inference beans
+     * ahead of it.
      */
     @Bean
     WebServerFactoryCustomizer<JettyServletWebServerFactory> jettyServer(EtServeProperties props,
