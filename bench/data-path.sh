@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Data-path benchmark: image-sized (1x3x224x224 FP32, 588 KiB) and 4 MiB tensors in and out
-# through REST (binary extension and JSON), beside a transport-only baseline measured in the same
+# through REST (binary extension and JSON) and gRPC, beside a transport-only baseline measured in the same
 # run by the same load generator: bench EchoServer, which returns each request body as it came.
 # Models: y = 2x + 1 (XNNPACK), exported with references on first use
 # (scripts/export/export.sh --bench ...; needs the export venv): affine-image and affine-4mib as
@@ -8,11 +8,13 @@
 # each output out), and the same two exported with unplanned inputs and outputs (-unplanned:
 # ExecuTorch reads the request's buffer and writes the response's; docs/large-tensors.md).
 #
-# Knobs: BENCH_PORT (18080), BENCH_MGMT_PORT (18081), BENCH_ECHO_PORT (18082),
+# Knobs: BENCH_PORT (18080), BENCH_MGMT_PORT (18081), BENCH_ECHO_PORT (18082), BENCH_GRPC_PORT (18083;
+# a baseline's gRPC port is BENCH_PORT + 12),
 # BENCH_WARMUP (3) and BENCH_DURATION (10) seconds, BENCH_CONCURRENCY ("1 2"),
 # BENCH_CHECK_EVERY (8: every 8th response's values are checked against the reference, the
 # rest by status, so checking 1M floats does not starve the server on 2 cores),
-# BENCH_MODELS (the four above), BENCH_FORMATS ("binary json"), BENCH_ROUNDS (1: rounds of
+# BENCH_MODELS (the four above), BENCH_FORMATS ("binary json"; grpc: the same
+# tensors as a ModelInfer call with raw_input_contents, grpc-java's client), BENCH_ROUNDS (1: rounds of
 # every measured run, interleaved, for medians on a noisy machine), BENCH_JIT_WARMUP (20: seconds of load per model before anything
 # is recorded; the request path's C2 compiles take tens of seconds at a few hundred requests/s,
 # bench/README.md), BENCH_BASELINE_JAR (a second build served beside this one on BENCH_PORT + 10,
@@ -27,6 +29,7 @@ OUT=$ROOT/target/bench
 PORT=${BENCH_PORT:-18080}
 MGMT_PORT=${BENCH_MGMT_PORT:-18081}
 ECHO_PORT=${BENCH_ECHO_PORT:-18082}
+GRPC_PORT=${BENCH_GRPC_PORT:-18083}
 WARMUP=${BENCH_WARMUP:-3}
 DURATION=${BENCH_DURATION:-10}
 CONCURRENCY=${BENCH_CONCURRENCY:-1 2}
@@ -50,8 +53,8 @@ for m in "${MODELS[@]}"; do
   fi
 done
 bench_build
-bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_ECHO_PORT" "$PORT" "$MGMT_PORT" "$ECHO_PORT" \
-  ${BASE_JAR:+"$BASE_PORT" "$((BASE_PORT + 1))"}
+bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_ECHO_PORT / BENCH_GRPC_PORT" "$PORT" "$MGMT_PORT" \
+  "$ECHO_PORT" "$GRPC_PORT" ${BASE_JAR:+"$BASE_PORT" "$((BASE_PORT + 1))" "$((BASE_PORT + 2))"}
 
 REPO=$OUT/data-path-models
 rm -rf "$REPO" && mkdir -p "$REPO"
@@ -61,7 +64,7 @@ log "service on 127.0.0.1:$PORT, echo baseline on 127.0.0.1:$ECHO_PORT"
 "$SERVER_JAVA" -cp "$CP" io.etserve.bench.EchoServer "$ECHO_PORT" > "$OUT/echo.log" 2>&1 &
 ECHO_PID=$!
 trap 'kill ${SERVER_PID:-} ${BASE_PID:-} $ECHO_PID 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-declare -A SERVICE_PORT SERVICE_PID
+declare -A SERVICE_PORT SERVICE_PID SERVICE_GRPC_PORT
 LABELS=(rest)
 if [[ -n $BASE_JAR ]]; then
   log "baseline $BASE_JAR on 127.0.0.1:$BASE_PORT"
@@ -69,12 +72,12 @@ if [[ -n $BASE_JAR ]]; then
   SERVICE_JAR=$OUT/etserve-base.jar PORT=$BASE_PORT MGMT_PORT=$((BASE_PORT + 1)) \
     bench_start_service "$OUT/data-path-base-server.log" "$REPO" --etserve.grpc.port=$((BASE_PORT + 2))
   BASE_PID=$SERVER_PID
-  SERVICE_PORT[base]=$BASE_PORT SERVICE_PID[base]=$BASE_PID
+  SERVICE_PORT[base]=$BASE_PORT SERVICE_PID[base]=$BASE_PID SERVICE_GRPC_PORT[base]=$((BASE_PORT + 2))
   LABELS=(base rest)
 fi
 cp "$JAR" "$OUT/etserve.jar"
-bench_start_service "$OUT/data-path-server.log" "$REPO"
-SERVICE_PORT[rest]=$PORT SERVICE_PID[rest]=$SERVER_PID
+bench_start_service "$OUT/data-path-server.log" "$REPO" --etserve.grpc.port="$GRPC_PORT"
+SERVICE_PORT[rest]=$PORT SERVICE_PID[rest]=$SERVER_PID SERVICE_GRPC_PORT[rest]=$GRPC_PORT
 
 loadgen() {
   java -XX:+UseSerialGC -Xmx1g -cp "$CP" io.etserve.bench.LoadGenerator --check-every "$CHECK_EVERY" "$@"
@@ -90,9 +93,10 @@ for label in "${LABELS[@]}"; do
     serves "$label" "$m" || continue
     for f in $FORMATS; do
       seconds=$JIT_WARMUP
-      [[ $f == binary ]] || seconds=$((JIT_WARMUP / 4 + 1))  # JSON's own code is small; 4 MiB of it is slow
-      loadgen --url "http://127.0.0.1:${SERVICE_PORT[$label]}" --model "$m" --reference "$REPO/$m/1/reference.json" \
-        --format $f --concurrency 2 --warmup 0 --duration "$seconds" --label warm >/dev/null
+      [[ $f != json ]] || seconds=$((JIT_WARMUP / 4 + 1))  # JSON's own code is small; 4 MiB of it is slow
+      loadgen --url "http://127.0.0.1:${SERVICE_PORT[$label]}" --grpc-port "${SERVICE_GRPC_PORT[$label]}" \
+        --model "$m" --reference "$REPO/$m/1/reference.json" --format $f --concurrency 2 --warmup 0 \
+        --duration "$seconds" --label warm >/dev/null
     done
   done
 done
@@ -107,7 +111,8 @@ for m in "${MODELS[@]}"; do
     for f in $FORMATS; do
       for label in "${LABELS[@]}"; do
         serves "$label" "$m" || continue
-        loadgen --url "http://127.0.0.1:${SERVICE_PORT[$label]}" --model "$m" --reference "$ref" --format $f \
+        loadgen --url "http://127.0.0.1:${SERVICE_PORT[$label]}" --grpc-port "${SERVICE_GRPC_PORT[$label]}" \
+          --model "$m" --reference "$ref" --format $f \
           --concurrency "$c" --warmup "$WARMUP" --duration "$DURATION" --server-pid "${SERVICE_PID[$label]}" \
           --label "$label" --json-out "$RESULTS" >&2 || failed=1
       done

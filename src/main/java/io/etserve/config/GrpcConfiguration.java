@@ -2,8 +2,10 @@ package io.etserve.config;
 
 import io.etserve.execution.InferenceService;
 import io.etserve.grpc.GrpcServer;
+import io.etserve.grpc.InPlaceRequests;
 import io.etserve.grpc.InferenceGrpcService;
 import io.etserve.grpc.RestrictedApiInterceptor;
+import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
 import io.etserve.inference.InflightBytes;
@@ -40,14 +42,15 @@ class GrpcConfiguration {
         EtServeProperties.Inference limits = props.inference();
         long maxMessage = grpc.maxMessageSize() != null ? grpc.maxMessageSize().toBytes()
                 : limits.maxRequestSize().toBytes();
+        InPlaceRequests inPlace = new InPlaceRequests(GRPCInferenceServiceGrpc.getModelInferMethod());
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
                 RestConfiguration.serverVersion(), TritonExtensions.EXTENSIONS, metrics, repository, triton,
-                tensorBuffers);
+                tensorBuffers, inPlace);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), drainTimeout, traced(RestrictedApiInterceptor.guard(service, restricted),
                 tracing.getIfAvailable()), service.eventLoopCalls(grpc.inlineBelow(), grpc.inlineAloneBelow()), probes,
-                inflight);
+                inflight, inPlace);
     }
 
     /**

@@ -46,6 +46,7 @@ public final class GrpcServer implements SmartLifecycle {
     private final EventLoopCalls onEventLoop;
     private final ProbeHealth probes;
     private final InflightBytes inflight;
+    private final InPlaceRequests inPlace;
     private volatile Server server;
     /** A stop is draining the server: a second stop does not start another drain. */
     private final AtomicBoolean draining = new AtomicBoolean();
@@ -55,9 +56,11 @@ public final class GrpcServer implements SmartLifecycle {
     /**
      * @param onEventLoop which calls may run on the event loop that read them ({@link CallOnWorker})
      * @param inflight the request bytes held at once, REST's and gRPC's together ({@link InflightMessages})
+     * @param inPlace which of {@code inference}'s requests are parsed over the transport's buffers
      */
     public GrpcServer(String address, int port, int maxMessageBytes, int threads, Duration drainTimeout,
-            BindableService inference, EventLoopCalls onEventLoop, ProbeHealth probes, InflightBytes inflight) {
+            BindableService inference, EventLoopCalls onEventLoop, ProbeHealth probes, InflightBytes inflight,
+            InPlaceRequests inPlace) {
         this.address = address;
         this.port = port;
         this.maxMessageBytes = maxMessageBytes;
@@ -67,6 +70,7 @@ public final class GrpcServer implements SmartLifecycle {
         this.onEventLoop = onEventLoop;
         this.probes = probes;
         this.inflight = inflight;
+        this.inPlace = inPlace;
     }
 
     @Override
@@ -92,7 +96,8 @@ public final class GrpcServer implements SmartLifecycle {
             server = NettyServerBuilder.forAddress(bind).directExecutor().addTransportFilter(onWorker.connections())
                     .maxInboundMessageSize(maxMessageBytes).addStreamTracerFactory(new InflightMessages(inflight))
                     .decompressorRegistry(DecompressorRegistry.getDefaultInstance().with(DeflateCodec.INSTANCE, true))
-                    .addService(UnreadableMessages.refuse(ServerInterceptors.intercept(inference, onWorker)))
+                    .addService(UnreadableMessages.refuse(inPlace.parseInPlace(
+                            ServerInterceptors.intercept(inference, inPlace, onWorker))))
                     .addService(UnreadableMessages.refuse(ServerInterceptors.intercept(new ReadinessHealth(probes),
                             onWorker))).build().start();
         } catch (IOException e) {

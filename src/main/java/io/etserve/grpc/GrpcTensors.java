@@ -30,9 +30,10 @@ import java.util.function.IntToLongFunction;
  * as for REST. Typed contents fields are chosen from the datatype's kind and width.
  *
  * <p>Copies: in, each raw section or typed list into one pooled direct buffer of the call's
- * {@link BufferLease} (the bridge reads it in place); out, none here: each output's buffer (the
- * lease's too) is wrapped as the response's raw section and serialized from there, before the
- * lease gives the buffers back.
+ * {@link BufferLease} (the bridge reads it in place); a large request's raw sections are still
+ * Netty's buffers then ({@link InPlaceRequests}), so that is their one copy. Out, none here: each
+ * output's buffer (the lease's too) is wrapped as the response's raw section and serialized from
+ * there, before the lease gives the buffers back.
  */
 final class GrpcTensors {
 

@@ -72,11 +72,13 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     private final PublicMessages messages;
     private final TritonExtensions triton;
     private final DirectBufferPool tensorBuffers;
+    private final InPlaceRequests inPlace;
 
+    /** @param inPlace how the server holds the buffers of ModelInfer requests parsed in place */
     public InferenceGrpcService(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             ProbeHealth probes, DecodeLimits limits, PublicMessages messages, String version, List<String> extensions,
             ProtocolMetrics metrics, RepositoryControl repository, TritonExtensions triton,
-            DirectBufferPool tensorBuffers) {
+            DirectBufferPool tensorBuffers, InPlaceRequests inPlace) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
@@ -90,6 +92,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         this.messages = messages;
         this.triton = triton;
         this.tensorBuffers = tensorBuffers;
+        this.inPlace = inPlace;
     }
 
     @Override
@@ -205,7 +208,8 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         };
         BufferLease buffers = new BufferLease(tensorBuffers);
         InferenceRequest decoded;
-        try {
+        // A request parsed in place is read here, into the call's buffers, and not after.
+        try (InPlaceRequests.Taken read = inPlace.take(request)) {
             var refused = readiness.whyNotAccepting();
             if (refused.isPresent()) {
                 throw statuses.status(Status.UNAVAILABLE, "server is not ready: " + refused.get(), Duration.ofSeconds(1));

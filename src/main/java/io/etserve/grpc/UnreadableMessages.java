@@ -21,7 +21,9 @@ import java.io.InputStream;
  * here each method's request marshaller notes the failure and answers an empty message instead,
  * and the outermost listener, which grpc-java calls with it right after the parse on the same
  * thread, turns it into the refusal. Outermost, it is outside tracing too: such a call, which
- * never reaches a handler, has no span.
+ * never reaches a handler, has no span. Messages after a refusal are still passed on (no
+ * half-close follows them, so no handler runs): {@link InPlaceRequests}, inside, lets go of the
+ * buffers of those it holds when the call ends.
  */
 final class UnreadableMessages implements ServerInterceptor {
 
@@ -80,11 +82,13 @@ final class UnreadableMessages implements ServerInterceptor {
             public void onMessage(Q message) {
                 String reason = REASON.get();
                 REASON.remove();
-                if (refused) {
+                if (reason == null) {
+                    // After a refusal too: the handler never runs (no half-close follows), and
+                    // whoever holds a message's buffers (InPlaceRequests) must see it to let them go.
+                    super.onMessage(message);
                     return;
                 }
-                if (reason == null) {
-                    super.onMessage(message);
+                if (refused) {
                     return;
                 }
                 refused = true;

@@ -51,6 +51,7 @@ class GrpcApiTest {
     static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-grpc-")
             .copy(TestPaths.demoModels(), "demo-portable")
             .copy(TestPaths.demoModels(), "demo-xnnpack")
+            .copy(TestPaths.testModels(), "affine-4mib")
             .withProgramBytes("broken", new byte[] {1, 2, 3, 4, 5, 6, 7, 8})
             // The probe delegate holds its one instance as long as asked: overload on demand.
             .withSlowProbe("slow");
@@ -485,10 +486,128 @@ class GrpcApiTest {
     }
 
     /**
+     * 4 MiB in and out (affine-4mib: y = 2x + 1 over 1M floats, values exact in FP32): the request
+     * is parsed over Netty's buffers (InPlaceRequests), answered exactly, and its buffers go back.
+     */
+    @Test
+    void aLargeTensorIsReadWhereItArrivedAndAnsweredExactly() throws Exception {
+        try (LargeMessages large = largeMessages()) {
+            InPlaceRequests inPlace = large.inPlace();
+            ManagedChannel ch = large.channel();
+            var client = GRPCInferenceServiceGrpc.newBlockingStub(ch).withDeadlineAfter(60, TimeUnit.SECONDS);
+            for (int round = 0; round < 2; round++) {
+                float offset = round * 0.5f;
+                ModelInferResponse r = client.modelInfer(affine4MiB(offset));
+                assertThat(r.getOutputs(0).getShapeList()).containsExactly(1L, 1L << 20);
+                java.nio.FloatBuffer y = r.getRawOutputContents(0).asReadOnlyByteBuffer()
+                        .order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+                assertThat(y.remaining()).isEqualTo(1 << 20);
+                for (int i = 0; i < y.remaining(); i++) {
+                    float want = 2 * affineInput(i, offset) + 1;
+                    if (y.get(i) != want) {
+                        throw new AssertionError("y[" + i + "] = " + y.get(i) + ", want " + want);
+                    }
+                }
+            }
+            assertThat(inPlace.parsedInPlace()).isEqualTo(2);
+            awaitNothingHeld(inPlace);
+        }
+    }
+
+    /**
+     * Calls that never reach their handler let their request's buffers go: one cancelled before
+     * its half-close, one whose first message was unreadable (refused) before a large one came.
+     */
+    @Test
+    void largeRequestsThatNeverReachTheirHandlerLetTheirBuffersGo() throws Exception {
+        try (LargeMessages large = largeMessages()) {
+            InPlaceRequests inPlace = large.inPlace();
+            ManagedChannel ch = large.channel();
+            var cancelled = ch.newCall(GRPCInferenceServiceGrpc.getModelInferMethod(), CallOptions.DEFAULT);
+            cancelled.start(new io.grpc.ClientCall.Listener<>() {}, new io.grpc.Metadata());
+            cancelled.request(1);
+            cancelled.sendMessage(affine4MiB(0));  // no half-close: the handler waits for it
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (inPlace.heldCount() == 0 && System.nanoTime() < until) {
+                Thread.sleep(2);
+            }
+            assertThat(inPlace.heldCount()).as("the server holds the parsed request").isEqualTo(1);
+            cancelled.cancel("the client gives up", null);
+            awaitNothingHeld(inPlace);
+
+            MethodDescriptor<byte[], byte[]> raw = GRPCInferenceServiceGrpc.getModelInferMethod()
+                    .toBuilder(RawBytes.INSTANCE, RawBytes.INSTANCE).build();
+            var refused = ch.newCall(raw, CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS));
+            java.util.concurrent.CompletableFuture<Status> closed = new java.util.concurrent.CompletableFuture<>();
+            refused.start(new io.grpc.ClientCall.Listener<>() {
+                @Override
+                public void onClose(Status status, io.grpc.Metadata trailers) {
+                    closed.complete(status);
+                }
+            }, new io.grpc.Metadata());
+            refused.request(2);
+            refused.sendMessage(new byte[] {(byte) 0xff, (byte) 0xff, 0x01});
+            refused.sendMessage(affine4MiB(0).toByteArray());
+            refused.halfClose();
+            assertThat(closed.get(30, TimeUnit.SECONDS).getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+            awaitNothingHeld(inPlace);
+            assertThat(GRPCInferenceServiceGrpc.newBlockingStub(ch).withDeadlineAfter(60, TimeUnit.SECONDS)
+                    .modelInfer(affine4MiB(0)).getRawOutputContents(0).size()).isEqualTo(4 << 20);
+            awaitNothingHeld(inPlace);
+        }
+    }
+
+    /** A second server taking messages of up to 16 MiB, with its own InPlaceRequests, and a channel to it. */
+    private record LargeMessages(InPlaceRequests inPlace, GrpcServer server, ManagedChannel channel)
+            implements AutoCloseable {
+        @Override
+        public void close() {
+            channel.shutdownNow();
+            server.stop();
+        }
+    }
+
+    private LargeMessages largeMessages() {
+        InPlaceRequests inPlace = new InPlaceRequests(GRPCInferenceServiceGrpc.getModelInferMethod());
+        GrpcServer server = secondServer(16 << 20, new io.etserve.inference.InflightBytes(1 << 30), inPlace);
+        return new LargeMessages(inPlace, server, Grpc.newChannelBuilderForAddress("127.0.0.1", server.port(),
+                InsecureChannelCredentials.create()).maxInboundMessageSize(16 << 20).build());
+    }
+
+    /** Whole numbers and quarters from -512 up, shifted: exact in FP32, and so is 2x + 1. */
+    private static float affineInput(int i, float offset) {
+        return (i % 4096) * 0.25f - 512f + offset;
+    }
+
+    private static ModelInferRequest affine4MiB(float offset) {
+        ByteBuffer x = ByteBuffer.allocate(4 << 20).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < 1 << 20; i++) {
+            x.putFloat(affineInput(i, offset));
+        }
+        ModelInferRequest.Builder req = ModelInferRequest.newBuilder().setModelName("affine-4mib");
+        req.addInputsBuilder().setName("x").setDatatype("FP32").addShape(1).addShape(1L << 20);
+        return req.addRawInputContents(ByteString.copyFrom(x.array())).build();
+    }
+
+    /** The buffers go back when the handler has read the request, or at the call's end, just after the answer. */
+    private static void awaitNothingHeld(InPlaceRequests inPlace) throws InterruptedException {
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (inPlace.heldCount() != 0 && System.nanoTime() < until) {
+            Thread.sleep(2);
+        }
+        assertThat(inPlace.heldCount()).isZero();
+    }
+
+    /**
      * A second server over this context's services, started, so the context's own keeps serving
      * the other tests: its own message limit and in-flight budget.
      */
     private GrpcServer secondServer(int maxMessageBytes, io.etserve.inference.InflightBytes budget) {
+        return secondServer(maxMessageBytes, budget, new InPlaceRequests(GRPCInferenceServiceGrpc.getModelInferMethod()));
+    }
+
+    private GrpcServer secondServer(int maxMessageBytes, io.etserve.inference.InflightBytes budget,
+            InPlaceRequests inPlace) {
         io.etserve.repository.ModelRegistry registry = context.getBean(io.etserve.repository.ModelRegistry.class);
         io.etserve.health.ProbeHealth probes = context.getBean(io.etserve.health.ProbeHealth.class);
         GrpcServer server = new GrpcServer("127.0.0.1", 0, maxMessageBytes, 4, java.time.Duration.ofSeconds(20),
@@ -500,8 +619,8 @@ class GrpcApiTest {
                                 registry::knows),
                         new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
                         context.getBean(io.etserve.triton.TritonExtensions.class),
-                        new io.etserve.runtime.DirectBufferPool(1 << 20)),
-                EventLoopCalls.NONE, probes, budget);
+                        new io.etserve.runtime.DirectBufferPool(1 << 20), inPlace),
+                EventLoopCalls.NONE, probes, budget, inPlace);
         server.start();
         return server;
     }
