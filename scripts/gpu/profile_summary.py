@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a thread kind's CPU went, from an async-profiler collapsed profile taken with `threads`.
 
-    profile_summary.py PROFILE.collapsed --interval-us 100 --kind 'REST=^\\[?qtp' --kind 'gRPC=grpc-default-worker'
+    profile_summary.py PROFILE.collapsed --interval-us 100 --kind 'REST=^\\[?qtp' --kind 'gRPC=grpc-(loop|default-worker)'
 
 For each kind (a label and a regular expression on the thread frame, the first of each stack):
 its samples, then their split by layer (the kernel, the forward call in the native bridge, the

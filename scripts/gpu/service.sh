@@ -280,7 +280,7 @@ jit_bench() {
   if [[ -n $profiler ]]; then
     { echo; echo "## The whole run's CPU by thread kind (async-profiler, cpu, 100 us; mostly the 2 ms kernel's phases)"
       echo; python3 "$GPU_SCRIPTS/profile_summary.py" "$prof" --interval-us 100 --kind 'REST request threads=^\[?qtp' \
-        --kind "gRPC event loops=grpc-default-worker" --kind 'gRPC call workers=^\[?grpc-[0-9]' \
+        --kind "gRPC event loops=grpc-(loop|default-worker)" --kind 'gRPC call workers=^\[?grpc-[0-9]' \
         --kind 'JIT compiler threads=Compiler' || st=1; } >> "$out"
   fi
   cat "$out"

@@ -237,6 +237,7 @@ public record EtServeProperties(
      *     lately, runs on that loop when an instance is free at once (0: never, the default)
      * @param earlyInit initialize Netty's classes on their own thread while the context is built
      *     (read by {@link io.etserve.grpc.NettyEarlyInit} before binding)
+     * @param eventLoops Netty's event-loop threads for the port; unset: {@link #eventLoopsFor}
      */
     public record Grpc(
             @DefaultValue("true") boolean enabled,
@@ -246,19 +247,40 @@ public record EtServeProperties(
             @DefaultValue("64") int threads,
             @DefaultValue("250us") Duration inlineBelow,
             @DefaultValue("0s") Duration inlineAloneBelow,
-            @DefaultValue("true") boolean earlyInit) {
+            @DefaultValue("true") boolean earlyInit,
+            Integer eventLoops) {
 
         public Grpc {
             if (port < 0 || port > 65535) {
                 throw new IllegalArgumentException("etserve.grpc.port must be 0..65535, not " + port);
             }
             atLeastOne("etserve.grpc.threads", threads);
+            if (eventLoops != null) {
+                atLeastOne("etserve.grpc.event-loops", eventLoops);
+            }
             if (inlineBelow.isNegative()) {
                 throw new IllegalArgumentException("etserve.grpc.inline-below must not be negative");
             }
             if (inlineAloneBelow.isNegative()) {
                 throw new IllegalArgumentException("etserve.grpc.inline-alone-below must not be negative");
             }
+        }
+
+        /**
+         * Event-loop threads for {@code cores} when {@code event-loops} does not say: REST's rule
+         * for its selectors ({@link Http#selectorsFor}). Quick calls on the loops
+         * ({@code inline-below}, and {@code inline-alone-below} unset): half the cores, at least
+         * one, so loops running busy connections' calls leave the other half to everything else
+         * instead of taking turns with it (bench/results/2026-12-06-2core-grpc-event-loops.md).
+         * Otherwise Netty's own two per core: with {@code inline-alone-below} a connection is then
+         * more often alone on its loop, which is what lets its calls run there; without calls on
+         * the loops they only move bytes.
+         */
+        public int eventLoopsFor(int cores) {
+            if (eventLoops != null) {
+                return eventLoops;
+            }
+            return !inlineBelow.isZero() && inlineAloneBelow.isZero() ? Math.max(1, cores / 2) : 2 * cores;
         }
     }
 

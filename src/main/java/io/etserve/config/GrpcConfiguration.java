@@ -48,7 +48,7 @@ class GrpcConfiguration {
                 RestConfiguration.serverVersion(), TritonExtensions.EXTENSIONS, metrics, repository, triton,
                 tensorBuffers, inPlace);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
-                grpc.threads(), drainTimeout, traced(RestrictedApiInterceptor.guard(service, restricted),
+                grpc.threads(), grpc.eventLoopsFor(Runtime.getRuntime().availableProcessors()), drainTimeout, traced(RestrictedApiInterceptor.guard(service, restricted),
                 tracing.getIfAvailable()), service.eventLoopCalls(grpc.inlineBelow(), grpc.inlineAloneBelow()), probes,
                 inflight, inPlace);
     }

@@ -96,8 +96,7 @@ final class CallOnWorker implements ServerInterceptor {
 
     /**
      * On an event loop: whether it serves one connection of this server (the one whose call it
-     * runs). Only this server's connections are counted: a gRPC client channel of the same
-     * process may share grpc-java's default loops, and then goes unseen.
+     * runs). The server's loops are its own (GrpcServer), so no client channel shares them.
      */
     private boolean aloneOnItsLoop() {
         return loopConnections.get().get() == 1;

@@ -10,6 +10,15 @@ import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.IoHandlerFactory;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.nio.NioIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import io.grpc.netty.shaded.io.netty.util.ResourceLeakDetector;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
@@ -41,6 +50,7 @@ public final class GrpcServer implements SmartLifecycle {
     private final int port;
     private final int maxMessageBytes;
     private final int threads;
+    private final int eventLoops;
     private final Duration drainTimeout;
     private final BindableService inference;
     private final EventLoopCalls onEventLoop;
@@ -51,20 +61,24 @@ public final class GrpcServer implements SmartLifecycle {
     /** A stop is draining the server: a second stop does not start another drain. */
     private final AtomicBoolean draining = new AtomicBoolean();
     private volatile ExecutorService executor;
+    private volatile EventLoopGroup acceptLoop;
+    private volatile EventLoopGroup loops;
     private volatile CallOnWorker calls;
 
     /**
      * @param onEventLoop which calls may run on the event loop that read them ({@link CallOnWorker})
      * @param inflight the request bytes held at once, REST's and gRPC's together ({@link InflightMessages})
      * @param inPlace which of {@code inference}'s requests are parsed over the transport's buffers
+     * @param eventLoops Netty's event-loop threads reading and writing the connections
      */
-    public GrpcServer(String address, int port, int maxMessageBytes, int threads, Duration drainTimeout,
-            BindableService inference, EventLoopCalls onEventLoop, ProbeHealth probes, InflightBytes inflight,
-            InPlaceRequests inPlace) {
+    public GrpcServer(String address, int port, int maxMessageBytes, int threads, int eventLoops,
+            Duration drainTimeout, BindableService inference, EventLoopCalls onEventLoop, ProbeHealth probes,
+            InflightBytes inflight, InPlaceRequests inPlace) {
         this.address = address;
         this.port = port;
         this.maxMessageBytes = maxMessageBytes;
         this.threads = threads;
+        this.eventLoops = eventLoops;
         this.drainTimeout = drainTimeout;
         this.inference = inference;
         this.onEventLoop = onEventLoop;
@@ -92,8 +106,17 @@ public final class GrpcServer implements SmartLifecycle {
         InetSocketAddress bind = address == null || address.isBlank() ? new InetSocketAddress(port)
                 : new InetSocketAddress(address, port);
         CallOnWorker onWorker = new CallOnWorker(pool, onEventLoop);
+        // The server's own loops, as many as asked (EtServeProperties.Grpc#eventLoopsFor), rather
+        // than grpc-java's shared group of two per core.
+        boolean epoll = Epoll.isAvailable();
+        IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        EventLoopGroup accept = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("grpc-accept", true), io);
+        EventLoopGroup workerLoops = new MultiThreadIoEventLoopGroup(eventLoops,
+                new DefaultThreadFactory("grpc-loop", true), io);
         try {
-            server = NettyServerBuilder.forAddress(bind).directExecutor().addTransportFilter(onWorker.connections())
+            server = NettyServerBuilder.forAddress(bind).bossEventLoopGroup(accept).workerEventLoopGroup(workerLoops)
+                    .channelType(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
+                    .directExecutor().addTransportFilter(onWorker.connections())
                     .maxInboundMessageSize(maxMessageBytes).addStreamTracerFactory(new InflightMessages(inflight))
                     .decompressorRegistry(DecompressorRegistry.getDefaultInstance().with(DeflateCodec.INSTANCE, true))
                     .addService(UnreadableMessages.refuse(inPlace.parseInPlace(
@@ -102,9 +125,13 @@ public final class GrpcServer implements SmartLifecycle {
                             onWorker))).build().start();
         } catch (IOException e) {
             pool.shutdownNow();
+            accept.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            workerLoops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
             throw new UncheckedIOException("cannot listen for gRPC on " + bind + ": " + e.getMessage(), e);
         }
         executor = pool;
+        acceptLoop = accept;
+        loops = workerLoops;
         calls = onWorker;
         log.info("gRPC (Open Inference Protocol) listening on {}", server.getListenSockets());
     }
@@ -172,6 +199,9 @@ public final class GrpcServer implements SmartLifecycle {
             s.shutdownNow();
         }
         executor.shutdown();
+        // The server has terminated (or been told to stop at once): nothing is left to read or write.
+        acceptLoop.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+        loops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
         server = null;
         draining.set(false);
     }

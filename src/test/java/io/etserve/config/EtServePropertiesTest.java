@@ -100,6 +100,21 @@ class EtServePropertiesTest {
     }
 
     @Test
+    void grpcEventLoopsFollowRestsSelectorsRuleUnlessSet() {
+        EtServeProperties.Grpc defaults = bind(Map.of()).grpc();
+        assertThat(defaults.eventLoopsFor(1)).isEqualTo(1);
+        assertThat(defaults.eventLoopsFor(2)).isEqualTo(1);
+        assertThat(defaults.eventLoopsFor(16)).isEqualTo(8);
+        // Lone connections' calls on their loops (the Helm chart's GPU nodes), or no calls on the
+        // loops at all: Netty's own two per core.
+        assertThat(bind(Map.of("etserve.grpc.inline-alone-below", "20ms")).grpc().eventLoopsFor(16)).isEqualTo(32);
+        assertThat(bind(Map.of("etserve.grpc.inline-below", "0s")).grpc().eventLoopsFor(2)).isEqualTo(4);
+        assertThat(bind(Map.of("etserve.grpc.event-loops", "3")).grpc().eventLoopsFor(16)).isEqualTo(3);
+        assertThatThrownBy(() -> bind(Map.of("etserve.grpc.event-loops", "0")))
+                .hasRootCauseMessage("etserve.grpc.event-loops must be at least 1, not 0");
+    }
+
+    @Test
     void theSleepSliceIsADurationOfAtMostTheBridgesSixteenBitsOfMicroseconds() {
         assertThat(bind(Map.of()).cuda().sleepSlice()).isZero();
         assertThat(bind(Map.of("etserve.cuda.sleep-slice", "50us")).cuda().sleepSlice())

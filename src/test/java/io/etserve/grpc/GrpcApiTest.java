@@ -610,7 +610,7 @@ class GrpcApiTest {
             InPlaceRequests inPlace) {
         io.etserve.repository.ModelRegistry registry = context.getBean(io.etserve.repository.ModelRegistry.class);
         io.etserve.health.ProbeHealth probes = context.getBean(io.etserve.health.ProbeHealth.class);
-        GrpcServer server = new GrpcServer("127.0.0.1", 0, maxMessageBytes, 4, java.time.Duration.ofSeconds(20),
+        GrpcServer server = new GrpcServer("127.0.0.1", 0, maxMessageBytes, 4, 2, java.time.Duration.ofSeconds(20),
                 new InferenceGrpcService(registry, context.getBean(io.etserve.execution.InferenceService.class),
                         context.getBean(io.etserve.health.ServerReadiness.class), probes,
                         new io.etserve.protocol.DecodeLimits(1 << 20, 16),
