@@ -4,6 +4,7 @@ import io.etserve.cuda.LeaseQueue;
 import io.etserve.inference.Caller;
 import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.RequestCancelledException;
+import io.etserve.inference.ReservedParameters;
 import io.etserve.inference.UntrustedText;
 import java.math.BigInteger;
 import java.util.Map;
@@ -94,7 +95,7 @@ final class Cancellation implements LeaseQueue.Abandon {
         if (value instanceof BigInteger b && b.signum() >= 0) {
             return Long.MAX_VALUE;  // beyond any wait
         }
-        if (value instanceof String s && !s.isEmpty() && s.chars().allMatch(Character::isDigit)) {
+        if (value instanceof String s && ReservedParameters.isDecimalDigits(s)) {
             // gRPC's uint64_param arrives as its decimal string.
             return s.length() > 18 ? Long.MAX_VALUE : Long.parseLong(s);
         }

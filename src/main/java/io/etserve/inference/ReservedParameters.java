@@ -44,7 +44,16 @@ public final class ReservedParameters {
     private static boolean isWholeNumber(Object value) {
         return value instanceof Long l && l >= 0
                 || value instanceof BigInteger b && b.signum() >= 0
-                || value instanceof String s && !s.isEmpty() && s.chars().allMatch(c -> c >= '0' && c <= '9');
+                || value instanceof String s && isDecimalDigits(s);
+    }
+
+    /**
+     * A whole number as gRPC's {@code uint64_param} arrives: one or more ASCII digits. Not
+     * {@link Character#isDigit}, which {@code Long.parseLong} would follow into Arabic-Indic,
+     * fullwidth and other scripts' digits: no client sends those for a number.
+     */
+    public static boolean isDecimalDigits(String s) {
+        return !s.isEmpty() && s.chars().allMatch(c -> c >= '0' && c <= '9');
     }
 
     private static InvalidInputException refused(String name, String what, Object value) {

@@ -1,5 +1,6 @@
 package io.etserve.inference;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -54,6 +55,17 @@ class ReservedParametersTest {
                         .hasMessageContaining("'" + flag + "' must be a boolean");
             }
         }
+    }
+
+    /** Long.parseLong reads these as 3 and 33; as a number in a request they are a mistake or a probe. */
+    @Test
+    void digitsOfOtherScriptsAreNoWholeNumber() {
+        for (String bad : new String[] {"\u0663", "\uFF13\uFF13", "1\u0663"}) {
+            assertThat(ReservedParameters.isDecimalDigits(bad)).as(bad).isFalse();
+            assertThatThrownBy(() -> ReservedParameters.check(of("priority", bad)))
+                    .isInstanceOf(InvalidInputException.class);
+        }
+        assertThat(ReservedParameters.isDecimalDigits("0123456789")).isTrue();
     }
 
     @Test
