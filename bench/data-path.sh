@@ -1,26 +1,25 @@
 #!/usr/bin/env bash
 # Data-path benchmark: image-sized (1x3x224x224 FP32, 588 KiB) and 4 MiB tensors in and out
-# through REST (binary extension and JSON) and gRPC, beside a transport-only baseline measured in the same
-# run by the same load generator: bench EchoServer, which returns each request body as it came.
-# Models: y = 2x + 1 (XNNPACK), exported with references on first use
+# through REST (binary extension and JSON) and gRPC, beside a transport-only baseline measured in
+# the same run by the same load generator: bench EchoServer, which returns each request body as
+# it came. Models: y = 2x + 1 (XNNPACK), exported with references on first use
 # (scripts/export/export.sh --bench ...; needs the export venv): affine-image and affine-4mib as
 # users export by default (inputs and outputs memory-planned: the bridge copies each input in and
 # each output out), and the same two exported with unplanned inputs and outputs (-unplanned:
 # ExecuTorch reads the request's buffer and writes the response's; docs/large-tensors.md).
 #
-# Knobs: BENCH_PORT (18080), BENCH_MGMT_PORT (18081), BENCH_ECHO_PORT (18082), BENCH_GRPC_PORT (18083;
-# a baseline's gRPC port is BENCH_PORT + 12),
-# BENCH_WARMUP (3) and BENCH_DURATION (10) seconds, BENCH_CONCURRENCY ("1 2"),
-# BENCH_CHECK_EVERY (8: every 8th response's values are checked against the reference, the
-# rest by status, so checking 1M floats does not starve the server on 2 cores),
-# BENCH_MODELS (the four above), BENCH_FORMATS ("binary json"; grpc: the same
-# tensors as a ModelInfer call with raw_input_contents, grpc-java's client), BENCH_ROUNDS (1: rounds of
-# every measured run, interleaved, for medians on a noisy machine), BENCH_JIT_WARMUP (20: seconds of load per model before anything
-# is recorded; the request path's C2 compiles take tens of seconds at a few hundred requests/s,
-# bench/README.md), BENCH_BASELINE_JAR (a second build served beside this one on BENCH_PORT + 10,
-# measured in the same rounds, label "base"; it gets no -unplanned model unless
-# BENCH_BASELINE_UNPLANNED=1: a build before c92c626 leaves such outputs pointing nowhere and
-# XNNPACK's write kills the JVM).
+# Knobs: BENCH_PORT (18080), BENCH_MGMT_PORT (18081), BENCH_ECHO_PORT (18082), BENCH_GRPC_PORT
+# (18083; a baseline's gRPC port is BENCH_PORT + 12), BENCH_WARMUP (3) and BENCH_DURATION (10)
+# seconds, BENCH_CONCURRENCY ("1 2"), BENCH_CHECK_EVERY (8: every 8th response's values are
+# checked against the reference, the rest by status, so checking 1M floats does not starve the
+# server on 2 cores), BENCH_MODELS (the four above), BENCH_FORMATS ("binary json"; grpc: the
+# same tensors as a ModelInfer call with raw_input_contents, grpc-java's client), BENCH_ROUNDS
+# (1: rounds of every measured run, interleaved, for medians on a noisy machine),
+# BENCH_JIT_WARMUP (20: seconds of load per model before anything is recorded; the request
+# path's C2 compiles take tens of seconds at a few hundred requests/s, bench/README.md),
+# BENCH_BASELINE_JAR (a second build served beside this one on BENCH_PORT + 10, measured in the
+# same rounds, label "base"; it gets no -unplanned model unless BENCH_BASELINE_UNPLANNED=1: a
+# build before c92c626 leaves such outputs pointing nowhere and XNNPACK's write kills the JVM).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
