@@ -7,6 +7,7 @@ import io.etserve.grpc.GrpcServer;
 import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
 import io.etserve.grpc.protocol.ModelReadyRequest;
 import io.etserve.grpc.protocol.ModelReadyResponse;
+import io.etserve.grpc.protocol.ServerLiveRequest;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.TestPaths;
 import io.grpc.CallOptions;
@@ -160,6 +161,10 @@ class GracefulShutdownTest {
             }, new Metadata());
             call.request(1);
             call.sendMessage(ModelReadyRequest.newBuilder().setName("demo-portable").build());
+            // Answered on the same connection after it, so the server has the held call now (sent
+            // is not arrived: a server closed before it came would refuse it, not drain it).
+            assertThat(GRPCInferenceServiceGrpc.newBlockingStub(channel).withDeadlineAfter(30, TimeUnit.SECONDS)
+                    .serverLive(ServerLiveRequest.getDefaultInstance()).getLive()).isTrue();
             assertThat(readinessOf(port)).isEqualTo(200);
 
             Future<?> closed = closing.submit(ctx::close);
