@@ -48,9 +48,9 @@ class GrpcConfiguration {
                 RestConfiguration.serverVersion(), TritonExtensions.EXTENSIONS, metrics, repository, triton,
                 tensorBuffers, inPlace);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
-                grpc.threads(), grpc.eventLoopsFor(Runtime.getRuntime().availableProcessors()), drainTimeout, traced(RestrictedApiInterceptor.guard(service, restricted),
-                tracing.getIfAvailable()), service.eventLoopCalls(grpc.inlineBelow(), grpc.inlineAloneBelow()), probes,
-                inflight, inPlace);
+                grpc.threads(), grpc.eventLoopsFor(Runtime.getRuntime().availableProcessors()), drainTimeout,
+                traced(RestrictedApiInterceptor.guard(service, restricted), tracing.getIfAvailable()),
+                service.eventLoopCalls(grpc.inlineBelow(), grpc.inlineAloneBelow()), probes, inflight, inPlace);
     }
 
     /**

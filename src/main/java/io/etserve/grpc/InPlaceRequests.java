@@ -90,8 +90,10 @@ public final class InPlaceRequests implements ServerInterceptor {
 
     /**
      * For the handler, before it reads {@code message}: if the message is parsed in place, its
-     * buffers, held until the result is closed; otherwise nothing to close. Fails CANCELLED for
-     * a message whose buffers went already (taken and closed before).
+     * buffers, held until the result is closed; otherwise nothing to close. Fails CANCELLED should
+     * the buffers go between the lookup and the take, which this interceptor's place inside
+     * {@link CallOnWorker} rules out: a guard, so that a reordering fails the call rather than read
+     * what the pool holds next.
      */
     public Taken take(Object message) {
         Held h = heldNow.get() == 0 ? null : held.get(message);
@@ -284,7 +286,7 @@ public final class InPlaceRequests implements ServerInterceptor {
         }
 
         synchronized void take() {
-            if (gone) {  // no handler comes after its call's end (CallOnWorker): a second take
+            if (gone) {  // let go since the lookup: see take(Object)
                 throw Status.CANCELLED.withDescription("the request's buffers are gone").asRuntimeException();
             }
             taken = true;
