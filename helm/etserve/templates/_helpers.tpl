@@ -79,10 +79,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $defaults.etserve "cuda" (dict "drain-timeout" (printf "%ds" (max 1 (div (int .Values.shutdown.marginSeconds) 2)))) }}
 {{- /* On a GPU node, a call of a connection alone on its I/O thread runs there when its model's
        calls end within 20 ms: less service CPU per GPU call on the H100 host
-       (bench/results/2026-12-06-h100-inline-alone.md); the REST port then has a selector per core
-       and the gRPC port two event loops per core, so many clients' GPU calls still find their
-       connections alone (bench/results/2026-12-06-selectors-half-the-cores.md). Defaults: values'
-       config may set them. */}}
+       (bench/results/2026-12-06-h100-inline-alone.md); the gRPC port then has two event loops per
+       core (the REST port a selector per core, as always), so many clients' GPU calls still find
+       their connections alone (bench/results/2026-12-06-selectors-half-the-cores.md). Defaults:
+       values' config may set them. */}}
 {{- if .Values.gpu.enabled }}
 {{- $_ := set $defaults.etserve "http" (dict "inline-alone-below" "20ms") }}
 {{- $_ := set $defaults.etserve "grpc" (dict "inline-alone-below" "20ms") }}

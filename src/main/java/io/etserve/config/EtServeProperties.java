@@ -267,20 +267,20 @@ public record EtServeProperties(
         }
 
         /**
-         * Event-loop threads for {@code cores} when {@code event-loops} does not say: REST's rule
-         * for its selectors ({@link Http#selectorsFor}). Quick calls on the loops
-         * ({@code inline-below}, and {@code inline-alone-below} unset): half the cores, at least
-         * one, so loops running busy connections' calls leave the other half to everything else
-         * instead of taking turns with it (bench/results/2026-12-06-2core-grpc-event-loops.md).
-         * Otherwise Netty's own two per core: with {@code inline-alone-below} a connection is then
-         * more often alone on its loop, which is what lets its calls run there; without calls on
-         * the loops they only move bytes.
+         * Event-loop threads for {@code cores} when {@code event-loops} does not say. Quick calls
+         * on the loops ({@code inline-below}, and {@code inline-alone-below} unset): one per core,
+         * REST's rule for its selectors ({@link Http#selectorsFor}): no more loops running calls
+         * than cores to run them, no fewer than the cores the service may use
+         * (bench/results/2026-12-06-selectors-per-core.md). Otherwise Netty's own two per core:
+         * with {@code inline-alone-below} a connection is then more often alone on its loop, which
+         * is what lets its calls run there; without calls on the loops they only move bytes.
          */
         public int eventLoopsFor(int cores) {
             if (eventLoops != null) {
                 return eventLoops;
             }
-            return !inlineBelow.isZero() && inlineAloneBelow.isZero() ? Math.max(1, cores / 2) : 2 * cores;
+            int perCore = Http.selectorsFor(cores);
+            return !inlineBelow.isZero() && inlineAloneBelow.isZero() ? perCore : 2 * perCore;
         }
     }
 
@@ -402,15 +402,14 @@ public record EtServeProperties(
 
         /**
          * Selector threads for {@code cores} when {@code server.jetty.threads.selectors} does not
-         * say. With {@code inline-alone-below} set, one per core: a connection is then more often
-         * alone on its selector, which is what lets its calls run there (GPU nodes: the Helm
-         * chart sets it). Otherwise half the cores, at least one: selectors running busy
-         * connections' calls leave the other half to everything else (request threads, the
-         * collector and compilers, a sidecar or a client on the host) instead of taking turns
-         * with it a time slice at a time (bench/results/2026-12-06-selectors-half-the-cores.md).
+         * say, while calls may run on the selectors: one per core. No more selectors running calls
+         * than cores to run them, so they do not take turns for a core a time slice at a time;
+         * no fewer, so the calls of many connections can use every core the service is given
+         * (bench/results/2026-12-06-selectors-per-core.md). A client or sidecar sharing a few
+         * cores with the service does better with fewer (docs/api.md).
          */
-        public int selectorsFor(int cores) {
-            return Math.max(1, inlineAloneBelow.isZero() ? cores / 2 : cores);
+        public static int selectorsFor(int cores) {
+            return Math.max(1, cores);
         }
     }
 

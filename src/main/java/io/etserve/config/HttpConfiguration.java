@@ -69,7 +69,7 @@ class HttpConfiguration {
                 if (threads.getSelectors() == null || threads.getSelectors() < 1) {
                     // Calls run on the selectors: Jetty's own count, min(cores / 2, max threads / 16),
                     // would tie how many run at once to the request pool's size.
-                    factory.setSelectors(props.http().selectorsFor(Runtime.getRuntime().availableProcessors()));
+                    factory.setSelectors(EtServeProperties.Http.selectorsFor(Runtime.getRuntime().availableProcessors()));
                 }
             }
             if (!tracing && atRoot) {

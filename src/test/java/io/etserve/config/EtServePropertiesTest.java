@@ -85,26 +85,19 @@ class EtServePropertiesTest {
     }
 
     @Test
-    void selectorsTakeHalfTheCoresUnlessLoneConnectionsCallsRunOnThemThenOnePerCore() {
-        EtServeProperties.Http defaults = bind(Map.of()).http();
-        assertThat(defaults.selectorsFor(1)).isEqualTo(1);
-        assertThat(defaults.selectorsFor(2)).isEqualTo(1);
-        assertThat(defaults.selectorsFor(3)).isEqualTo(1);
-        assertThat(defaults.selectorsFor(16)).isEqualTo(8);
-        // The Helm chart's GPU nodes: a selector per core, so a connection is more often alone
-        EtServeProperties.Http alone = bind(Map.of("etserve.http.inline-alone-below", "20ms")).http();
-        assertThat(alone.selectorsFor(2)).isEqualTo(2);
-        assertThat(alone.selectorsFor(16)).isEqualTo(16);
-        assertThat(bind(Map.of("etserve.http.inline-below", "0s", "etserve.http.inline-alone-below", "20ms"))
-                .http().selectorsFor(16)).isEqualTo(16);
+    void selectorsRunningCallsAreOnePerCore() {
+        assertThat(EtServeProperties.Http.selectorsFor(1)).isEqualTo(1);
+        assertThat(EtServeProperties.Http.selectorsFor(2)).isEqualTo(2);
+        assertThat(EtServeProperties.Http.selectorsFor(16)).isEqualTo(16);
+        assertThat(EtServeProperties.Http.selectorsFor(0)).isEqualTo(1);
     }
 
     @Test
-    void grpcEventLoopsFollowRestsSelectorsRuleUnlessSet() {
+    void grpcEventLoopsAreOnePerCoreWhileQuickCallsRunOnThemUnlessSet() {
         EtServeProperties.Grpc defaults = bind(Map.of()).grpc();
         assertThat(defaults.eventLoopsFor(1)).isEqualTo(1);
-        assertThat(defaults.eventLoopsFor(2)).isEqualTo(1);
-        assertThat(defaults.eventLoopsFor(16)).isEqualTo(8);
+        assertThat(defaults.eventLoopsFor(2)).isEqualTo(2);
+        assertThat(defaults.eventLoopsFor(16)).isEqualTo(16);
         // Lone connections' calls on their loops (the Helm chart's GPU nodes), or no calls on the
         // loops at all: Netty's own two per core.
         assertThat(bind(Map.of("etserve.grpc.inline-alone-below", "20ms")).grpc().eventLoopsFor(16)).isEqualTo(32);

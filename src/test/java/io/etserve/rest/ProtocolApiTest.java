@@ -94,14 +94,14 @@ class ProtocolApiTest {
 
     /**
      * Quick calls of several connections ran on the selector since {@code before}, the resuming
-     * pool serves the rest, and there are half as many selectors as cores (by default).
+     * pool serves the rest, and there is a selector per core (by default).
      */
     void assertSelectorServed(long before) {
         assertThat(core.servedOnSelector()).isGreaterThan(before);
         Server server = ((JettyWebServer) context.getWebServer()).getServer();
         assertThat(server.getThreadPool()).isInstanceOf(ResumingThreadPool.class);
         assertThat(((ServerConnector) server.getConnectors()[0]).getSelectorManager().getSelectorCount())
-                .isEqualTo(Math.max(1, Runtime.getRuntime().availableProcessors() / 2));
+                .isEqualTo(Runtime.getRuntime().availableProcessors());
     }
 
     @Test
