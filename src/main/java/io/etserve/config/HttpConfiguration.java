@@ -47,11 +47,11 @@ class HttpConfiguration {
      * calls may run on the selector that read them, there are
      * {@link EtServeProperties.Http#selectorsFor} selectors unless
      * {@code server.jetty.threads.selectors} says otherwise, and the request pool is a
-     * {@link ResumingThreadPool} (the same sizes, {@code server.jetty.threads.*}). With
-     * {@code server.shutdown: graceful} (the default here), the requests in progress are counted
-     * by {@link ActiveRequests}. The core path's collaborators are looked up at the first request:
-     * the server is built before them, and asking for them here would build the inference beans
-     * ahead of it.
+     * {@link ResumingThreadPool} ({@code server.jetty.threads.*} request threads, and the
+     * selectors and acceptor on top). With {@code server.shutdown: graceful} (the default here),
+     * the requests in progress are counted by {@link ActiveRequests}. The core path's
+     * collaborators are looked up at the first request: the server is built before them, and
+     * asking for them here would build the inference beans ahead of it.
      */
     @Bean
     WebServerFactoryCustomizer<JettyServletWebServerFactory> jettyServer(EtServeProperties props,
@@ -65,12 +65,13 @@ class HttpConfiguration {
             factory.addServerCustomizers(new JettyServerSettings(props.http()));
             if (!tracing && atRoot && onSelector) {
                 JettyServerProperties.Threads threads = jetty.getIfAvailable(JettyServerProperties::new).getThreads();
-                factory.setThreadPool(resumingPool(threads));
-                if (threads.getSelectors() == null || threads.getSelectors() < 1) {
-                    // Calls run on the selectors: Jetty's own count, min(cores / 2, max threads / 16),
-                    // would tie how many run at once to the request pool's size.
-                    factory.setSelectors(EtServeProperties.Http.selectorsFor(Runtime.getRuntime().availableProcessors()));
-                }
+                int selectors = positive(threads.getSelectors()) ? threads.getSelectors()
+                        : EtServeProperties.Http.selectorsFor(Runtime.getRuntime().availableProcessors());
+                // Calls run on the selectors: Jetty's own count, min(cores / 2, max threads / 16),
+                // would tie how many run at once to the request pool's size.
+                factory.setSelectors(selectors);
+                int acceptors = positive(threads.getAcceptors()) ? threads.getAcceptors() : 1;  // Jetty's default
+                factory.setThreadPool(resumingPool(threads, selectors + acceptors));
             }
             if (!tracing && atRoot) {
                 factory.addServerCustomizers(server -> InferHandler.install(server, core::getIfAvailable, onSelector));
@@ -84,15 +85,24 @@ class HttpConfiguration {
         };
     }
 
-    /** Spring Boot's request pool (JettyThreadPool's rules) as a {@link ResumingThreadPool}. */
-    private static ResumingThreadPool resumingPool(JettyServerProperties.Threads threads) {
+    /**
+     * Spring Boot's request pool (JettyThreadPool's rules) as a {@link ResumingThreadPool}, with
+     * {@code leased} threads more than {@code server.jetty.threads.max}: Jetty takes a thread of
+     * the pool for each selector and acceptor for good, and with a selector per core a host of
+     * as many cores as request threads would have none left (Jetty then refuses to start).
+     */
+    private static ResumingThreadPool resumingPool(JettyServerProperties.Threads threads, int leased) {
         Integer capacity = threads.getMaxQueueCapacity();
         BlockingQueue<Runnable> queue = capacity == null ? null
                 : capacity == 0 ? new SynchronousQueue<>() : new BlockingArrayQueue<>(capacity);
         int max = threads.getMax() != null ? threads.getMax() : 200;
         int min = threads.getMin() != null ? threads.getMin() : 8;
         int idle = threads.getIdleTimeout() != null ? (int) threads.getIdleTimeout().toMillis() : 60_000;
-        return new ResumingThreadPool(max, min, idle, queue);
+        return new ResumingThreadPool(max + leased, min + leased, idle, queue);
+    }
+
+    private static boolean positive(Integer value) {
+        return value != null && value > 0;
     }
 
     @Bean
