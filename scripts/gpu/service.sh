@@ -422,9 +422,9 @@ startup_ab_bench() {
 # REST calls to a quick CPU model (the probe on a CPU instance per core, no kernel) for each set
 # of service arguments in ETSERVE_SELECTOR_VARIANTS (';'-separated; "" = the defaults): whether
 # calls on the selectors (etserve.http.inline-below, on by default with a selector per core;
-# inline-alone-below) pay on this host against every call on a request thread; back
-# to back, and for each pause in ETSERVE_SELECTOR_PAUSES_US (default "0": none) each client takes
-# after each answer.
+# inline-alone-below) pay on this host against every call on a request thread; back to back,
+# and for each pause in ETSERVE_SELECTOR_PAUSES_US (default "0": none) each client takes after
+# each answer.
 # Into $RESULTS/gpu-h200-selectors.txt.
 selectors_bench() {
   local out="$RESULTS/gpu-h200-selectors.txt" st=0 v c pause label variants args repo="$WORK/selectors-repo" via=() what=REST
