@@ -430,6 +430,8 @@ selectors_bench() {
   local out="$RESULTS/gpu-h200-selectors.txt" st=0 v c pause label variants args repo="$WORK/selectors-repo" via=() what=REST
   if [[ -n ${ETSERVE_SELECTOR_GRPC:-} ]]; then via=(grpc-port="$GRPC"); what=gRPC; out="$RESULTS/gpu-h200-selectors-grpc.txt"; fi
   { echo "# $what calls to a quick CPU model by service arguments ($(nproc) cores)"
+    [[ -z "${SERVICE_CPUS:-}" ]] \
+      || echo "service pinned to CPUs $SERVICE_CPUS (taskset); the checks on the $(nproc) CPUs this step may use"
     echo; echo "$THR_HEADER"; } > "$out"
   local defaults=";--etserve.http.inline-below=0"
   [[ $what == REST ]] || defaults=";--etserve.grpc.inline-below=0"
