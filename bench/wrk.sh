@@ -268,7 +268,10 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
-python3 - "$OUT/wrk.jsonl" "$MODEL" "service on CPUs ${BENCH_SERVER_CPUS:-any}, client on ${BENCH_CLIENT_CPUS:-any}" \
+# The service's I/O threads, as its log says them (a selector and a gRPC loop per core by default).
+io_threads=$(grep -oE "[0-9]+ (selectors|event loops)" "$OUT/wrk-server.log" | paste -sd, - | sed 's/,/, /g')
+python3 - "$OUT/wrk.jsonl" "$MODEL" \
+  "service on CPUs ${BENCH_SERVER_CPUS:-any} (${io_threads:-I/O threads not logged}), client on ${BENCH_CLIENT_CPUS:-any}" \
   > "$OUT/wrk.md" << 'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]

@@ -9,6 +9,8 @@ import io.etserve.security.RestrictedApis;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.SynchronousQueue;
 import org.eclipse.jetty.util.BlockingArrayQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.jetty.JettyServerCustomizer;
@@ -26,6 +28,11 @@ import org.springframework.context.annotation.Configuration;
  */
 @Configuration(proxyBeanMethods = false)
 class HttpConfiguration {
+
+    private static final Logger log = LoggerFactory.getLogger(HttpConfiguration.class);
+
+    /** Spring Boot's {@code server.jetty.threads.max} when nothing sets it. */
+    private static final int DEFAULT_MAX_THREADS = 200;
 
     /**
      * Spring Boot's Jetty factory as its auto-configuration makes it (the
@@ -72,6 +79,8 @@ class HttpConfiguration {
                 factory.setSelectors(selectors);
                 int acceptors = positive(threads.getAcceptors()) ? threads.getAcceptors() : 1;  // Jetty's default
                 factory.setThreadPool(resumingPool(threads, selectors + acceptors));
+                log.info("Quick REST calls may run on the selectors: {} selectors, {} request threads", selectors,
+                        threads.getMax() != null ? threads.getMax() : DEFAULT_MAX_THREADS);
             }
             if (!tracing && atRoot) {
                 factory.addServerCustomizers(server -> InferHandler.install(server, core::getIfAvailable, onSelector));
@@ -95,7 +104,7 @@ class HttpConfiguration {
         Integer capacity = threads.getMaxQueueCapacity();
         BlockingQueue<Runnable> queue = capacity == null ? null
                 : capacity == 0 ? new SynchronousQueue<>() : new BlockingArrayQueue<>(capacity);
-        int max = threads.getMax() != null ? threads.getMax() : 200;
+        int max = threads.getMax() != null ? threads.getMax() : DEFAULT_MAX_THREADS;
         int min = threads.getMin() != null ? threads.getMin() : 8;
         int idle = threads.getIdleTimeout() != null ? (int) threads.getIdleTimeout().toMillis() : 60_000;
         return new ResumingThreadPool(max + leased, min + leased, idle, queue);

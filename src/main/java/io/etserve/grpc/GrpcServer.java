@@ -133,7 +133,8 @@ public final class GrpcServer implements SmartLifecycle {
         acceptLoop = accept;
         loops = workerLoops;
         calls = onWorker;
-        log.info("gRPC (Open Inference Protocol) listening on {}", server.getListenSockets());
+        log.info("gRPC (Open Inference Protocol) listening on {}, {} event loops", server.getListenSockets(),
+                eventLoops);
     }
 
     /** The system properties that set Netty's leak detection (as gRPC's shaded copy reads them). */
