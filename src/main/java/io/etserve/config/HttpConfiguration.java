@@ -31,9 +31,6 @@ class HttpConfiguration {
 
     private static final Logger log = LoggerFactory.getLogger(HttpConfiguration.class);
 
-    /** Spring Boot's {@code server.jetty.threads.max} when nothing sets it. */
-    private static final int DEFAULT_MAX_THREADS = 200;
-
     /**
      * Spring Boot's Jetty factory as its auto-configuration makes it (the
      * {@code JettyServerCustomizer} beans added), with connectors whose buffers are leased through
@@ -80,7 +77,7 @@ class HttpConfiguration {
                 int acceptors = positive(threads.getAcceptors()) ? threads.getAcceptors() : 1;  // Jetty's default
                 factory.setThreadPool(resumingPool(threads, selectors + acceptors));
                 log.info("Quick REST calls may run on the selectors: {} selectors, {} request threads", selectors,
-                        threads.getMax() != null ? threads.getMax() : DEFAULT_MAX_THREADS);
+                        requestThreads(threads));
             }
             if (!tracing && atRoot) {
                 factory.addServerCustomizers(server -> InferHandler.install(server, core::getIfAvailable, onSelector));
@@ -104,10 +101,15 @@ class HttpConfiguration {
         Integer capacity = threads.getMaxQueueCapacity();
         BlockingQueue<Runnable> queue = capacity == null ? null
                 : capacity == 0 ? new SynchronousQueue<>() : new BlockingArrayQueue<>(capacity);
-        int max = threads.getMax() != null ? threads.getMax() : DEFAULT_MAX_THREADS;
+        int max = requestThreads(threads);
         int min = threads.getMin() != null ? threads.getMin() : 8;
         int idle = threads.getIdleTimeout() != null ? (int) threads.getIdleTimeout().toMillis() : 60_000;
         return new ResumingThreadPool(max + leased, min + leased, idle, queue);
+    }
+
+    /** {@code server.jetty.threads.max}, or Spring Boot's default, 200, when unset. */
+    private static int requestThreads(JettyServerProperties.Threads threads) {
+        return threads.getMax() != null ? threads.getMax() : 200;
     }
 
     private static boolean positive(Integer value) {

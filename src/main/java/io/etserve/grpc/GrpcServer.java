@@ -125,8 +125,7 @@ public final class GrpcServer implements SmartLifecycle {
                             onWorker))).build().start();
         } catch (IOException e) {
             pool.shutdownNow();
-            accept.shutdownGracefully(0, 0, TimeUnit.SECONDS);
-            workerLoops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            stopNow(accept, workerLoops);
             throw new UncheckedIOException("cannot listen for gRPC on " + bind + ": " + e.getMessage(), e);
         }
         executor = pool;
@@ -135,6 +134,13 @@ public final class GrpcServer implements SmartLifecycle {
         calls = onWorker;
         log.info("gRPC (Open Inference Protocol) listening on {}, {} event loops", server.getListenSockets(),
                 eventLoops);
+    }
+
+    /** Shuts the server's event loops down without a quiet period: no connection is left on them. */
+    private static void stopNow(EventLoopGroup... groups) {
+        for (EventLoopGroup group : groups) {
+            group.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+        }
     }
 
     /** The system properties that set Netty's leak detection (as gRPC's shaded copy reads them). */
@@ -201,8 +207,7 @@ public final class GrpcServer implements SmartLifecycle {
         }
         executor.shutdown();
         // The server has terminated (or been told to stop at once): nothing is left to read or write.
-        acceptLoop.shutdownGracefully(0, 0, TimeUnit.SECONDS);
-        loops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+        stopNow(acceptLoop, loops);
         server = null;
         draining.set(false);
     }

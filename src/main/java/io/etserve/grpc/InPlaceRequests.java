@@ -96,12 +96,17 @@ public final class InPlaceRequests implements ServerInterceptor {
      * what the pool holds next.
      */
     public Taken take(Object message) {
-        Held h = heldNow.get() == 0 ? null : held.get(message);
+        Held h = heldFor(message);
         if (h == null) {
             return NOTHING_HELD;
         }
         h.take();
         return h;
+    }
+
+    /** What holds {@code message}'s buffers, or null; most calls find nothing held and take no lock. */
+    private Held heldFor(Object message) {
+        return heldNow.get() == 0 ? null : held.get(message);
     }
 
     /** Messages whose buffers are held now. */
@@ -142,7 +147,7 @@ public final class InPlaceRequests implements ServerInterceptor {
 
             @Override
             public void onMessage(Q message) {
-                Held h = heldNow.get() == 0 ? null : held.get(message);
+                Held h = heldFor(message);
                 if (h != null) {
                     if (own == null) {
                         own = new ArrayList<>(1);
