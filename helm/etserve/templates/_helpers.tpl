@@ -77,14 +77,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
        half the margin, so the whole shutdown stays inside the grace period (the service's own
        default, 30s, would not). A default: values' config may set it. */}}
 {{- $_ := set $defaults.etserve "cuda" (dict "drain-timeout" (printf "%ds" (max 1 (div (int .Values.shutdown.marginSeconds) 2)))) }}
-{{- /* On a GPU node, a call of a connection alone on its I/O thread runs there when its model's
-       calls end within 20 ms: less service CPU per GPU call on the H100 host
-       (bench/results/2026-12-06-h100-inline-alone.md); the gRPC port then has two event loops per
-       core (the REST port a selector per core, as always), so many clients' GPU calls still find
-       their connections alone (bench/results/2026-12-06-selectors-half-the-cores.md). Defaults:
-       values' config may set them. */}}
+{{- /* On a GPU node, a gRPC call of a connection alone on its event loop runs there when its
+       model's calls end within 20 ms, as REST's do by the service's own default: less service
+       CPU per GPU call on the H100 host (bench/results/2026-12-06-h100-inline-alone.md); the port
+       then has two event loops per core, so many clients' GPU calls still find their connections
+       alone (bench/results/2026-12-06-selectors-half-the-cores.md). A default: values' config
+       may set it. */}}
 {{- if .Values.gpu.enabled }}
-{{- $_ := set $defaults.etserve "http" (dict "inline-alone-below" "20ms") }}
 {{- $_ := set $defaults.etserve "grpc" (dict "inline-alone-below" "20ms") }}
 {{- end }}
 {{- /* Tracing (docs/tracing.md): the service's switch, Spring's sampling ratio and OTLP endpoint. */}}

@@ -372,12 +372,12 @@ public record EtServeProperties(
      *     alone on its selector thread, to a model (CPU or GPU) with no batching, static input
      *     shapes and forward calls under this lately, runs on that selector thread when an
      *     instance is free at once: the selector serves nobody else, so the call delays no other
-     *     connection's request, and it spares a hand-off and a wake-up (0: never; off while
-     *     tracing; docs/api.md)
+     *     connection's request, and it spares a hand-off and a wake-up (0: never, the setting for
+     *     a client that shares the service's few cores; off while tracing; docs/api.md)
      */
     public record Http(@DefaultValue("10s") Duration headerTimeout, @DefaultValue("4096") int acceptQueueSize,
             @DefaultValue("64KB") DataSize inputBufferSize, @DefaultValue("250us") Duration inlineBelow,
-            @DefaultValue("0s") Duration inlineAloneBelow) {
+            @DefaultValue("20ms") Duration inlineAloneBelow) {
 
         public Http {
             if (headerTimeout.isNegative() || headerTimeout.isZero()) {

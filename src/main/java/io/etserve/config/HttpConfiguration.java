@@ -47,7 +47,7 @@ class HttpConfiguration {
      * {@link InferHandler} in front of the servlet context, unless tracing (a traced request's
      * server span comes from the servlet filter, {@link TracingConfiguration}) or the context has
      * a path of its own (the handler serves the protocol's paths from the server's root); with
-     * {@code etserve.http.inline-below} (250us by default) or {@code inline-alone-below} set,
+     * {@code etserve.http.inline-below} (250us by default) or {@code inline-alone-below} (20ms) set,
      * calls may run on the selector that read them, there are
      * {@link EtServeProperties.Http#selectorsFor} selectors unless
      * {@code server.jetty.threads.selectors} says otherwise, and the request pool is a

@@ -30,7 +30,7 @@ import org.eclipse.jetty.util.Callback;
  * ({@link CoreInference#endsSoon}, a GPU model's too) when its connection is the only one the
  * selector serves ({@link #aloneOnSelector}): nobody else waits for that selector, and the thread
  * that read the request answers it and goes back to wait for the next, one wake-up per request
- * where a hand-off costs two or three (bench/results/2026-12-05-2core-inline-alone.md).
+ * where a hand-off costs two or three (bench/results/2026-12-06-h100-rest-inline-alone-default.md).
  * Everything else is handed to the pool ({@link ResumingThreadPool}: the thread that answers goes
  * on to read the connection's next request and serves that one itself, as a thread Jetty
  * dispatched to would). Jetty cannot tell a non-blocking handler whether it runs on the selector,
@@ -137,10 +137,10 @@ public final class InferHandler extends Handler.Wrapper {
      * them. A connection alone sends its next request only once it has its answer, and a
      * selector that served it would sleep and be woken for every one: handed to the pool, the
      * thread that answers reads the next request itself (ResumingThreadPool) and is often in
-     * time to find it there. That is the default for such a connection; with
-     * {@code etserve.http.inline-alone-below} set it is served on the selector all the same,
-     * which pays where threads idle between its requests anyway
-     * (bench/results/2026-12-05-2core-inline-alone.md).
+     * time to find it there. That is what becomes of such a connection's calls that do not end
+     * soon, and of all of them with {@code etserve.http.inline-alone-below} at 0; by default it
+     * is served on the selector all the same, which costs less wherever the client does not share
+     * the service's few cores (bench/results/2026-12-06-h100-rest-inline-alone-default.md).
      */
     private static boolean sharedSelector(Request request) {
         LastRequest last = LAST_REQUEST.get();

@@ -71,7 +71,7 @@ class EtServePropertiesTest {
     @Test
     void theInlineSettingsAreOffOrBoundsAndNeverNegative() {
         EtServeProperties defaults = bind(Map.of());
-        assertThat(defaults.http().inlineAloneBelow()).isZero();
+        assertThat(defaults.http().inlineAloneBelow()).isEqualTo(Duration.ofMillis(20));
         assertThat(defaults.http().inlineBelow()).isEqualTo(Duration.ofNanos(250_000));
         assertThat(defaults.grpc().inlineAloneBelow()).isZero();
         assertThat(defaults.grpc().inlineBelow()).isEqualTo(Duration.ofNanos(250_000));

@@ -66,6 +66,7 @@ class GrpcApiTest {
         // connection's event loop (CallOnWorker) and hold the connections sharing that loop.
         r.add("etserve.grpc.inline-below", () -> "0");
         r.add("etserve.http.inline-below", () -> "0");
+        r.add("etserve.http.inline-alone-below", () -> "0");
         r.add("management.server.port", () -> "0");
     }
 

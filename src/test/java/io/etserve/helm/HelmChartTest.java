@@ -189,13 +189,14 @@ class HelmChartTest {
         assertThat(get(app, "etserve", "scheduler", "queue-capacity")).isEqualTo(64);
         assertThat(get(app, "management", "endpoint", "health", "probes", "enabled")).isEqualTo(true);
         assertThat(get(app, "server", "shutdown")).isEqualTo("graceful");
-        // On GPU nodes calls of a connection alone on its I/O thread run there (a default the config may change).
-        assertThat(get(app, "etserve", "http", "inline-alone-below")).isEqualTo("20ms");
+        // On GPU nodes gRPC calls of a connection alone on its event loop run there (REST's do by
+        // the service's own default), a default the config may change.
         assertThat(get(app, "etserve", "grpc", "inline-alone-below")).isEqualTo("20ms");
+        assertThat(map(app, "etserve")).doesNotContainKey("http");
         Map<String, Object> cpu = applicationYml(render(Map.of("gpu.enabled", false)));
-        assertThat(map(cpu, "etserve")).doesNotContainKey("http");
-        assertThat(get(applicationYml(render(Map.of("config.etserve.http.inline-alone-below", "0s"))),
-                "etserve", "http", "inline-alone-below")).isEqualTo("0s");
+        assertThat(map(cpu, "etserve", "grpc")).doesNotContainKey("inline-alone-below");
+        assertThat(get(applicationYml(render(Map.of("config.etserve.grpc.inline-alone-below", "0s"))),
+                "etserve", "grpc", "inline-alone-below")).isEqualTo("0s");
     }
 
     @Test

@@ -52,6 +52,7 @@ class ResilienceApiTest {
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         // The slow probe's time follows its input: a held call must not run on the selector.
         r.add("etserve.http.inline-below", () -> "0");
+        r.add("etserve.http.inline-alone-below", () -> "0");
         r.add("etserve.inference.queue-timeout", () -> "200ms");
         r.add("etserve.inference.max-inflight-request-bytes", () -> "1MB");
         r.add("management.server.port", () -> "0");

@@ -67,6 +67,7 @@ class CancellationApiTest {
         r.add("etserve.inference.queue-policy.give-up-window", () -> "60s");
         r.add("etserve.grpc.inline-below", () -> "0");  // the probe's time follows its input: GrpcApiTest
         r.add("etserve.http.inline-below", () -> "0");
+        r.add("etserve.http.inline-alone-below", () -> "0");
         r.add("management.server.port", () -> "0");
     }
 

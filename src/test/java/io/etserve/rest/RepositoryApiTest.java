@@ -54,6 +54,7 @@ class RepositoryApiTest {
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         // The slow probe's time follows its input: a held call must not run on the selector.
         r.add("etserve.http.inline-below", () -> "0");
+        r.add("etserve.http.inline-alone-below", () -> "0");
         r.add("etserve.repository.mode", () -> "explicit");
         r.add("management.server.port", () -> "0");
     }

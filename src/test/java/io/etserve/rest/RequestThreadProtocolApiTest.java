@@ -9,15 +9,17 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * Every protocol test again with every request on a request thread
- * ({@code etserve.http.inline-below: 0}): the answers, errors and refusals must not change with
- * the thread that carries them. Beside them, what only this setting does: the server stays a
- * blocking (servlet) one, nothing runs on the selector, Jetty's own pool serves.
+ * ({@code etserve.http.inline-below} and {@code inline-alone-below} both 0): the answers, errors
+ * and refusals must not change with the thread that carries them. Beside them, what only these
+ * settings do: the server stays a blocking (servlet) one, nothing runs on the selector, Jetty's
+ * own pool serves.
  */
 class RequestThreadProtocolApiTest extends ProtocolApiTest {
 
     @DynamicPropertySource
     static void onRequestThreads(DynamicPropertyRegistry r) {
         r.add("etserve.http.inline-below", () -> "0");
+        r.add("etserve.http.inline-alone-below", () -> "0");
     }
 
     @Override

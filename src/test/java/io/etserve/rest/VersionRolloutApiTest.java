@@ -85,6 +85,7 @@ class VersionRolloutApiTest {
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         // The slow probe's time follows its input: a held call must not run on the selector.
         r.add("etserve.http.inline-below", () -> "0");
+        r.add("etserve.http.inline-alone-below", () -> "0");
         r.add("etserve.repository.mode", () -> "poll");
         r.add("etserve.repository.poll-interval", () -> "500ms");
         r.add("management.server.port", () -> "0");
