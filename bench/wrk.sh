@@ -268,8 +268,10 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 
-# The service's I/O threads, as its log says them (a selector and a gRPC loop per core by default).
-io_threads=$(grep -oE "[0-9]+ (selectors|event loops)" "$OUT/wrk-server.log" | paste -sd, - | sed 's/,/, /g')
+# The service's I/O threads, as its log says them (a selector and a gRPC loop per core by default),
+# and whether a lone connection's REST calls run on its selector (on by default).
+io_threads=$(grep -oE "[0-9]+ (selectors|event loops)|inline-alone-below ([0-9]+(us|ms)|off)" "$OUT/wrk-server.log" \
+  | paste -sd, - | sed 's/,/, /g')
 python3 - "$OUT/wrk.jsonl" "$MODEL" \
   "service on CPUs ${BENCH_SERVER_CPUS:-any} (${io_threads:-I/O threads not logged}), client on ${BENCH_CLIENT_CPUS:-any}" \
   > "$OUT/wrk.md" << 'PY'

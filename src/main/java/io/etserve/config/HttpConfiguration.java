@@ -6,6 +6,7 @@ import io.etserve.rest.InferHandler;
 import io.etserve.rest.InferenceProtocolController;
 import io.etserve.rest.ResumingThreadPool;
 import io.etserve.security.RestrictedApis;
+import java.time.Duration;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.SynchronousQueue;
 import org.eclipse.jetty.util.BlockingArrayQueue;
@@ -76,7 +77,9 @@ class HttpConfiguration {
                 factory.setSelectors(selectors);
                 int acceptors = positive(threads.getAcceptors()) ? threads.getAcceptors() : 1;  // Jetty's default
                 factory.setThreadPool(resumingPool(threads, selectors + acceptors));
-                log.info("Quick REST calls may run on the selectors: {} selectors, {} request threads", selectors,
+                log.info("REST calls may run on the selector that read them (etserve.http.inline-below {},"
+                        + " inline-alone-below {}): {} selectors, {} request threads",
+                        asSetting(props.http().inlineBelow()), asSetting(props.http().inlineAloneBelow()), selectors,
                         requestThreads(threads));
             }
             if (!tracing && atRoot) {
@@ -110,6 +113,15 @@ class HttpConfiguration {
     /** {@code server.jetty.threads.max}, or Spring Boot's default, 200, when unset. */
     private static int requestThreads(JettyServerProperties.Threads threads) {
         return threads.getMax() != null ? threads.getMax() : 200;
+    }
+
+    /** {@code 250us}, {@code 20ms} or {@code off}: a threshold as application.yml writes it. */
+    private static String asSetting(Duration threshold) {
+        long nanos = threshold.toNanos();
+        if (nanos == 0) {
+            return "off";
+        }
+        return nanos % 1_000_000 == 0 ? nanos / 1_000_000 + "ms" : nanos / 1_000 + "us";
     }
 
     private static boolean positive(Integer value) {
