@@ -33,7 +33,10 @@
 #                                       each client pausing ETSERVE_SELECTOR_PAUSES_US (a list);
 #                                       default variants: the defaults against
 #                                       etserve.http.inline-below=0; ETSERVE_SELECTOR_GRPC=1: gRPC
-#                                       calls instead (the defaults against etserve.grpc.inline-below=0)
+#                                       calls instead (the defaults against etserve.grpc.inline-below=0);
+#                                       ETSERVE_SELECTOR_KERNEL_US=N: the GPU probe's N us kernel on
+#                                       16 streams instead of the CPU model; ETSERVE_SELECTOR_CLIENTS:
+#                                       the client counts (default "1 4 16 32")
 #                                       ab: the current jar against ETSERVE_BASELINE_JAR (an
 #                                       application jar of another commit, same dependencies),
 #                                       interleaved on this host, the REST rows of the CPU goals

@@ -424,12 +424,16 @@ startup_ab_bench() {
 # calls on the selectors (etserve.http.inline-below, on by default with a selector per core;
 # inline-alone-below) pay on this host against every call on a request thread; back to back,
 # and for each pause in ETSERVE_SELECTOR_PAUSES_US (default "0": none) each client takes after
-# each answer.
-# Into $RESULTS/gpu-h200-selectors.txt.
+# each answer. ETSERVE_SELECTOR_GRPC=1: gRPC calls instead. ETSERVE_SELECTOR_KERNEL_US=N: GPU
+# calls instead, the probe's N us kernel on 16 streams (32 instances). ETSERVE_SELECTOR_CLIENTS:
+# the client counts (default "1 4 16 32").
+# Into $RESULTS/gpu-h200-selectors.txt (gpu-h200-selectors-grpc.txt for gRPC).
 selectors_bench() {
   local out="$RESULTS/gpu-h200-selectors.txt" st=0 v c pause label variants args repo="$WORK/selectors-repo" via=() what=REST
+  local kernel="${ETSERVE_SELECTOR_KERNEL_US:-0}" model=probe-cpu calls="a quick CPU model" gpu_args=()
   if [[ -n ${ETSERVE_SELECTOR_GRPC:-} ]]; then via=(grpc-port="$GRPC"); what=gRPC; out="$RESULTS/gpu-h200-selectors-grpc.txt"; fi
-  { echo "# $what calls to a quick CPU model by service arguments ($(nproc) cores)"
+  if [[ $kernel != 0 ]]; then model=probe; calls="the GPU probe ($kernel us kernel, 16 streams)"; gpu_args=(--etserve.cuda.streams-per-device=16); fi
+  { echo "# $what calls to $calls by service arguments ($(nproc) cores)"
     [[ -z "${SERVICE_CPUS:-}" ]] \
       || echo "service pinned to CPUs $SERVICE_CPUS (taskset); the checks on the $(nproc) CPUs this step may use"
     echo; echo "$THR_HEADER"; } > "$out"
@@ -437,15 +441,19 @@ selectors_bench() {
   [[ $what == REST ]] || defaults=";--etserve.grpc.inline-below=0"
   IFS=';' read -r -a variants <<< "${ETSERVE_SELECTOR_VARIANTS:-$defaults}"
   for v in "${variants[@]}"; do
-    rm -rf "$repo" && mkdir -p "$repo/probe-cpu/1"
-    cp "$ROOT/src/test/resources/models/caller-stream-probe/1/model.pte" "$repo/probe-cpu/1/"
-    printf 'inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: %s\n' "$(nproc)" > "$repo/probe-cpu/config.yml"
+    if [[ $kernel != 0 ]]; then
+      make_repo "$repo" 32
+    else
+      rm -rf "$repo" && mkdir -p "$repo/probe-cpu/1"
+      cp "$ROOT/src/test/resources/models/caller-stream-probe/1/model.pte" "$repo/probe-cpu/1/"
+      printf 'inputs: [ { name: x } ]\noutputs: [ { name: observed } ]\ninstances: %s\n' "$(nproc)" > "$repo/probe-cpu/config.yml"
+    fi
     read -r -a args <<< "$v"
-    start_service "$repo" "${args[@]}"
+    start_service "$repo" "${gpu_args[@]}" "${args[@]}"
     for pause in ${ETSERVE_SELECTOR_PAUSES_US:-0}; do
       label="${v:-(defaults)}"; [[ $pause == 0 ]] || label+=", clients pause $pause us"
-      for c in 1 4 16 32; do
-        check throughput port=$PORT "${via[@]}" model=probe-cpu spin=0 clients=$c seconds=4 pause-us="$pause" \
+      for c in ${ETSERVE_SELECTOR_CLIENTS:-1 4 16 32}; do
+        check throughput port=$PORT "${via[@]}" model=$model spin=$kernel clients=$c seconds=4 pause-us="$pause" \
           pid=$SERVICE_PID label="$label" >> "$out" || st=1
       done
     done

@@ -79,10 +79,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $defaults.etserve "cuda" (dict "drain-timeout" (printf "%ds" (max 1 (div (int .Values.shutdown.marginSeconds) 2)))) }}
 {{- /* On a GPU node, a gRPC call of a connection alone on its event loop runs there when its
        model's calls end within 20 ms, as REST's do by the service's own default: less service
-       CPU per GPU call on the H100 host (bench/results/2026-12-06-h100-inline-alone.md); the port
-       then has two event loops per core, so many clients' GPU calls still find their connections
-       alone (bench/results/2026-12-06-selectors-half-the-cores.md). A default: values' config
-       may set it. */}}
+       CPU per GPU call with a few clients (bench/results/2026-12-06-h100-inline-alone.md,
+       bench/results/2026-12-06-h200-grpc-loops-per-core.md). A default: values' config may set
+       it. */}}
 {{- if .Values.gpu.enabled }}
 {{- $_ := set $defaults.etserve "grpc" (dict "inline-alone-below" "20ms") }}
 {{- end }}

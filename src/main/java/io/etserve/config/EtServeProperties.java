@@ -267,20 +267,20 @@ public record EtServeProperties(
         }
 
         /**
-         * Event-loop threads for {@code cores} when {@code event-loops} does not say. Quick calls
-         * on the loops ({@code inline-below}, and {@code inline-alone-below} unset): one per core,
-         * REST's rule for its selectors ({@link Http#selectorsFor}): no more loops running calls
-         * than cores to run them, no fewer than the cores the service may use
-         * (bench/results/2026-12-06-selectors-per-core.md). Otherwise Netty's own two per core:
-         * with {@code inline-alone-below} a connection is then more often alone on its loop, which
-         * is what lets its calls run there; without calls on the loops they only move bytes.
+         * Event-loop threads for {@code cores} when {@code event-loops} does not say. While calls
+         * may run on the loops ({@code inline-below} or {@code inline-alone-below} set): one per
+         * core, REST's rule for its selectors ({@link Http#selectorsFor}): no more loops running
+         * calls than cores to run them, no fewer than the cores the service may use
+         * (bench/results/2026-12-06-selectors-per-core.md); two per core took turns on them, for
+         * quick calls and GPU calls alike (bench/results/2026-12-06-h200-grpc-loops-per-core.md).
+         * Otherwise Netty's own two per core: without calls on the loops they only move bytes.
          */
         public int eventLoopsFor(int cores) {
             if (eventLoops != null) {
                 return eventLoops;
             }
             int perCore = Http.selectorsFor(cores);
-            return !inlineBelow.isZero() && inlineAloneBelow.isZero() ? perCore : 2 * perCore;
+            return inlineBelow.isZero() && inlineAloneBelow.isZero() ? 2 * perCore : perCore;
         }
     }
 

@@ -93,14 +93,16 @@ class EtServePropertiesTest {
     }
 
     @Test
-    void grpcEventLoopsAreOnePerCoreWhileQuickCallsRunOnThemUnlessSet() {
+    void grpcEventLoopsAreOnePerCoreWhileCallsRunOnThemUnlessSet() {
         EtServeProperties.Grpc defaults = bind(Map.of()).grpc();
         assertThat(defaults.eventLoopsFor(1)).isEqualTo(1);
         assertThat(defaults.eventLoopsFor(2)).isEqualTo(2);
         assertThat(defaults.eventLoopsFor(16)).isEqualTo(16);
-        // Lone connections' calls on their loops (the Helm chart's GPU nodes), or no calls on the
-        // loops at all: Netty's own two per core.
-        assertThat(bind(Map.of("etserve.grpc.inline-alone-below", "20ms")).grpc().eventLoopsFor(16)).isEqualTo(32);
+        // Lone connections' calls on their loops too (the Helm chart's GPU nodes), or only theirs:
+        // one per core all the same; no calls on the loops at all: Netty's own two per core.
+        assertThat(bind(Map.of("etserve.grpc.inline-alone-below", "20ms")).grpc().eventLoopsFor(16)).isEqualTo(16);
+        assertThat(bind(Map.of("etserve.grpc.inline-below", "0s", "etserve.grpc.inline-alone-below", "20ms")).grpc()
+                .eventLoopsFor(16)).isEqualTo(16);
         assertThat(bind(Map.of("etserve.grpc.inline-below", "0s")).grpc().eventLoopsFor(2)).isEqualTo(4);
         assertThat(bind(Map.of("etserve.grpc.event-loops", "3")).grpc().eventLoopsFor(16)).isEqualTo(3);
         assertThatThrownBy(() -> bind(Map.of("etserve.grpc.event-loops", "0")))
