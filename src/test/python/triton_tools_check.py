@@ -1,9 +1,9 @@
 """Triton's Python clients (HTTP and gRPC) against etserve's model configuration and statistics
 extensions and the load with a configuration, as Triton's tools use them: the configuration read
 back through Triton's own model_config.proto (json_format.ParseDict, no unknown field allowed),
-the statistics counted against the requests sent, and Model Analyzer's remote-mode step (the
-configuration read, changed, sent back with load_model(config=...)). Prints one line per check and
-exits non-zero on the first failure.
+the statistics counted against the requests sent, requests compressed with gzip and deflate, and
+Model Analyzer's remote-mode step (the configuration read, changed, sent back with
+load_model(config=...)). Prints one line per check and exits non-zero on the first failure.
 Usage: triton_tools_check.py HTTP_HOST:PORT GRPC_HOST:PORT MODELS_DIR"""
 import json
 import sys
@@ -81,6 +81,25 @@ check("statistics: gRPC answers the same numbers",
 every = http.get_inference_statistics()
 check("statistics of every model list each serving version",
       {("demo-portable", "1"), ("batched", "1")} <= {(s["name"], s["version"]) for s in every["model_stats"]})
+
+# Compressed requests as Triton's client sends them (request_compression_algorithm): the body
+# gzip.compress'd or zlib.compress'd, Inference-Header-Content-Length that of the body before.
+# An answer asked compressed (response_compression_algorithm) comes uncompressed, which it reads.
+tol = ref["tolerance"]
+for algorithm in ("gzip", "deflate"):
+    for binary in (True, False):
+        matched = []
+        for c in ref["cases"]:
+            i, o = c["inputs"][0], c["outputs"][0]
+            x = httpclient.InferInput(i["name"], i["shape"], i["datatype"])
+            x.set_data_from_numpy(np.array(i["data"], dtype=np.float32).reshape(i["shape"]), binary_data=binary)
+            got = http.infer("demo-portable", [x], request_compression_algorithm=algorithm,
+                             response_compression_algorithm=algorithm).as_numpy(o["name"])
+            want = np.array(o["data"], dtype=np.float32).reshape(o["shape"])
+            matched.append(got is not None and got.shape == want.shape
+                           and np.allclose(got, want, atol=tol["atol"], rtol=tol["rtol"]))
+        check(f"http: request_compression_algorithm={algorithm!r}, {'binary' if binary else 'JSON'} inputs,"
+              " answers the PyTorch reference", all(matched), str(matched))
 
 # Model Analyzer's remote mode: read the configuration, change it, load with it.
 doc = http.get_model_config("plain")

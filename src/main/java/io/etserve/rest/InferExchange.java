@@ -86,7 +86,7 @@ public final class InferExchange {
 
     /**
      * As {@link #directTarget(HttpServletRequest)}, from the request's method, raw path, media-type
-     * headers and Content-Encoding (a compressed body goes to Spring MVC's path, which refuses it).
+     * headers and Content-Encoding (a compressed body goes to Spring MVC's path, which inflates it).
      */
     static Target directTarget(String method, String path, String contentType, String accept, String contentEncoding) {
         if (!"POST".equals(method)) {

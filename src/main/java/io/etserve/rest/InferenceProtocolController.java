@@ -6,7 +6,6 @@ import io.etserve.health.ServerReadiness;
 import io.etserve.inference.InflightBytes;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
-import io.etserve.inference.UntrustedText;
 import io.etserve.metrics.ProtocolMetrics;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.InferRequestDecoder;
@@ -24,6 +23,7 @@ import java.io.InputStream;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
@@ -109,6 +109,9 @@ public class InferenceProtocolController {
      * JSON, or binary with {@code Inference-Header-Content-Length}; a request without a
      * Content-Type (Triton's clients send none) counts as binary, which covers both. Anything
      * else is refused 415, and an Accept that takes neither answer type 406, before the model runs.
+     * A body compressed with gzip or deflate ({@code Content-Encoding}, which only this path takes)
+     * is inflated first ({@link ContentCoding}); another coding is refused 415 with the
+     * {@code Accept-Encoding} it may use.
      */
     @PostMapping(value = {"/models/{model}/infer", "/models/{model}/versions/{version}/infer"},
             consumes = {JSON, OCTET_STREAM}, produces = {JSON, OCTET_STREAM})
@@ -118,17 +121,40 @@ public class InferenceProtocolController {
         // allocation (bench/results/2026-12-04-2core-serving-cost.md).
         Map<?, ?> path = (Map<?, ?>) http.getAttribute(HandlerMapping.URI_TEMPLATE_VARIABLES_ATTRIBUTE);
         Object read = http.getAttribute(InferBodyFilter.BODY);
-        String encoding = http.getHeader("Content-Encoding");
-        if (InferExchange.encoded(encoding)) {
+        ContentCoding coding;
+        try {
+            coding = ContentCoding.of(http.getHeader(HttpHeaders.CONTENT_ENCODING));
+        } catch (ApiException unsupported) {
             if (read instanceof RequestBody b) {
                 b.close();
             }
-            // Triton inflates gzip and deflate bodies; this service reads them as sent.
-            throw new ApiException(HttpStatus.UNSUPPORTED_MEDIA_TYPE, "compressed request bodies are not supported"
-                    + " (Content-Encoding: " + UntrustedText.abbreviate(encoding) + "): send the body uncompressed");
+            reply.setHeader(HttpHeaders.ACCEPT_ENCODING, ContentCoding.ACCEPTED);
+            throw unsupported;
         }
-        try (RequestBody body = read instanceof RequestBody b ? b : readBlocking(http)) {
+        try (RequestBody sent = read instanceof RequestBody b ? b : readBlocking(http);
+                RequestBody body = inflated(coding, sent, http)) {
             exchange.serve((String) path.get("model"), (String) path.get("version"), http, reply, body);
+        }
+    }
+
+    /**
+     * A compressed body inflated, the compressed bytes given back at once; the body itself when
+     * it came uncompressed. The inflated bytes are held as a body of unknown length: the same
+     * size limit (413) and in-flight budget (503) as the bytes sent.
+     */
+    private RequestBody inflated(ContentCoding coding, RequestBody sent, HttpServletRequest http) {
+        if (coding == ContentCoding.IDENTITY) {
+            return sent;
+        }
+        try (sent) {
+            RequestBody body = new RequestBody(inflight, pool, maxRequestBytes, -1, RequestBody.headerLength(http));
+            try {
+                coding.inflate(sent, body);
+                return body;
+            } catch (RuntimeException e) {
+                body.close();
+                throw e;
+            }
         }
     }
 

@@ -60,6 +60,8 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
     private long binaryLength;
     /** Buffers for inputs decoded from JSON and for the forward call's outputs. */
     private final BufferLease tensors;
+    /** The array a binary part is read through from a stream that cannot fill a buffer itself. */
+    private byte[] scratch;
     private boolean closed;
 
     /**
@@ -157,10 +159,13 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         } else if (in instanceof BufferStream buffer) {
             n = buffer.read(chunk);
         } else {
-            byte[] bytes = new byte[Math.min(chunk.remaining(), INITIAL)];
-            n = in.read(bytes);
+            // Any other stream (an inflating one: ContentCoding) reads through one array per body.
+            if (scratch == null) {
+                scratch = new byte[INITIAL];
+            }
+            n = in.read(scratch, 0, Math.min(chunk.remaining(), scratch.length));
             if (n > 0) {
-                chunk.put(bytes, 0, n);
+                chunk.put(scratch, 0, n);
             }
         }
         if (n > 0) {
@@ -269,6 +274,25 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         return binary.get(0).duplicate().flip().slice();
     }
 
+    /**
+     * The bytes this body holds, in the order they arrived (the JSON part, then the binary part:
+     * the split is by position, so this is the body exactly as sent), read in place; for a
+     * compressed body ({@link ContentCoding}). Valid until {@link #close()}.
+     */
+    InputStream bytes() {
+        List<ByteBuffer> parts = new ArrayList<>();
+        int left = jsonLength;
+        for (byte[] chunk : json) {
+            int n = Math.min(chunk.length, left);
+            parts.add(ByteBuffer.wrap(chunk, 0, n));
+            left -= n;
+        }
+        for (ByteBuffer chunk : binary) {
+            parts.add(chunk.duplicate().flip());
+        }
+        return new BufferStream(parts.toArray(ByteBuffer[]::new));
+    }
+
     /** A pooled direct buffer for an input decoded from JSON; given back with the body. */
     ByteBuffer tensorBuffer(int bytes) {
         return tensors.acquire(bytes);
@@ -298,18 +322,31 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         return new ApiException(HttpStatus.CONTENT_TOO_LARGE, message);
     }
 
-    /** A buffer read as a stream; a binary part takes its bytes without an intermediate array. */
+    /**
+     * Buffers read as one stream, in order; a binary part takes their bytes without an
+     * intermediate array.
+     */
     private static final class BufferStream extends InputStream {
 
-        private final ByteBuffer bytes;
+        private final ByteBuffer[] parts;
+        private int at;
 
-        BufferStream(ByteBuffer bytes) {
-            this.bytes = bytes;
+        BufferStream(ByteBuffer... parts) {
+            this.parts = parts;
+        }
+
+        /** The part the next byte comes from, or null at the end. */
+        private ByteBuffer current() {
+            while (at < parts.length && !parts[at].hasRemaining()) {
+                at++;
+            }
+            return at < parts.length ? parts[at] : null;
         }
 
         @Override
         public int read() {
-            return bytes.hasRemaining() ? bytes.get() & 0xff : -1;
+            ByteBuffer bytes = current();
+            return bytes != null ? bytes.get() & 0xff : -1;
         }
 
         @Override
@@ -317,7 +354,8 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
             if (length == 0) {
                 return 0;
             }
-            if (!bytes.hasRemaining()) {
+            ByteBuffer bytes = current();
+            if (bytes == null) {
                 return -1;
             }
             int n = Math.min(length, bytes.remaining());
@@ -326,7 +364,8 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         }
 
         int read(ByteBuffer into) {
-            if (!bytes.hasRemaining()) {
+            ByteBuffer bytes = current();
+            if (bytes == null) {
                 return -1;
             }
             int n = Math.min(into.remaining(), bytes.remaining());
@@ -336,9 +375,14 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
             return n;
         }
 
+        /** All that is left, not only the current part's: gzip's reader asks whether another member follows. */
         @Override
         public int available() {
-            return bytes.remaining();
+            long left = 0;
+            for (int i = at; i < parts.length; i++) {
+                left += parts[i].remaining();
+            }
+            return (int) Math.min(Integer.MAX_VALUE, left);
         }
     }
 }

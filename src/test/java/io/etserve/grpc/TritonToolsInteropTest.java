@@ -18,8 +18,9 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * Triton's Python clients (tritonclient[grpc,http], pinned in src/test/python/requirements.txt)
  * against the real server: get_model_config read through Triton's own model_config.proto,
- * get_inference_statistics counting the requests sent, load_model(config=...) as Model Analyzer
- * sends it, and refusals (src/test/python/triton_tools_check.py).
+ * get_inference_statistics counting the requests sent, infer with request_compression_algorithm
+ * gzip and deflate, load_model(config=...) as Model Analyzer sends it, and refusals
+ * (src/test/python/triton_tools_check.py).
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class TritonToolsInteropTest {
@@ -54,7 +55,9 @@ class TritonToolsInteropTest {
                 "src/test/python/triton_tools_check.py", "127.0.0.1:" + port, "127.0.0.1:" + server.port(),
                 references().toString());
         System.out.println(out);
-        assertThat(out).contains("ok    the reloaded model answers its PyTorch reference").contains("all checks passed");
+        assertThat(out).contains("ok    the reloaded model answers its PyTorch reference")
+                .contains("ok    http: request_compression_algorithm='deflate', JSON inputs, answers the PyTorch reference")
+                .contains("all checks passed");
     }
 
     /** One folder with both models' references, as the script reads them (demo-portable, dynamic-batch). */

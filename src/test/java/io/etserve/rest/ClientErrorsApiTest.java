@@ -5,12 +5,21 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.RawConnection;
+import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.zip.DeflaterOutputStream;
+import java.util.zip.GZIPOutputStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Value;
@@ -41,6 +50,8 @@ class ClientErrorsApiTest {
         // Load and unload act here, so a refusal that came after the action would show.
         r.add("etserve.repository.mode", () -> "explicit");
         r.add("management.server.port", () -> "0");
+        // Small, so a compressed body that inflates past it is cheap to send.
+        r.add("etserve.inference.max-request-size", () -> "1MB");
     }
 
     @Value("${local.server.port}")
@@ -194,24 +205,156 @@ class ClientErrorsApiTest {
         assertThat(log.getOut()).doesNotContain("unexpected failure").doesNotContain(" ERROR ");
     }
 
+    static final List<String> INFER_PATHS = List.of(M + "/infer", M + "/versions/1/infer");
+
+    static byte[] compress(String coding, byte[] bytes) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        // HTTP's deflate is the zlib format (RFC 1950): what Triton's client sends, zlib.compress(body).
+        try (OutputStream z = coding.contains("gzip") ? new GZIPOutputStream(out) : new DeflaterOutputStream(out)) {
+            z.write(bytes);
+        }
+        return out.toByteArray();
+    }
+
+    /** A POST of {@code body} as bytes, head and body in one write, or the body after the head when {@code split}. */
+    RawConnection.Response post(String path, byte[] body, boolean split, String... headers) throws IOException {
+        StringBuilder head = new StringBuilder("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+        for (int i = 0; i < headers.length; i += 2) {
+            head.append(headers[i]).append(": ").append(headers[i + 1]).append("\r\n");
+        }
+        byte[] h = head.append("Content-Length: ").append(body.length).append("\r\n\r\n").toString()
+                .getBytes(StandardCharsets.US_ASCII);
+        try (RawConnection c = RawConnection.open(port, 15_000)) {
+            if (split) {
+                c.send(h).send(body);
+            } else {
+                c.send(ByteBuffer.allocate(h.length + body.length).put(h).put(body).array());
+            }
+            return c.read();
+        }
+    }
+
     @Test
-    void aCompressedInferenceBodyIsRefusedWithWhatToDoOnEveryPath() throws Exception {
-        // Triton's clients can gzip or deflate a request; this service reads bodies as sent, so
-        // it says so (415) instead of failing to parse compressed bytes as JSON (400).
-        for (String encoding : List.of("gzip", "deflate", "br")) {
-            for (String path : List.of(M + "/infer", M + "/versions/1/infer")) {
-                String raw = request("POST", path, "application/json", null, INFER_BODY)
-                        .replaceFirst("\r\n", "\r\nContent-Encoding: " + encoding + "\r\n");
-                RawConnection.Response r = exchange(raw);
-                List<String> failures = new ArrayList<>();
-                assertRefused(failures, encoding + " " + path, r, 415);
-                assertThat(failures).isEmpty();
-                assertThat(r.text()).contains("compressed request bodies are not supported").contains(encoding);
+    void gzipAndDeflateJsonBodiesAreInflatedOnBothInferPathsAndAnswerAsUncompressed() throws Exception {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
+        Http http = Http.local(port);
+        for (Reference.Case c : ref.cases()) {
+            byte[] json = Http.JSON.writeValueAsBytes(
+                    Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+            for (String path : INFER_PATHS) {
+                Http.Response plain = http.post(path, json, Map.of("Content-Type", "application/json"));
+                assertThat(plain.status()).as(plain.text()).isEqualTo(200);
+                JsonNode expected = plain.json().path("outputs");
+                // In any case and spacing; with a JSON Content-Type, and without one as Triton's client sends it.
+                for (String coding : List.of("gzip", "x-gzip", "deflate", " GZip ", "DEFLATE")) {
+                    byte[] compressed = compress(coding.toLowerCase(Locale.ROOT), json);
+                    for (Map<String, String> type : List.of(Map.of("Content-Type", "application/json"),
+                            Map.<String, String>of())) {
+                        Map<String, String> headers = new LinkedHashMap<>(type);
+                        headers.put("Content-Encoding", coding);
+                        String what = headers + " " + path;
+                        Http.Response r = http.post(path, compressed, headers);
+                        assertThat(r.status()).as(what + ": " + r.text()).isEqualTo(200);
+                        assertThat(r.header("Content-Encoding")).as("answers go uncompressed").isNull();
+                        assertThat(r.json().path("outputs")).as(what).isEqualTo(expected);
+                        ProtocolApiTest.assertMatches(ref, c.outputs().get(0), r.json().path("outputs").get(0));
+                    }
+                }
             }
         }
-        String identity = request("POST", M + "/infer", "application/json", null, INFER_BODY)
-                .replaceFirst("\r\n", "\r\nContent-Encoding: identity\r\n");
-        assertThat(exchange(identity).status()).isEqualTo(200);
+    }
+
+    @Test
+    void aGzippedBinaryRequestIsSplitAtTheHeaderLengthOfTheInflatedBody() throws Exception {
+        Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
+        Http http = Http.local(port);
+        for (Reference.Case c : ref.cases()) {
+            ProtocolApiTest.BinaryBody body = ProtocolApiTest.binaryRequest(c.inputs(), List.of("y"));
+            for (String path : INFER_PATHS) {
+                // Triton's client: no Content-Type, the header length of the uncompressed body.
+                Http.Response r = http.post(path, compress("gzip", body.bytes()), Map.of("Content-Encoding", "gzip",
+                        "Inference-Header-Content-Length", Integer.toString(body.headerLength())));
+                assertThat(r.status()).as(r.text()).isEqualTo(200);
+                ProtocolApiTest.assertMatchesFp32(ref, c.outputs().get(0), ProtocolApiTest.binaryOutputs(r).get("y"));
+            }
+        }
+    }
+
+    @Test
+    void anotherCodingIsRefused415NamingItAndTheCodingsAccepted() throws Exception {
+        byte[] json = INFER_BODY.getBytes(StandardCharsets.UTF_8);
+        List<String> failures = new ArrayList<>();
+        for (String coding : List.of("br", "gzip, deflate", "compress")) {
+            for (String path : INFER_PATHS) {
+                RawConnection.Response r = post(path, json, false, "Content-Type", "application/json",
+                        "Content-Encoding", coding);
+                assertRefused(failures, coding + " " + path, r, 415);
+                assertThat(r.text()).contains("Content-Encoding '" + coding + "' is not supported")
+                        .contains("gzip, deflate");
+                assertThat(r.header("accept-encoding")).as("RFC 9110 §15.5.16").isEqualTo("gzip, deflate");
+            }
+        }
+        assertThat(failures).isEmpty();
+        RawConnection.Response identity = post(M + "/infer", json, false, "Content-Type", "application/json",
+                "Content-Encoding", "identity");
+        assertThat(identity.status()).as(identity.text()).isEqualTo(200);
+    }
+
+    @Test
+    void aBodyThatDoesNotInflateIs400AndTheServerServesOn(CapturedOutput log) throws Exception {
+        byte[] gzip = compress("gzip", INFER_BODY.getBytes(StandardCharsets.UTF_8));
+        byte[] corrupt = gzip.clone();
+        for (int i = 12; i < gzip.length - 8; i++) {
+            corrupt[i] ^= (byte) 0x5a;
+        }
+        Map<String, byte[]> bad = new LinkedHashMap<>();
+        bad.put("corrupt", corrupt);
+        bad.put("truncated", Arrays.copyOf(gzip, gzip.length / 2));
+        bad.put("empty", new byte[0]);
+        bad.put("not compressed", INFER_BODY.getBytes(StandardCharsets.UTF_8));
+        List<String> failures = new ArrayList<>();
+        for (var b : bad.entrySet()) {
+            for (String path : INFER_PATHS) {
+                RawConnection.Response r = post(path, b.getValue(), false, "Content-Type", "application/json",
+                        "Content-Encoding", "gzip");
+                assertRefused(failures, b.getKey() + " " + path, r, 400);
+                assertThat(r.text()).contains("the gzip request body does not inflate: ");
+            }
+        }
+        RawConnection.Response r = post(M + "/infer", Arrays.copyOf(compress("deflate", INFER_BODY.getBytes()), 10),
+                false, "Content-Encoding", "deflate");
+        assertRefused(failures, "truncated deflate", r, 400);
+        assertThat(failures).isEmpty();
+        assertThat(exchange(request("POST", M + "/infer", "application/json", null, INFER_BODY)).status())
+                .isEqualTo(200);
+        assertThat(log.getOut()).doesNotContain("unexpected failure").doesNotContain(" ERROR ");
+    }
+
+    @Test
+    void aDecompressionBombIs413AtTheRequestSizeLimit() throws Exception {
+        // 64 MiB of spaces after the JSON in about 64 KB: far over the 1 MB limit set above
+        // once inflated, far under it as sent.
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (OutputStream z = new GZIPOutputStream(out)) {
+            z.write(INFER_BODY.getBytes(StandardCharsets.UTF_8));
+            byte[] spaces = new byte[1 << 20];
+            Arrays.fill(spaces, (byte) ' ');
+            for (int i = 0; i < 64; i++) {
+                z.write(spaces);
+            }
+        }
+        assertThat(out.size()).isLessThan(1 << 17);
+        for (boolean split : new boolean[] {false, true}) {
+            RawConnection.Response r = post(M + "/infer", out.toByteArray(), split, "Content-Type", "application/json",
+                    "Content-Encoding", "gzip");
+            List<String> failures = new ArrayList<>();
+            assertRefused(failures, "bomb", r, 413);
+            assertThat(failures).isEmpty();
+            assertThat(r.text()).contains("the gzip request body inflated: request body exceeds the limit of "
+                    + (1 << 20) + " bytes");
+        }
+        assertThat(exchange(request("POST", M + "/infer", "application/json", null, INFER_BODY)).status())
+                .isEqualTo(200);
     }
 
     @Test
