@@ -19,7 +19,10 @@
 # path's C2 compiles take tens of seconds at a few hundred requests/s, bench/README.md),
 # BENCH_BASELINE_JAR (a second build served beside this one on BENCH_PORT + 10, measured in the
 # same rounds, label "base"; it gets no -unplanned model unless BENCH_BASELINE_UNPLANNED=1: a
-# build before c92c626 leaves such outputs pointing nowhere and XNNPACK's write kills the JVM).
+# build before c92c626 leaves such outputs pointing nowhere and XNNPACK's write kills the JVM),
+# BENCH_SERVICE_ARGS (more arguments for the service), BENCH_SERVER_CPUS (taskset -c list for the
+# service and the echo), BENCH_CP (test classes and libraries already built: no Maven, as on a
+# GPU host: scripts/gpu-suite.sh data-path).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -60,7 +63,9 @@ rm -rf "$REPO" && mkdir -p "$REPO"
 for m in "${MODELS[@]}"; do ln -s "$ROOT/target/bench-models/$m" "$REPO/$m"; done
 cp "$JAR" "$OUT/etserve.jar"
 log "service on 127.0.0.1:$PORT, echo baseline on 127.0.0.1:$ECHO_PORT"
-"$SERVER_JAVA" -cp "$CP" io.etserve.bench.EchoServer "$ECHO_PORT" > "$OUT/echo.log" 2>&1 &
+# The echo runs where the service does (BENCH_SERVER_CPUS), so the ratio compares like with like.
+${BENCH_SERVER_CPUS:+taskset -c "$BENCH_SERVER_CPUS"} "$SERVER_JAVA" -cp "$CP" io.etserve.bench.EchoServer "$ECHO_PORT" \
+  > "$OUT/echo.log" 2>&1 &
 ECHO_PID=$!
 trap 'kill ${SERVER_PID:-} ${BASE_PID:-} $ECHO_PID 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 declare -A SERVICE_PORT SERVICE_PID SERVICE_GRPC_PORT
@@ -68,14 +73,16 @@ LABELS=(rest)
 if [[ -n $BASE_JAR ]]; then
   log "baseline $BASE_JAR on 127.0.0.1:$BASE_PORT"
   cp "$BASE_JAR" "$OUT/etserve-base.jar"
+  # shellcheck disable=SC2086  # a list of arguments
   SERVICE_JAR=$OUT/etserve-base.jar PORT=$BASE_PORT MGMT_PORT=$((BASE_PORT + 1)) \
-    bench_start_service "$OUT/data-path-base-server.log" "$REPO" --etserve.grpc.port=$((BASE_PORT + 2))
+    bench_start_service "$OUT/data-path-base-server.log" "$REPO" --etserve.grpc.port=$((BASE_PORT + 2)) ${BENCH_SERVICE_ARGS:-}
   BASE_PID=$SERVER_PID
   SERVICE_PORT[base]=$BASE_PORT SERVICE_PID[base]=$BASE_PID SERVICE_GRPC_PORT[base]=$((BASE_PORT + 2))
   LABELS=(base rest)
 fi
 cp "$JAR" "$OUT/etserve.jar"
-bench_start_service "$OUT/data-path-server.log" "$REPO" --etserve.grpc.port="$GRPC_PORT"
+# shellcheck disable=SC2086  # a list of arguments
+bench_start_service "$OUT/data-path-server.log" "$REPO" --etserve.grpc.port="$GRPC_PORT" ${BENCH_SERVICE_ARGS:-}
 SERVICE_PORT[rest]=$PORT SERVICE_PID[rest]=$SERVER_PID SERVICE_GRPC_PORT[rest]=$GRPC_PORT
 
 loadgen() {
@@ -121,7 +128,7 @@ done
 done
 
 {
-  echo "host: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); service: $("$SERVER_JAVA" -version 2>&1 | head -1); commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (+ changes)')${BASE_JAR:+; base: $BASE_JAR}"
+  echo "host: $(nproc --all) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); service: $("$SERVER_JAVA" -version 2>&1 | head -1); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (+ changes)')${BASE_JAR:+; base: $BASE_JAR}${BENCH_SERVER_CPUS:+; service and echo on CPUs $BENCH_SERVER_CPUS}${BENCH_SERVICE_ARGS:+; service arguments: $BENCH_SERVICE_ARGS}"
   echo
   python3 - "$RESULTS" <<'PY'
 import json, re, sys

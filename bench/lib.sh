@@ -4,6 +4,12 @@
 # Rebuilds the service jar when sources are newer, compiles the test classes (the benchmark and
 # reliability clients live there) and sets CP to their class path.
 bench_build() {
+  # BENCH_CP: a classpath with the test classes already built (the GPU suite's bundle on a host
+  # without Maven); the service then comes from BENCH_JAR.
+  if [[ -n ${BENCH_CP:-} ]]; then
+    CP=$BENCH_CP
+    return 0
+  fi
   if [[ -z ${BENCH_JAR:-} ]] && { [[ ! -f $JAR ]] \
       || [[ -n $(find src/main native pom.xml application.yml -newer "$JAR" -type f -print -quit) ]]; }; then
     log "building the service jar (mvn -q -DskipTests package)"

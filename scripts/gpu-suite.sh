@@ -19,11 +19,13 @@
 #   cuda-profile (cuda-profile.sh)
 #                             where the service's CPU per call goes with a real program (a JFR
 #                             recording over a steady load: Java and native samples, the JIT)
+#   data-path (data-path.sh)  4 MiB tensors in and out through REST and gRPC against a bare
+#                             echo of the same bytes (bench/data-path.sh with the bundle)
 #
 # Commands:
 #   scripts/gpu-suite.sh run            from a checkout where `mvn verify` ran (Java + Maven on
 #                                       the host): native, junit, then service
-#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab|jit
+#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab|jit|data-path
 #                                       one service or benchmark step alone (after the stages
 #                                       below on this host); jvm-options compares the option sets
 #                                       in ETSERVE_JVM_VARIANTS (';'-separated), optionally pinned
@@ -50,6 +52,9 @@
 #                                       and as the image start them; jit: what the JIT compiles
 #                                       during the K = 4 rows (JFR and PrintCompilation, REST and
 #                                       gRPC; ETSERVE_AB_JIT_JFR=0: without JFR)
+#                                       data-path: the large-tensor rows (knobs in
+#                                       scripts/gpu/data-path.sh; SERVICE_CPUS pins the service
+#                                       and the echo)
 #   scripts/gpu-suite.sh cuda-latency [MODEL...]
 #                                       batch-1 latency of the exported CUDA models
 #   scripts/gpu-suite.sh cuda-profile [MODEL...]
@@ -60,7 +65,7 @@
 #   scripts/gpu-suite.sh bundle         here, after `mvn verify`: .device/stage1 (JRE, ExecuTorch SDK,
 #                                       caller-stream library, JNI headers, JUnit console), stage2 (the
 #                                       extracted jar and the libraries the in-process tests need, the
-#                                       test classes), stage3 (the server's libraries)
+#                                       test classes), stage3 (the server's libraries, a bench program)
 #   scripts/gpu-suite.sh bundle-cuda SOURCE
 #                                       here: .device/cuda, the ExecuTorch tree's subset the CUDA
 #                                       delegate builds from, and the export's Python packages
@@ -97,6 +102,8 @@ source "$GPU_SCRIPTS/service.sh"
 source "$GPU_SCRIPTS/cuda-programs.sh"
 # shellcheck source=scripts/gpu/cuda-profile.sh
 source "$GPU_SCRIPTS/cuda-profile.sh"
+# shellcheck source=scripts/gpu/data-path.sh
+source "$GPU_SCRIPTS/data-path.sh"
 
 stage1() {
   unpack_stage1
@@ -157,7 +164,7 @@ case "${1:-run}" in
   stage2) stage2 ;;
   stage3) stage3 ;;
   unpack) unpack_app ;;  # only unpack the part this transfer carried (stage2 or stage3)
-  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab|jit)
+  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab|jit|data-path)
     # After stage1 on this host (and stage2, plus stage3 for all but the benchmark), one step
     # alone, without the JUnit suite: the dynamic-batching step, the sticky fault through REST,
     # the throughput and service-CPU step (K = 1, 4, 16, the spinning wait beside, then
@@ -171,6 +178,7 @@ case "${1:-run}" in
       selectors) selectors_bench; exit $? ;;
       ab) ab_bench; exit $? ;;
       jit) jit_bench; exit $? ;;
+      data-path) data_path_bench; exit $? ;;
       startup-ab) startup_ab_bench; exit $? ;;
       batching)
         { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt" ;;

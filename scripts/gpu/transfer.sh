@@ -43,6 +43,12 @@ bundle() {
   done
   tar -C "$app" -cf "$BUNDLE/stage2/app.tar" etserve.jar lib
   tar -C "$app" -cf "$BUNDLE/stage3/server-lib.tar" server-lib
+  # The data-path step's unplanned 4 MiB program (2 KB; its reference is written on the host).
+  local bench_model=affine-4mib-unplanned
+  [[ -f target/bench-models/$bench_model/1/model.pte ]] || bash scripts/export/export.sh --bench "$bench_model" >&2 \
+    || die "could not export $bench_model"
+  tar -C target -cf "$BUNDLE/stage3/bench-models.tar" "bench-models/$bench_model/config.yml" \
+    "bench-models/$bench_model/1/model.pte"
   rm -rf "$app"
   # The test models are read from the work tree (src/test/resources), not from the classpath copy.
   tar -C target --exclude='test-classes/models' -cf - test-classes | xz -9 > "$BUNDLE/stage2/test-classes.tar.xz"
@@ -72,7 +78,7 @@ unpack_stage1() {
 
 # Unpacks the parts of the application this transfer carried into $WORK/app (kept between
 # calls on one host): stage2 (the jar, its core libraries, the test classes), stage3 (the
-# server's libraries). Sets JAVA, JAR and CHECK_CP.
+# server's libraries, the data-path step's program). Sets JAVA, JAR and CHECK_CP.
 unpack_app() {
   local app="$WORK/app"
   mkdir -p "$app"
@@ -83,6 +89,7 @@ unpack_app() {
   if [[ -f "$BUNDLE/stage3/server-lib.tar" ]]; then
     rm -rf "$app/server-lib" && tar -C "$app" -xf "$BUNDLE/stage3/server-lib.tar"
     mv "$app"/server-lib/*.jar "$app/lib/" 2>/dev/null || die "stage3 before stage2: run stage2 on this host first"
+    [[ ! -f "$BUNDLE/stage3/bench-models.tar" ]] || tar -C "$WORK" -xf "$BUNDLE/stage3/bench-models.tar"
   fi
   [[ -f "$app/etserve.jar" ]] || die "no application in $WORK: run stage2 on this host first"
   JAVA="$WORK/jre/bin/java" JAR="$app/etserve.jar"

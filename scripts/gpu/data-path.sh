@@ -1,0 +1,36 @@
+# Sourced by scripts/gpu-suite.sh: issue 26's large-tensor rows on a GPU host (4 MiB FP32 in and
+# 4 MiB out, y = 2x + 1 on XNNPACK, as users export it and with unplanned inputs and outputs),
+# through bench/data-path.sh with the bundle's JRE, jar and test classes: each format's tensor
+# MB/s against a bare echo of the same bytes, and the server's CPU per request.
+#
+# Knobs: ETSERVE_DATA_PATH_MODELS ("affine-4mib affine-4mib-unplanned"), ETSERVE_DATA_PATH_FORMATS
+# ("binary grpc"), ETSERVE_DATA_PATH_ROUNDS (3), ETSERVE_DATA_PATH_CONCURRENCY ("1 2"),
+# ETSERVE_DATA_PATH_DURATION (5 s), SERVICE_CPUS (the service's and the echo's CPUs; run the step
+# under `taskset -c` for the client's).
+data_path_bench() {
+  local models="${ETSERVE_DATA_PATH_MODELS:-affine-4mib affine-4mib-unplanned}" m dir
+  for m in $models; do
+    dir="$ROOT/target/bench-models/$m"
+    rm -rf "$dir" && mkdir -p "$dir/1"
+    if [[ -f "$WORK/bench-models/$m/1/model.pte" ]]; then
+      cp -r "$WORK/bench-models/$m/." "$dir/"
+    elif [[ -f "$ROOT/src/test/resources/models/$m/1/model.pte" ]]; then
+      cp -r "$ROOT/src/test/resources/models/$m/." "$dir/"
+    else
+      die "no program for $m: bundle exports it (scripts/gpu-suite.sh bundle), or name another"
+    fi
+    python3 "$GPU_SCRIPTS/affine_reference.py" "$dir" $((1024 * 1024)) || die "could not write $m's reference"
+  done
+  mkdir -p "$RESULTS"
+  local st=0
+  PATH="$(dirname "$JAVA"):$PATH" BENCH_CP="$CHECK_CP" BENCH_JAR="$JAR" SERVICE_JAR="$JAR" \
+    BENCH_SERVICE_ARGS="--etserve.native.library-dir=$STAGE" BENCH_SERVER_CPUS="${SERVICE_CPUS:-}" \
+    BENCH_MODELS="$models" BENCH_FORMATS="${ETSERVE_DATA_PATH_FORMATS:-binary grpc}" \
+    BENCH_ROUNDS="${ETSERVE_DATA_PATH_ROUNDS:-3}" BENCH_CONCURRENCY="${ETSERVE_DATA_PATH_CONCURRENCY:-1 2}" \
+    BENCH_DURATION="${ETSERVE_DATA_PATH_DURATION:-5}" BENCH_WARMUP=2 \
+    bash "$ROOT/bench/data-path.sh" > "$RESULTS/gpu-data-path.txt" 2> "$RESULTS/gpu-data-path-log.txt" || st=1
+  { host_facts; cat "$RESULTS/gpu-data-path.txt"; } > "$RESULTS/gpu-data-path.md"
+  cp "$ROOT/target/bench/data-path.jsonl" "$RESULTS/gpu-data-path.jsonl" 2>/dev/null || true
+  cat "$RESULTS/gpu-data-path.md"
+  return $st
+}
