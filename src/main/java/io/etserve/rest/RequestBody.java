@@ -290,7 +290,7 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         for (ByteBuffer chunk : binary) {
             parts.add(chunk.duplicate().flip());
         }
-        return new BufferStream(parts.toArray(ByteBuffer[]::new));
+        return new PartsStream(parts.toArray(ByteBuffer[]::new));
     }
 
     /** A pooled direct buffer for an input decoded from JSON; given back with the body. */
@@ -322,16 +322,61 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         return new ApiException(HttpStatus.CONTENT_TOO_LARGE, message);
     }
 
-    /**
-     * Buffers read as one stream, in order; a binary part takes their bytes without an
-     * intermediate array.
-     */
+    /** A buffer read as a stream; a binary part takes its bytes without an intermediate array. */
     private static final class BufferStream extends InputStream {
+
+        private final ByteBuffer bytes;
+
+        BufferStream(ByteBuffer bytes) {
+            this.bytes = bytes;
+        }
+
+        @Override
+        public int read() {
+            return bytes.hasRemaining() ? bytes.get() & 0xff : -1;
+        }
+
+        @Override
+        public int read(byte[] into, int offset, int length) {
+            if (length == 0) {
+                return 0;
+            }
+            if (!bytes.hasRemaining()) {
+                return -1;
+            }
+            int n = Math.min(length, bytes.remaining());
+            bytes.get(into, offset, n);
+            return n;
+        }
+
+        int read(ByteBuffer into) {
+            if (!bytes.hasRemaining()) {
+                return -1;
+            }
+            int n = Math.min(into.remaining(), bytes.remaining());
+            into.put(into.position(), bytes, bytes.position(), n);
+            into.position(into.position() + n);
+            bytes.position(bytes.position() + n);
+            return n;
+        }
+
+        @Override
+        public int available() {
+            return bytes.remaining();
+        }
+    }
+
+    /**
+     * The buffers of a body read as one stream, in order ({@link #bytes()}). Apart from
+     * {@link BufferStream}, which every small request reads through: one buffer there keeps that
+     * path free of the array and the loop (bench/allocation.sh saw ~100 B more per request).
+     */
+    private static final class PartsStream extends InputStream {
 
         private final ByteBuffer[] parts;
         private int at;
 
-        BufferStream(ByteBuffer... parts) {
+        PartsStream(ByteBuffer[] parts) {
             this.parts = parts;
         }
 
@@ -360,18 +405,6 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
             }
             int n = Math.min(length, bytes.remaining());
             bytes.get(into, offset, n);
-            return n;
-        }
-
-        int read(ByteBuffer into) {
-            ByteBuffer bytes = current();
-            if (bytes == null) {
-                return -1;
-            }
-            int n = Math.min(into.remaining(), bytes.remaining());
-            into.put(into.position(), bytes, bytes.position(), n);
-            into.position(into.position() + n);
-            bytes.position(bytes.position() + n);
             return n;
         }
 
