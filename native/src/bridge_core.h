@@ -278,4 +278,8 @@ ObservedSelection observe_caller_stream();
 // Names of the delegates registered in ExecuTorch's one registry.
 std::vector<std::string> registered_backends();
 
+// Sizes ExecuTorch's CPU threadpool to `requested` threads (0: leaves it as it is) and returns
+// its size. Only before any program loads: XNNPACK's runtimes keep the pool they were built with.
+int cpu_threadpool_size(int requested);
+
 }  // namespace etserve

@@ -556,4 +556,9 @@ JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_registeredBa
                                [&] { return to_java(env, etserve::registered_backends()); });
 }
 
+JNIEXPORT jint JNICALL Java_io_etserve_runtime_NativeBridge_cpuThreads(JNIEnv* env, jclass,
+                                                                       jint requested) {
+  return guarded<jint>(env, -1, [&] { return etserve::cpu_threadpool_size(requested); });
+}
+
 }  // extern "C"

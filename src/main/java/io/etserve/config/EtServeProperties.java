@@ -51,13 +51,31 @@ public record EtServeProperties(
      * @param verification ExecuTorch's check of each program before trusting it
      * @param earlyLoad load the libraries on their own thread while the context is built (read
      *     by {@link NativeEarlyLoad} before binding)
+     * @param cpuThreads threads of ExecuTorch's CPU threadpool, over which XNNPACK and the
+     *     optimized kernels split an operator's work; 0 = the CPUs this process may use (its
+     *     affinity and a container's CPU limit, as the JVM counts them), where ExecuTorch alone
+     *     would take every logical CPU of the host
      */
     public record Native(
             Path libraryDir,
             Path extractDir,
             @DefaultValue List<Path> extraLibraries,
             @DefaultValue("internal-consistency") Program.Verification verification,
-            @DefaultValue("true") boolean earlyLoad) {}
+            @DefaultValue("true") boolean earlyLoad,
+            @DefaultValue("0") int cpuThreads) {
+
+        public Native {
+            if (cpuThreads < 0) {
+                throw new IllegalArgumentException("etserve.native.cpu-threads must be 0 (the CPUs this process may"
+                        + " use) or a number of threads, got " + cpuThreads);
+            }
+        }
+
+        /** The threadpool's size to ask for: {@link #cpuThreads}, or the CPUs this process may use. */
+        public int cpuThreadsOrAvailable() {
+            return cpuThreads > 0 ? cpuThreads : Runtime.getRuntime().availableProcessors();
+        }
+    }
 
     /**
      * @param generatedContext use the bean definitions generated when the jar was built (Spring

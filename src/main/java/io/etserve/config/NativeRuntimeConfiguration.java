@@ -25,6 +25,15 @@ class NativeRuntimeConfiguration {
         NativeRuntime.Info info = NativeRuntime.load(options(n.libraryDir(), n.extractDir(), n.extraLibraries()));
         log.info("ExecuTorch bridge loaded from {}; delegates registered: {}", info.directory(),
                 info.registeredBackends());
+        int asked = n.cpuThreadsOrAvailable();
+        int threads = NativeRuntime.sizeCpuThreads(asked);
+        if (threads == asked) {
+            log.info("ExecuTorch's CPU threadpool: {} threads (etserve.native.cpu-threads)", threads);
+        } else {
+            // A program loaded in this process first (tests, or a second context): its pool stays.
+            log.warn("ExecuTorch's CPU threadpool keeps {} threads, not the {} asked (etserve.native.cpu-threads):"
+                    + " a program was loaded before it was sized", threads, asked);
+        }
         return info;
     }
 

@@ -48,4 +48,10 @@ final class NativeBridge {
     static native long[] observeCallerStream();
 
     static native String[] registeredBackends();
+
+    /**
+     * Sizes ExecuTorch's CPU threadpool to {@code requested} threads (0 leaves it) and returns its
+     * size; only before any program loads (XNNPACK's runtimes keep the pool they were built with).
+     */
+    static native int cpuThreads(int requested);
 }

@@ -68,6 +68,8 @@ public final class NativeRuntime {
     public record Info(Path directory, Map<String, Path> libraries, List<String> registeredBackends) {}
 
     private static Info info;
+    /** The CPU threadpool's size once fixed (0 before): by the first sizing or program, whichever comes first. */
+    private static int cpuThreads;
 
     private NativeRuntime() {}
 
@@ -141,6 +143,29 @@ public final class NativeRuntime {
             throw new IllegalStateException("native runtime not loaded");
         }
         return new Info(info.directory(), Map.copyOf(info.libraries()), List.of(NativeBridge.registeredBackends()));
+    }
+
+    /**
+     * Sizes ExecuTorch's CPU threadpool (the threads XNNPACK and the optimized kernels split an
+     * operator over) to {@code requested} threads, where ExecuTorch would take every logical CPU
+     * of the host whatever the process may use. Once per process, before the first program loads:
+     * XNNPACK keeps the pool in each runtime it builds, so a later call changes nothing.
+     *
+     * @return the pool's size in effect
+     */
+    public static synchronized int sizeCpuThreads(int requested) {
+        ensureLoaded();
+        if (cpuThreads == 0) {
+            cpuThreads = NativeBridge.cpuThreads(requested);
+        }
+        return cpuThreads;
+    }
+
+    /** The pool's size is what it is once a program loads (ExecuTorch's own, unless sized first). */
+    static synchronized void fixCpuThreads() {
+        if (cpuThreads == 0) {
+            cpuThreads = NativeBridge.cpuThreads(0);
+        }
     }
 
     public static synchronized boolean isLoaded() {

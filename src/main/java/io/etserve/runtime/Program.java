@@ -39,6 +39,7 @@ public final class Program implements AutoCloseable {
      */
     public static Program load(Path path, Verification verification, List<Path> dataFiles) {
         NativeRuntime.ensureLoaded();
+        NativeRuntime.fixCpuThreads();
         Objects.requireNonNull(path, "path");
         String[] files = dataFiles.stream().map(p -> p.toAbsolutePath().toString()).toArray(String[]::new);
         long handle = NativeBridge.openProgram(path.toAbsolutePath().toString(), verification.ordinal(), files);

@@ -69,6 +69,17 @@ class EtServePropertiesTest {
     }
 
     @Test
+    void theCpuThreadpoolIsTheCpusThisProcessMayUseUnlessSetAndNeverNegative() {
+        assertThat(bind(Map.of()).nativeRuntime().cpuThreads()).isZero();
+        assertThat(bind(Map.of()).nativeRuntime().cpuThreadsOrAvailable())
+                .isEqualTo(Runtime.getRuntime().availableProcessors());
+        assertThat(bind(Map.of("etserve.native.cpu-threads", "3")).nativeRuntime().cpuThreadsOrAvailable()).isEqualTo(3);
+        assertThatThrownBy(() -> bind(Map.of("etserve.native.cpu-threads", "-1")))
+                .hasRootCauseMessage("etserve.native.cpu-threads must be 0 (the CPUs this process may use) or a number"
+                        + " of threads, got -1");
+    }
+
+    @Test
     void theInlineSettingsAreOffOrBoundsAndNeverNegative() {
         EtServeProperties defaults = bind(Map.of());
         assertThat(defaults.http().inlineAloneBelow()).isEqualTo(Duration.ofMillis(20));
