@@ -5,8 +5,10 @@
 #
 # Knobs: ETSERVE_DATA_PATH_MODELS ("affine-4mib affine-4mib-unplanned"), ETSERVE_DATA_PATH_FORMATS
 # ("binary grpc"), ETSERVE_DATA_PATH_ROUNDS (3), ETSERVE_DATA_PATH_CONCURRENCY ("1 2"),
-# ETSERVE_DATA_PATH_DURATION (5 s), SERVICE_CPUS (the service's and the echo's CPUs; run the step
-# under `taskset -c` for the client's).
+# ETSERVE_DATA_PATH_DURATION (5 s), ETSERVE_DATA_PATH_ARGS (more service arguments),
+# ETSERVE_DATA_PATH_BASELINE_ARGS (set: the same jar beside it with these arguments instead, in the
+# same rounds, label base), SERVICE_CPUS (the service's and the echo's CPUs; run the step under
+# `taskset -c` for the client's).
 data_path_bench() {
   local models="${ETSERVE_DATA_PATH_MODELS:-affine-4mib affine-4mib-unplanned}" m dir
   for m in $models; do
@@ -22,9 +24,15 @@ data_path_bench() {
     python3 "$GPU_SCRIPTS/affine_reference.py" "$dir" $((1024 * 1024)) || die "could not write $m's reference"
   done
   mkdir -p "$RESULTS"
-  local st=0
-  PATH="$(dirname "$JAVA"):$PATH" BENCH_CP="$CHECK_CP" BENCH_JAR="$JAR" SERVICE_JAR="$JAR" \
-    BENCH_SERVICE_ARGS="--etserve.native.library-dir=$STAGE" BENCH_SERVER_CPUS="${SERVICE_CPUS:-}" \
+  local st=0 native=""
+  # The host's GPU build of the bridge when stage1 made one, else the jar's own (CPU) build: these
+  # programs run on XNNPACK either way.
+  [[ ! -f "$STAGE/libetserve_jni.so" ]] || native="--etserve.native.library-dir=$STAGE"
+  local baseline=()
+  [[ -z ${ETSERVE_DATA_PATH_BASELINE_ARGS+set} ]] || baseline=(BENCH_BASELINE_JAR="$JAR" BENCH_BASELINE_UNPLANNED=1
+    BENCH_BASELINE_ARGS="$native ${ETSERVE_DATA_PATH_BASELINE_ARGS}")
+  env "${baseline[@]}" PATH="$(dirname "$JAVA"):$PATH" BENCH_CP="$CHECK_CP" BENCH_JAR="$JAR" SERVICE_JAR="$JAR" \
+    BENCH_SERVICE_ARGS="$native ${ETSERVE_DATA_PATH_ARGS:-}" BENCH_SERVER_CPUS="${SERVICE_CPUS:-}" \
     BENCH_MODELS="$models" BENCH_FORMATS="${ETSERVE_DATA_PATH_FORMATS:-binary grpc}" \
     BENCH_ROUNDS="${ETSERVE_DATA_PATH_ROUNDS:-3}" BENCH_CONCURRENCY="${ETSERVE_DATA_PATH_CONCURRENCY:-1 2}" \
     BENCH_DURATION="${ETSERVE_DATA_PATH_DURATION:-5}" BENCH_WARMUP=2 \
