@@ -3,6 +3,7 @@
 // ignores the process's CPU affinity and a container's CPU limit; the service sizes it itself.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "bridge_core.h"
 
@@ -24,9 +25,18 @@ int cpu_threadpool_size(int requested) {
   if (pool == nullptr) {
     throw BridgeError("Internal", 0x01, "ExecuTorch's CPU threadpool could not be made (cpuinfo failed)");
   }
-  if (requested > 0 && static_cast<size_t>(requested) != pool->get_thread_count()) {
+  const size_t before = pool->get_thread_count();
+  if (requested > 0 && static_cast<size_t>(requested) != before) {
     // Safe only before a program loads: XNNPACK keeps the pool's handle in each runtime it builds.
     pool->_unsafe_reset_threadpool(static_cast<uint32_t>(requested));
+    if (pool->get_thread_count() == 0) {
+      // pthreadpool could not start them and left no pool, on which the optimized kernels'
+      // parallel work would abort the process: back to the pool there was, and say so.
+      pool->_unsafe_reset_threadpool(static_cast<uint32_t>(before));
+      throw BridgeError("Internal", 0x01,
+                        "ExecuTorch's CPU threadpool could not start " + std::to_string(requested) +
+                            " threads (etserve.native.cpu-threads); it keeps " + std::to_string(before));
+    }
   }
   return static_cast<int>(pool->get_thread_count());
 }

@@ -3,8 +3,9 @@
 # through bench/data-path.sh with the bundle's JRE, jar and test classes: each format's tensor
 # MB/s against a bare echo of the same bytes, and the server's CPU per request.
 #
-# Knobs: ETSERVE_DATA_PATH_MODELS ("affine-4mib affine-4mib-unplanned"), ETSERVE_DATA_PATH_FORMATS
-# ("binary grpc"), ETSERVE_DATA_PATH_ROUNDS (3), ETSERVE_DATA_PATH_CONCURRENCY ("1 2"),
+# Knobs: ETSERVE_DATA_PATH_MODELS ("affine-4mib affine-4mib-unplanned", either or both),
+# ETSERVE_DATA_PATH_FORMATS ("binary grpc"), ETSERVE_DATA_PATH_ROUNDS (3),
+# ETSERVE_DATA_PATH_CONCURRENCY ("1 2"),
 # ETSERVE_DATA_PATH_DURATION (5 s), ETSERVE_DATA_PATH_ARGS (more service arguments),
 # ETSERVE_DATA_PATH_BASELINE_ARGS (set: the same jar beside it with these arguments instead, in the
 # same rounds, label base), SERVICE_CPUS (the service's and the echo's CPUs; run the step under
@@ -12,6 +13,8 @@
 data_path_bench() {
   local models="${ETSERVE_DATA_PATH_MODELS:-affine-4mib affine-4mib-unplanned}" m dir
   for m in $models; do
+    # The reference written below is the 4 MiB one (1x1048576).
+    [[ $m == affine-4mib* ]] || die "the data-path step serves affine-4mib and affine-4mib-unplanned, not $m"
     dir="$ROOT/target/bench-models/$m"
     rm -rf "$dir" && mkdir -p "$dir/1"
     if [[ -f "$WORK/bench-models/$m/1/model.pte" ]]; then

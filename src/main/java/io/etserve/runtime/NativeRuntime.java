@@ -162,10 +162,8 @@ public final class NativeRuntime {
     }
 
     /** The pool's size is what it is once a program loads (ExecuTorch's own, unless sized first). */
-    static synchronized void fixCpuThreads() {
-        if (cpuThreads == 0) {
-            cpuThreads = NativeBridge.cpuThreads(0);
-        }
+    static void fixCpuThreads() {
+        sizeCpuThreads(0);
     }
 
     public static synchronized boolean isLoaded() {

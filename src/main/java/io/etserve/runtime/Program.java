@@ -38,8 +38,7 @@ public final class Program implements AutoCloseable {
      * (.ptd): each file is mapped once and shared by every instance.
      */
     public static Program load(Path path, Verification verification, List<Path> dataFiles) {
-        NativeRuntime.ensureLoaded();
-        NativeRuntime.fixCpuThreads();
+        NativeRuntime.fixCpuThreads();  // loads the libraries first when they are not yet
         Objects.requireNonNull(path, "path");
         String[] files = dataFiles.stream().map(p -> p.toAbsolutePath().toString()).toArray(String[]::new);
         long handle = NativeBridge.openProgram(path.toAbsolutePath().toString(), verification.ordinal(), files);
