@@ -24,6 +24,11 @@
 # they differ: BENCH_BASELINE_JAR may be this jar, to compare two settings), BENCH_SERVER_CPUS
 # (taskset -c list for the service and the echo), BENCH_CP (test classes and libraries already
 # built: no Maven, as on a GPU host: scripts/gpu-suite.sh data-path).
+#
+# Beside the server's CPU per request, the table gives the model's own forward call's CPU (bench
+# ForwardCost: the same program called back to back, one call at a time, in a JVM of its own on
+# the service's CPUs) and the difference, the serving path's own CPU per request, to set beside
+# the echo's CPU per request.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -130,27 +135,60 @@ for m in "${MODELS[@]}"; do
 done
 done
 
+# The model's own share of the server's CPU: its forward calls back to back in a JVM of their own,
+# on the service's CPUs, with the service's CPU threadpool size (bench ForwardCost). What is left
+# of the server's CPU per request is the serving path's own cost: transport, protocol and bridge.
+FORWARD=$OUT/data-path-forward.txt
+: > "$FORWARD"
+cpu_threads_in() {  # the etserve.native.cpu-threads in a list of service arguments, 0 (the default) without
+  local re='--etserve\.native\.cpu-threads=([0-9]+)'
+  if [[ $1 =~ $re ]]; then echo "${BASH_REMATCH[1]}"; else echo 0; fi
+}
+for label in "${LABELS[@]}"; do
+  args=${BENCH_SERVICE_ARGS:-}
+  [[ $label != base ]] || args=${BENCH_BASELINE_ARGS:-${BENCH_SERVICE_ARGS:-}}
+  for m in "${MODELS[@]}"; do
+    serves "$label" "$m" || continue
+    line=$(${BENCH_SERVER_CPUS:+taskset -c "$BENCH_SERVER_CPUS"} "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED \
+      -cp "$CP" io.etserve.bench.ForwardCost "$REPO/$m/1" "$(( (DURATION + 1) / 2 ))" "$(cpu_threads_in "$args")" 2>&1 \
+      | grep '^forward ') || { log "ForwardCost failed for $m"; failed=1; continue; }
+    log "$label $line"
+    echo "$label $line" >> "$FORWARD"
+  done
+done
+
 {
   echo "host: $(nproc --all) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); service: $("$SERVER_JAVA" -version 2>&1 | head -1); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (+ changes)')${BASE_JAR:+; base: $BASE_JAR}${BENCH_SERVER_CPUS:+; service and echo on CPUs $BENCH_SERVER_CPUS}${BENCH_SERVICE_ARGS:+; service arguments: $BENCH_SERVICE_ARGS}${BENCH_BASELINE_ARGS:+; base: $BENCH_BASELINE_ARGS}"
   echo
-  python3 - "$RESULTS" <<'PY'
+  python3 - "$RESULTS" "$FORWARD" <<'PY'
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 echo = {(r["model"], r["concurrency"]): r for r in rows if r["label"] == "echo"}
+# "rest forward affine-4mib: 9876 calls, 310 us wall, 322 us CPU per call (...)"
+forward = {}
+for line in open(sys.argv[2]):
+    m = re.match(r"(\S+) forward (\S+): .* ([0-9.]+) us CPU per call", line)
+    if m:
+        forward[(m.group(1), m.group(2))] = float(m.group(3))
 def jit(r):
     # LoadGenerator's CPU by thread kind: "qtp#-#=595 C# CompilerThre=89 ..." (C1 and C2 threads)
     m = re.search(r"C# CompilerThre#*=(\d+)", r.get("server_cpu_us_per_request_by_thread", "") or "")
     return m.group(1) if m else "<1 %"
-print("| service | model | format | c | req/s | tensor MB/s | echo MB/s | ratio | p50 us | p99 us | server CPU us/req | JIT us/req |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| service | model | format | c | req/s | tensor MB/s | echo MB/s | ratio | p50 us | p99 us | server CPU us/req "
+      "| JIT us/req | forward CPU us (in process) | serving path us/req | echo CPU us/req |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     if r["label"] == "echo":
         continue
     e = echo.get((r["model"], r["concurrency"]))
     base = e["tensor_mb_per_s"] if e else 0
     ratio = r["tensor_mb_per_s"] / base if base else 0
+    cpu = r.get("server_cpu_us_per_request")
+    fwd = forward.get((r["label"], r["model"]))
+    own = f"{cpu - fwd:.0f}" if cpu is not None and fwd is not None else ""
     print(f'| {r["label"]} | {r["model"]} | {r["format"]} | {r["concurrency"]} | {r["throughput_rps"]} | {r["tensor_mb_per_s"]} '
-          f'| {base} | {ratio:.2f} | {r["p50_us"]} | {r["p99_us"]} | {r.get("server_cpu_us_per_request", "")} | {jit(r)} |')
+          f'| {base} | {ratio:.2f} | {r["p50_us"]} | {r["p99_us"]} | {cpu if cpu is not None else ""} | {jit(r)} '
+          f'| {"" if fwd is None else f"{fwd:.0f}"} | {own} | {e.get("server_cpu_us_per_request", "") if e else ""} |')
 PY
 } | tee "$OUT/data-path.md"
 exit $failed
