@@ -27,8 +27,8 @@
 #
 # Beside the server's CPU per request, the table gives the model's own forward call's CPU (bench
 # ForwardCost: the same program called back to back, one call at a time, in a JVM of its own on
-# the service's CPUs) and the difference, the serving path's own CPU per request, to set beside
-# the echo's CPU per request.
+# the service's CPUs, its data in the caches and in memory) and the difference from the second,
+# the serving path's own CPU per request, to set beside the echo's CPU per request.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -136,8 +136,9 @@ done
 done
 
 # The model's own share of the server's CPU: its forward calls back to back in a JVM of their own,
-# on the service's CPUs, with the service's CPU threadpool size (bench ForwardCost). What is left
-# of the server's CPU per request is the serving path's own cost: transport, protocol and bridge.
+# on the service's CPUs, with the service's CPU threadpool size (bench ForwardCost), with the data
+# in the caches and in memory. What is left of the server's CPU per request after the second is
+# the serving path's own cost: transport, protocol and bridge.
 FORWARD=$OUT/data-path-forward.txt
 : > "$FORWARD"
 cpu_threads_in() {  # the etserve.native.cpu-threads in a list of service arguments, 0 (the default) without
@@ -152,8 +153,10 @@ for label in "${LABELS[@]}"; do
     line=$(${BENCH_SERVER_CPUS:+taskset -c "$BENCH_SERVER_CPUS"} "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED \
       -cp "$CP" io.etserve.bench.ForwardCost "$REPO/$m/1" "$(( (DURATION + 1) / 2 ))" "$(cpu_threads_in "$args")" 2>&1 \
       | grep '^forward ') || { log "ForwardCost failed for $m"; failed=1; continue; }
-    log "$label $line"
-    echo "$label $line" >> "$FORWARD"
+    while read -r l; do
+      log "$label $l"
+      echo "$label $l" >> "$FORWARD"
+    done <<< "$line"
   done
 done
 
@@ -164,18 +167,18 @@ done
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 echo = {(r["model"], r["concurrency"]): r for r in rows if r["label"] == "echo"}
-# "rest forward affine-4mib: 9876 calls, 310 us wall, 322 us CPU per call (...)"
+# "rest forward affine-4mib cold: 9876 calls, 310 us wall, 322 us CPU per call (...)"
 forward = {}
 for line in open(sys.argv[2]):
-    m = re.match(r"(\S+) forward (\S+): .* ([0-9.]+) us CPU per call", line)
+    m = re.match(r"(\S+) forward (\S+) (hot|cold): .* ([0-9.]+) us CPU per call", line)
     if m:
-        forward[(m.group(1), m.group(2))] = float(m.group(3))
+        forward[(m.group(1), m.group(2), m.group(3))] = float(m.group(4))
 def jit(r):
     # LoadGenerator's CPU by thread kind: "qtp#-#=595 C# CompilerThre=89 ..." (C1 and C2 threads)
     m = re.search(r"C# CompilerThre#*=(\d+)", r.get("server_cpu_us_per_request_by_thread", "") or "")
     return m.group(1) if m else "<1 %"
 print("| service | model | format | c | req/s | tensor MB/s | echo MB/s | ratio | p50 us | p99 us | server CPU us/req "
-      "| JIT us/req | forward CPU us (in process) | serving path us/req | echo CPU us/req |")
+      "| JIT us/req | forward CPU us, hot / cold cache | serving path us/req | echo CPU us/req |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     if r["label"] == "echo":
@@ -184,11 +187,11 @@ for r in rows:
     base = e["tensor_mb_per_s"] if e else 0
     ratio = r["tensor_mb_per_s"] / base if base else 0
     cpu = r.get("server_cpu_us_per_request")
-    fwd = forward.get((r["label"], r["model"]))
+    hot, fwd = (forward.get((r["label"], r["model"], k)) for k in ("hot", "cold"))
     own = f"{cpu - fwd:.0f}" if cpu is not None and fwd is not None else ""
     print(f'| {r["label"]} | {r["model"]} | {r["format"]} | {r["concurrency"]} | {r["throughput_rps"]} | {r["tensor_mb_per_s"]} '
           f'| {base} | {ratio:.2f} | {r["p50_us"]} | {r["p99_us"]} | {cpu if cpu is not None else ""} | {jit(r)} '
-          f'| {"" if fwd is None else f"{fwd:.0f}"} | {own} | {e.get("server_cpu_us_per_request", "") if e else ""} |')
+          f'| {"" if fwd is None else f"{hot:.0f} / {fwd:.0f}"} | {own} | {e.get("server_cpu_us_per_request", "") if e else ""} |')
 PY
 } | tee "$OUT/data-path.md"
 exit $failed
