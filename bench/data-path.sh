@@ -166,7 +166,9 @@ done
   python3 - "$RESULTS" "$FORWARD" <<'PY'
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-echo = {(r["model"], r["concurrency"]): r for r in rows if r["label"] == "echo"}
+# Each row beside the echo of its own round: the echo runs first in every round, so the latest
+# one seen for the same model and concurrency.
+echo = {}
 # "rest forward affine-4mib cold: 9876 calls, 310 us wall, 322 us CPU per call (...)"
 forward = {}
 for line in open(sys.argv[2]):
@@ -182,6 +184,7 @@ print("| service | model | format | c | req/s | tensor MB/s | echo MB/s | ratio 
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     if r["label"] == "echo":
+        echo[(r["model"], r["concurrency"])] = r
         continue
     e = echo.get((r["model"], r["concurrency"]))
     base = e["tensor_mb_per_s"] if e else 0
