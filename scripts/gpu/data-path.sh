@@ -42,6 +42,7 @@ data_path_bench() {
     bash "$ROOT/bench/data-path.sh" > "$RESULTS/gpu-data-path.txt" 2> "$RESULTS/gpu-data-path-log.txt" || st=1
   { host_facts; cat "$RESULTS/gpu-data-path.txt"; } > "$RESULTS/gpu-data-path.md"
   cp "$ROOT/target/bench/data-path.jsonl" "$RESULTS/gpu-data-path.jsonl" 2>/dev/null || true
+  cp "$ROOT/target/bench/data-path-forward.txt" "$RESULTS/gpu-data-path-forward.txt" 2>/dev/null || true
   cat "$RESULTS/gpu-data-path.md"
   return $st
 }
