@@ -32,8 +32,8 @@ import java.util.List;
  * <p>Usage: {@code ForwardCost MODEL_DIR SECONDS [CPU_THREADS]} (MODEL_DIR holds model.pte and
  * reference.json; CPU_THREADS as {@code etserve.native.cpu-threads}, 0 = the CPUs this process
  * may use). Prints one line per figure: {@code forward MODEL cold: N calls, W us wall, C us CPU
- * per call (...)}. Every buffer set's first output is checked against the reference, so a wrong
- * program cannot look cheap.
+ * per call (...)}. Every buffer set's output is checked once against the reference, so a wrong
+ * program cannot look cheap. Inputs and outputs are FP32, as the data-path models' are.
  */
 public final class ForwardCost {
 
