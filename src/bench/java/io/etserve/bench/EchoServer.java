@@ -1,72 +1,95 @@
 package io.etserve.bench;
 
-import java.io.BufferedInputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 
 /**
  * The data-path benchmark's transport-only baseline (bench/data-path.sh): an HTTP/1.1 server on
- * loopback that answers every request with its own body, from one reused array per connection.
- * No parsing beyond the headers, no copies beyond the socket's: what moving the bytes costs, to
- * set the service's MB/s beside. Usage: EchoServer PORT
+ * loopback that answers every request with its own body. The body is read from the socket into
+ * one direct buffer per connection and written back from it with the status line in one
+ * gathering write: the kernel's two copies and nothing else, what moving the bytes costs, to set
+ * the service's MB/s and CPU beside. (Until 7 December it read through socket streams into a
+ * heap array, which costs two more copies per request through the JDK's temporary direct
+ * buffers: bench/results/2026-12-07-2core-data-path-serving-share.md.)
+ * Usage: EchoServer PORT
  */
 public final class EchoServer {
 
     public static void main(String[] args) throws IOException {
         int port = Integer.parseInt(args[0]);
-        try (ServerSocket server = new ServerSocket(port, 64, InetAddress.getLoopbackAddress())) {
+        try (ServerSocketChannel server = ServerSocketChannel.open()) {
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 64);
             System.out.println("echo server on 127.0.0.1:" + port);
             while (true) {
-                Socket socket = server.accept();
-                Thread t = new Thread(() -> serve(socket), "echo");
+                SocketChannel channel = server.accept();
+                Thread t = new Thread(() -> serve(channel), "echo");
                 t.setDaemon(true);
                 t.start();
             }
         }
     }
 
-    private static void serve(Socket socket) {
-        try (socket) {
-            socket.setTcpNoDelay(true);
-            InputStream in = new BufferedInputStream(socket.getInputStream(), 64 * 1024);
-            OutputStream out = socket.getOutputStream();
-            byte[] body = new byte[0];
+    private static void serve(SocketChannel channel) {
+        try (channel) {
+            channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            ByteBuffer in = ByteBuffer.allocateDirect(64 * 1024).flip();  // read from; empty
+            ByteBuffer body = ByteBuffer.allocateDirect(0);
             while (true) {
-                long length = readHeaders(in);
+                long length = readHeaders(channel, in);
                 if (length < 0) {
                     return;
                 }
-                if (body.length < length) {
-                    body = new byte[(int) length];
+                if (body.capacity() < length) {
+                    body = ByteBuffer.allocateDirect((int) length);
                 }
-                for (int at = 0; at < length; ) {
-                    int n = in.read(body, at, (int) length - at);
-                    if (n < 0) {
+                body.clear().limit((int) length);
+                // Body bytes that came with the headers, then the rest straight from the socket
+                int early = Math.min(in.remaining(), body.remaining());
+                body.put(in.slice(in.position(), early));
+                in.position(in.position() + early);
+                while (body.hasRemaining()) {
+                    if (channel.read(body) < 0) {
                         return;
                     }
-                    at += n;
                 }
-                out.write(("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " + length
-                        + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-                out.write(body, 0, (int) length);
-                out.flush();
+                ByteBuffer head = ByteBuffer.wrap(("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                        + "Content-Length: " + length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+                ByteBuffer[] answer = {head, body.flip()};
+                while (head.hasRemaining() || body.hasRemaining()) {
+                    channel.write(answer);
+                }
             }
         } catch (IOException e) {
             // the client went away
         }
     }
 
-    /** The request's Content-Length (0 without one), or -1 at the end of the connection. */
-    private static long readHeaders(InputStream in) throws IOException {
+    /**
+     * The request's Content-Length (0 without one), or -1 at the end of the connection. Reads
+     * {@code in} up to the end of the headers, refilling it from the channel; what it read past
+     * them stays in {@code in}.
+     */
+    private static long readHeaders(SocketChannel channel, ByteBuffer in) throws IOException {
         StringBuilder line = new StringBuilder();
         long length = 0;
-        for (int c; (c = in.read()) >= 0; ) {
+        while (true) {
+            if (!in.hasRemaining()) {
+                in.clear();
+                int n = channel.read(in);
+                in.flip();
+                if (n < 0) {
+                    return -1;
+                }
+                continue;
+            }
+            char c = (char) (in.get() & 0xff);
             if (c == '\n') {
                 String l = line.toString().trim();
                 if (l.isEmpty()) {
@@ -77,9 +100,8 @@ public final class EchoServer {
                 }
                 line.setLength(0);
             } else {
-                line.append((char) c);
+                line.append(c);
             }
         }
-        return -1;
     }
 }
