@@ -29,7 +29,7 @@ enum ContentCoding {
      * @throws ApiException 415 for any other coding
      */
     static ContentCoding of(String header) {
-        String coding = header == null ? "" : header.trim().toLowerCase(Locale.ROOT);
+        String coding = normalized(header);
         return switch (coding) {
             case "", "identity" -> IDENTITY;
             case "gzip", "x-gzip" -> GZIP;
@@ -38,6 +38,22 @@ enum ContentCoding {
                     + UntrustedText.abbreviate(header) + "' is not supported: send the body uncompressed (identity)"
                     + " or compressed with one of " + ACCEPTED);
         };
+    }
+
+    /**
+     * Whether a {@code Content-Encoding} names no coding, as {@link #of} reads it: the body is
+     * read as sent. Anything else (a coding, supported or not) is for {@link #of} to judge.
+     */
+    static boolean isIdentity(String header) {
+        if (header == null) {
+            return true;  // the usual request: no allocation
+        }
+        String coding = normalized(header);
+        return coding.isEmpty() || coding.equals("identity");
+    }
+
+    private static String normalized(String header) {
+        return header == null ? "" : header.trim().toLowerCase(Locale.ROOT);
     }
 
     /**

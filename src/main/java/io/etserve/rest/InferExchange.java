@@ -79,11 +79,6 @@ public final class InferExchange {
                 http.getHeader("Content-Encoding"));
     }
 
-    /** Whether a request's body is compressed ({@code Content-Encoding} other than identity). */
-    static boolean encoded(String contentEncoding) {
-        return contentEncoding != null && !contentEncoding.isBlank() && !"identity".equalsIgnoreCase(contentEncoding.trim());
-    }
-
     /**
      * As {@link #directTarget(HttpServletRequest)}, from the request's method, raw path, media-type
      * headers and Content-Encoding (a compressed body goes to Spring MVC's path, which inflates it).
@@ -95,8 +90,8 @@ public final class InferExchange {
         // The path first: it is the cheap test, and it keeps the media-type parsing (which a
         // selector thread runs) to inference requests.
         Target target = target(path);
-        return target != null && fits(contentType, false) && fits(accept, true) && !encoded(contentEncoding)
-                ? target : null;
+        return target != null && fits(contentType, false) && fits(accept, true)
+                && ContentCoding.isIdentity(contentEncoding) ? target : null;
     }
 
     /**

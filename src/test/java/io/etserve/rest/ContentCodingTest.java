@@ -68,6 +68,11 @@ class ContentCodingTest {
     void theCodingsTritonsClientsSendAreRecognizedInAnyCaseAndSpacing() {
         for (String identity : new String[] {null, "", "  ", "identity", " Identity\t"}) {
             assertThat(ContentCoding.of(identity)).as(identity).isEqualTo(ContentCoding.IDENTITY);
+            assertThat(ContentCoding.isIdentity(identity)).as(identity).isTrue();
+        }
+        // The direct path (InferExchange.directTarget) takes what of() reads as identity, no more.
+        for (String coded : new String[] {"gzip", "x-gzip", "Deflate", "br", "identity, gzip", "\u0131dentity"}) {
+            assertThat(ContentCoding.isIdentity(coded)).as(coded).isFalse();
         }
         for (String gzip : new String[] {"gzip", " GZIP ", "x-gzip", "X-Gzip"}) {
             assertThat(ContentCoding.of(gzip)).as(gzip).isEqualTo(ContentCoding.GZIP);
