@@ -74,10 +74,7 @@ public class BridgeExecuteBenchmark {
         public void open(Model model) {
             instance = model.program.newInstance("forward");
             Reference.Case first = model.reference.cases().get(0);
-            Reference.TensorValue in = first.inputs().get(0);
-            ByteBuffer data = ByteBuffer.allocateDirect(in.data().size() * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
-            in.data().forEach(v -> data.putFloat(v.floatValue()));
-            inputs = List.of(new ExecutionInput(data.flip(), FP32, in.shape()));
+            inputs = List.of(fp32Input(first.inputs().get(0)));
             verify(model.reference, first, instance.execute(inputs, StreamSelection.none()));
         }
 
@@ -114,6 +111,13 @@ public class BridgeExecuteBenchmark {
             worker.pool.release(out.data());
         }
         return bytes;
+    }
+
+    /** A reference input as the service hands it over: FP32 values in a direct little-endian buffer. */
+    static ExecutionInput fp32Input(Reference.TensorValue in) {
+        ByteBuffer data = ByteBuffer.allocateDirect(in.data().size() * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        in.data().forEach(v -> data.putFloat(v.floatValue()));
+        return new ExecutionInput(data.flip(), FP32, in.shape());
     }
 
     static void verify(Reference reference, Reference.Case c, List<ExecutionOutput> outputs) {

@@ -1,5 +1,6 @@
 package io.etserve.bench;
 
+import io.etserve.config.EtServeProperties;
 import io.etserve.runtime.ExecutionInput;
 import io.etserve.runtime.ExecutionOutput;
 import io.etserve.runtime.NativeRuntime;
@@ -43,7 +44,10 @@ public final class ForwardCost {
         Path dir = Path.of(args[0]);
         double seconds = Double.parseDouble(args[1]);
         int requested = args.length > 2 ? Integer.parseInt(args[2]) : 0;
-        int threads = NativeRuntime.sizeCpuThreads(requested > 0 ? requested : Runtime.getRuntime().availableProcessors());
+        // The service's own reading of etserve.native.cpu-threads (0: the CPUs this process may use)
+        int asked = new EtServeProperties.Native(null, null, List.of(), Program.Verification.MINIMAL, false, requested)
+                .cpuThreadsOrAvailable();
+        int threads = NativeRuntime.sizeCpuThreads(asked);
         Reference reference = Reference.load(dir.resolve("reference.json"));
         Reference.Case first = reference.cases().get(0);
         String model = dir.getParent().getFileName().toString();
@@ -103,9 +107,7 @@ public final class ForwardCost {
 
         BufferSet(Reference.Case c) {
             for (Reference.TensorValue in : c.inputs()) {
-                ByteBuffer data = ByteBuffer.allocateDirect(in.data().size() * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
-                in.data().forEach(v -> data.putFloat(v.floatValue()));
-                inputs.add(new ExecutionInput(data.flip(), 6 /* FP32 */, in.shape()));
+                inputs.add(BridgeExecuteBenchmark.fp32Input(in));
             }
             for (Reference.TensorValue out : c.outputs()) {
                 outputs.add(ByteBuffer.allocateDirect(out.data().size() * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN));
