@@ -20,8 +20,8 @@
 # BENCH_BASELINE_JAR (a second build served beside this one on BENCH_PORT + 10, measured in the
 # same rounds, label "base"; it gets no -unplanned model unless BENCH_BASELINE_UNPLANNED=1: a
 # build before c92c626 leaves such outputs pointing nowhere and XNNPACK's write kills the JVM),
-# BENCH_SERVICE_ARGS (more arguments for the service; BENCH_BASELINE_ARGS for the baseline's when
-# they differ: BENCH_BASELINE_JAR may be this jar, to compare two settings), BENCH_SERVER_CPUS
+# BENCH_SERVICE_ARGS (more arguments for the service; BENCH_BASELINE_ARGS, even empty, for the
+# baseline's when they differ: BENCH_BASELINE_JAR may be this jar, to compare two settings), BENCH_SERVER_CPUS
 # (taskset -c list for the service and the echo), BENCH_CP (test classes and libraries already
 # built: no Maven, as on a GPU host: scripts/gpu-suite.sh data-path).
 #
@@ -83,7 +83,7 @@ if [[ -n $BASE_JAR ]]; then
   [[ -d $(dirname "$BASE_JAR")/lib ]] || { cp "$BASE_JAR" "$OUT/etserve-base.jar"; base_jar=$OUT/etserve-base.jar; }
   # shellcheck disable=SC2086  # a list of arguments
   SERVICE_JAR=$base_jar PORT=$BASE_PORT MGMT_PORT=$((BASE_PORT + 1)) \
-    bench_start_service "$OUT/data-path-base-server.log" "$REPO" --etserve.grpc.port=$((BASE_PORT + 2)) ${BENCH_BASELINE_ARGS:-${BENCH_SERVICE_ARGS:-}}
+    bench_start_service "$OUT/data-path-base-server.log" "$REPO" --etserve.grpc.port=$((BASE_PORT + 2)) ${BENCH_BASELINE_ARGS-${BENCH_SERVICE_ARGS:-}}
   BASE_PID=$SERVER_PID
   SERVICE_PORT[base]=$BASE_PORT SERVICE_PID[base]=$BASE_PID SERVICE_GRPC_PORT[base]=$((BASE_PORT + 2))
   LABELS=(base rest)
@@ -147,7 +147,7 @@ cpu_threads_in() {  # the etserve.native.cpu-threads in a list of service argume
 }
 for label in "${LABELS[@]}"; do
   args=${BENCH_SERVICE_ARGS:-}
-  [[ $label != base ]] || args=${BENCH_BASELINE_ARGS:-${BENCH_SERVICE_ARGS:-}}
+  [[ $label != base ]] || args=${BENCH_BASELINE_ARGS-${BENCH_SERVICE_ARGS:-}}
   for m in "${MODELS[@]}"; do
     serves "$label" "$m" || continue
     line=$(${BENCH_SERVER_CPUS:+taskset -c "$BENCH_SERVER_CPUS"} "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED \
@@ -161,7 +161,7 @@ for label in "${LABELS[@]}"; do
 done
 
 {
-  echo "host: $(nproc --all) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); service: $("$SERVER_JAVA" -version 2>&1 | head -1); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (+ changes)')${BASE_JAR:+; base: $BASE_JAR}${BENCH_SERVER_CPUS:+; service and echo on CPUs $BENCH_SERVER_CPUS}${BENCH_SERVICE_ARGS:+; service arguments: $BENCH_SERVICE_ARGS}${BENCH_BASELINE_ARGS:+; base: $BENCH_BASELINE_ARGS}"
+  echo "host: $(nproc --all) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); service: $("$SERVER_JAVA" -version 2>&1 | head -1); commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (+ changes)')${BASE_JAR:+; base: $BASE_JAR}${BENCH_SERVER_CPUS:+; service and echo on CPUs $BENCH_SERVER_CPUS}${BENCH_SERVICE_ARGS:+; service arguments: $BENCH_SERVICE_ARGS}${BASE_JAR:+${BENCH_BASELINE_ARGS+; base: ${BENCH_BASELINE_ARGS:-no arguments}}}"
   echo
   python3 - "$RESULTS" "$FORWARD" <<'PY'
 import json, re, sys
