@@ -380,7 +380,8 @@ public record EtServeProperties(
      * @param acceptQueueSize connections the kernel may hold that the server has not accepted yet
      *     (the listen backlog; the kernel caps it at {@code net.core.somaxconn})
      * @param inputBufferSize bytes one read from a connection takes at most (Jetty's request
-     *     buffer, held only while a thread parses what was read)
+     *     buffer, held only while a thread parses what was read, and kept in the connector's pool
+     *     at any size: {@link ConnectionBufferPool})
      * @param inlineBelow a REST inference whose body came with its head, to a model with an idle
      *     CPU instance, no batching, static input shapes and forward calls under this lately, runs
      *     on the selector thread that read it while requests of other connections keep that

@@ -5,21 +5,36 @@ import org.eclipse.jetty.server.AbstractConnector;
 import org.eclipse.jetty.server.Server;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.jetty.servlet.JettyServletWebServerFactory;
+import org.springframework.context.EnvironmentAware;
+import org.springframework.core.env.Environment;
 
 /**
- * Spring Boot's Jetty factory, its connectors taking their buffers through a
- * {@link ReleaseOnceBufferPool} over the server's pool (the one hook Jetty leaves: a connector's
+ * Spring Boot's Jetty factory, each connector taking its buffers through a
+ * {@link ReleaseOnceBufferPool} over a {@link ConnectionBufferPool} of its own that keeps request
+ * buffers of {@code etserve.http.input-buffer-size} (the one hook Jetty leaves: a connector's
  * pool is fixed when it is built). Public with a no-argument constructor because the management
- * port's child context builds its own server from the parent factory's class.
+ * port's child context builds its own server from the parent factory's class; it reads the input
+ * buffer's size from the environment for the same reason.
  */
-public class ReleaseOnceJettyFactory extends JettyServletWebServerFactory {
+public class ReleaseOnceJettyFactory extends JettyServletWebServerFactory implements EnvironmentAware {
 
     private static final Logger log = LoggerFactory.getLogger(ReleaseOnceJettyFactory.class);
 
+    private int inputBufferSize = ConnectionBufferPool.JETTY_DEFAULT_LARGEST;
+
+    @Override
+    public void setEnvironment(Environment environment) {
+        // The same binding (defaults and checks) as EtServeProperties' own
+        inputBufferSize = (int) Binder.get(environment).bindOrCreate("etserve.http", EtServeProperties.Http.class)
+                .inputBufferSize().toBytes();
+    }
+
     @Override
     protected AbstractConnector createConnector(InetSocketAddress address, Server server) {
-        return createConnector(address, server, null, null, new ReleaseOnceBufferPool(server.getByteBufferPool()));
+        return createConnector(address, server, null, null,
+                new ReleaseOnceBufferPool(new ConnectionBufferPool(inputBufferSize)));
     }
 
     @Override

@@ -26,9 +26,11 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * Both of the service's Jetty servers (the public port and the management port's child context)
- * lease their connection buffers through {@link ReleaseOnceBufferPool}, and serve through it:
- * inference answers, malformed request lines refused, health on the management port, and every
- * buffer taken given back.
+ * lease their connection buffers through {@link ReleaseOnceBufferPool} over a
+ * {@link ConnectionBufferPool} that keeps request buffers of {@code etserve.http.input-buffer-size},
+ * and serve through it: inference answers, a body larger than Jetty's default pool keeps,
+ * malformed request lines refused, health on the management port, and every buffer taken given
+ * back.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class ReleaseOnceJettyFactoryApiTest {
@@ -40,6 +42,7 @@ class ReleaseOnceJettyFactoryApiTest {
     static void properties(DynamicPropertyRegistry r) {
         r.add("etserve.model-repository", () -> REPO.root().toString());
         r.add("management.server.port", () -> "0");
+        r.add("etserve.http.input-buffer-size", () -> "256KB");
     }
 
     /** Each server as it started, by namespace ("" for the public port, "management"). */
@@ -77,6 +80,9 @@ class ReleaseOnceJettyFactoryApiTest {
             assertThat(server.getConnectors()).isNotEmpty();
             for (Connector connector : server.getConnectors()) {
                 assertThat(((AbstractConnector) connector).getByteBufferPool()).isInstanceOf(ReleaseOnceBufferPool.class);
+                assertThat(((ReleaseOnceBufferPool) ((AbstractConnector) connector).getByteBufferPool()).getWrapped())
+                        .isInstanceOfSatisfying(ConnectionBufferPool.class,
+                                p -> assertThat(p.getMaxCapacity()).isEqualTo(256 * 1024));
             }
         }
         String body = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":["
@@ -87,6 +93,10 @@ class ReleaseOnceJettyFactoryApiTest {
             }
             assertThat(Http.local(port).post("/v2/models/demo-portable/infer", body).status()).isEqualTo(200);
         }
+        // A body read into 256 KiB request buffers (spaces between JSON tokens make it ~200 KB)
+        String large = body.replace(",", "," + " ".repeat(12_000));
+        assertThat(large.length()).isGreaterThan(150_000);
+        assertThat(Http.local(port).post("/v2/models/demo-portable/infer", large).status()).isEqualTo(200);
         assertThat(Http.local(managementPort).get("/actuator/health/readiness").status()).isEqualTo(200);
         // Every buffer the requests took went back: each pooled one idle again (a release the
         // lease dropped wrongly would leave one taken for good).
@@ -98,6 +108,8 @@ class ReleaseOnceJettyFactoryApiTest {
             Thread.sleep(20);
         }
         assertThat(pool.getHeapByteBufferCount() + pool.getDirectByteBufferCount()).isPositive();
+        // The large body's request buffer was kept (Jetty's default pool drops any above 64 KiB)
+        assertThat(pool.getDirectMemory()).isGreaterThanOrEqualTo(256 * 1024);
         assertThat(pool.getAvailableHeapByteBufferCount()).isEqualTo(pool.getHeapByteBufferCount());
         assertThat(pool.getAvailableDirectByteBufferCount()).isEqualTo(pool.getDirectByteBufferCount());
     }
