@@ -21,9 +21,9 @@
 # same rounds, label "base"; it gets no -unplanned model unless BENCH_BASELINE_UNPLANNED=1: a
 # build before c92c626 leaves such outputs pointing nowhere and XNNPACK's write kills the JVM),
 # BENCH_SERVICE_ARGS (more arguments for the service; BENCH_BASELINE_ARGS, even empty, for the
-# baseline's when they differ: BENCH_BASELINE_JAR may be this jar, to compare two settings), BENCH_SERVER_CPUS
-# (taskset -c list for the service and the echo), BENCH_CP (test classes and libraries already
-# built: no Maven, as on a GPU host: scripts/gpu-suite.sh data-path).
+# baseline's when they differ: BENCH_BASELINE_JAR may be this jar, to compare two settings),
+# BENCH_SERVER_CPUS (taskset -c list for the service and the echo), BENCH_CP (test classes and
+# libraries already built: no Maven, as on a GPU host: scripts/gpu-suite.sh data-path).
 #
 # Beside the server's CPU per request, the table gives the model's own forward call's CPU (bench
 # ForwardCost: the same program called back to back, one call at a time, in a JVM of its own on
