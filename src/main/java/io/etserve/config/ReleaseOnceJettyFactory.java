@@ -43,7 +43,8 @@ public class ReleaseOnceJettyFactory extends JettyServletWebServerFactory implem
         // server's pool: say so rather than leave it unsaid
         super.customizeSsl(server, address);
         log.warn("With SSL on port {} the connector takes Jetty's pool directly, without ReleaseOnceBufferPool's "
-                + "guard against Jetty releasing a buffer twice (docs/operations.md, \"Malformed requests\")",
-                address.getPort());
+                + "guard against Jetty releasing a buffer twice (docs/operations.md, \"Malformed requests\"), and "
+                + "keeps no request buffer above 64 KiB (etserve.http.input-buffer-size {} bytes)",
+                address.getPort(), inputBufferSize);
     }
 }
