@@ -21,6 +21,8 @@ final class ConnectionBufferPool extends ArrayByteBufferPool {
 
     private static final int STEP = 4096;
     private static final int LINEAR_BUCKETS = JETTY_DEFAULT_LARGEST / STEP;
+    /** log2 of the first power-of-two bucket's capacity: twice Jetty's largest, 128 KiB. */
+    private static final int FIRST_POWER = Integer.numberOfTrailingZeros(JETTY_DEFAULT_LARGEST) + 1;
 
     /**
      * @param largest the largest buffer to keep (the request buffer's size); rounded up to its
@@ -36,10 +38,10 @@ final class ConnectionBufferPool extends ArrayByteBufferPool {
             return Math.max(0, (capacity - 1) / STEP);
         }
         int log2 = Integer.SIZE - Integer.numberOfLeadingZeros(capacity - 1);  // the smallest n with 2^n >= capacity
-        return LINEAR_BUCKETS + log2 - 17;  // 64 KiB + 1 .. 128 KiB (2^17): the first bucket after the steps
+        return LINEAR_BUCKETS + log2 - FIRST_POWER;  // 64 KiB + 1 .. 128 KiB: the first bucket after the steps
     }
 
     static int bucketCapacity(int index) {
-        return index < LINEAR_BUCKETS ? (index + 1) * STEP : 1 << (index - LINEAR_BUCKETS + 17);
+        return index < LINEAR_BUCKETS ? (index + 1) * STEP : 1 << (index - LINEAR_BUCKETS + FIRST_POWER);
     }
 }
