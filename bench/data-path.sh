@@ -47,6 +47,7 @@ JIT_WARMUP=${BENCH_JIT_WARMUP:-20}
 FORMATS=${BENCH_FORMATS:-binary json}
 ROUNDS=${BENCH_ROUNDS:-1}
 BASE_JAR=${BENCH_BASELINE_JAR:-}
+BASE_ARGS=${BENCH_BASELINE_ARGS-${BENCH_SERVICE_ARGS:-}}  # set and empty: the baseline gets none
 BASE_PORT=$((PORT + 10))
 JAR=${BENCH_JAR:-$ROOT/target/etserve-0.1.0-SNAPSHOT.jar}
 log() { printf '[data-path %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -83,7 +84,7 @@ if [[ -n $BASE_JAR ]]; then
   [[ -d $(dirname "$BASE_JAR")/lib ]] || { cp "$BASE_JAR" "$OUT/etserve-base.jar"; base_jar=$OUT/etserve-base.jar; }
   # shellcheck disable=SC2086  # a list of arguments
   SERVICE_JAR=$base_jar PORT=$BASE_PORT MGMT_PORT=$((BASE_PORT + 1)) \
-    bench_start_service "$OUT/data-path-base-server.log" "$REPO" --etserve.grpc.port=$((BASE_PORT + 2)) ${BENCH_BASELINE_ARGS-${BENCH_SERVICE_ARGS:-}}
+    bench_start_service "$OUT/data-path-base-server.log" "$REPO" --etserve.grpc.port=$((BASE_PORT + 2)) $BASE_ARGS
   BASE_PID=$SERVER_PID
   SERVICE_PORT[base]=$BASE_PORT SERVICE_PID[base]=$BASE_PID SERVICE_GRPC_PORT[base]=$((BASE_PORT + 2))
   LABELS=(base rest)
@@ -147,7 +148,7 @@ cpu_threads_in() {  # the etserve.native.cpu-threads in a list of service argume
 }
 for label in "${LABELS[@]}"; do
   args=${BENCH_SERVICE_ARGS:-}
-  [[ $label != base ]] || args=${BENCH_BASELINE_ARGS-${BENCH_SERVICE_ARGS:-}}
+  [[ $label != base ]] || args=$BASE_ARGS
   for m in "${MODELS[@]}"; do
     serves "$label" "$m" || continue
     line=$(${BENCH_SERVER_CPUS:+taskset -c "$BENCH_SERVER_CPUS"} "$SERVER_JAVA" --enable-native-access=ALL-UNNAMED \
