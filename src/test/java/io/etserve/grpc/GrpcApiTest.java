@@ -15,6 +15,7 @@ import io.etserve.grpc.protocol.ModelReadyRequest;
 import io.etserve.grpc.protocol.ServerLiveRequest;
 import io.etserve.grpc.protocol.ServerMetadataRequest;
 import io.etserve.grpc.protocol.ServerReadyRequest;
+import io.etserve.support.InlineCalls;
 import io.etserve.support.ModelActivity;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
@@ -62,11 +63,7 @@ class GrpcApiTest {
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         r.add("etserve.inference.queue-timeout", () -> "200ms");
         r.add("etserve.grpc.max-message-size", () -> "1MB");
-        // The probe's time follows its input's value: after quick calls a slow one would run on its
-        // connection's event loop (CallOnWorker) and hold the connections sharing that loop.
-        r.add("etserve.grpc.inline-below", () -> "0");
-        r.add("etserve.http.inline-below", () -> "0");
-        r.add("etserve.http.inline-alone-below", () -> "0");
+        InlineCalls.off(r);
         r.add("management.server.port", () -> "0");
     }
 

@@ -6,6 +6,7 @@ import io.etserve.health.CudaFaultMonitor;
 import io.etserve.inference.InflightBytes;
 import io.etserve.runtime.ExecuTorchException;
 import io.etserve.support.Http;
+import io.etserve.support.InlineCalls;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.RawConnection;
 import io.etserve.support.TestPaths;
@@ -50,9 +51,7 @@ class ResilienceApiTest {
     static void properties(DynamicPropertyRegistry r) {
         r.add("etserve.model-repository", () -> REPO.root().toString());
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
-        // The slow probe's time follows its input: a held call must not run on the selector.
-        r.add("etserve.http.inline-below", () -> "0");
-        r.add("etserve.http.inline-alone-below", () -> "0");
+        InlineCalls.offForRest(r);
         r.add("etserve.inference.queue-timeout", () -> "200ms");
         r.add("etserve.inference.max-inflight-request-bytes", () -> "1MB");
         r.add("management.server.port", () -> "0");

@@ -11,6 +11,7 @@ import io.etserve.grpc.protocol.ModelInferRequest;
 import io.etserve.grpc.protocol.ModelInferResponse;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.support.Http;
+import io.etserve.support.InlineCalls;
 import io.etserve.support.ModelActivity;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.RawConnection;
@@ -65,9 +66,7 @@ class CancellationApiTest {
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
         r.add("etserve.inference.queue-timeout", () -> "20s");  // only the client ends a wait here
         r.add("etserve.inference.queue-policy.give-up-window", () -> "60s");
-        r.add("etserve.grpc.inline-below", () -> "0");  // the probe's time follows its input: GrpcApiTest
-        r.add("etserve.http.inline-below", () -> "0");
-        r.add("etserve.http.inline-alone-below", () -> "0");
+        InlineCalls.off(r);
         r.add("management.server.port", () -> "0");
     }
 

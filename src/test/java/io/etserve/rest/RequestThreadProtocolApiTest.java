@@ -2,6 +2,7 @@ package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.support.InlineCalls;
 import org.eclipse.jetty.util.thread.Invocable;
 import org.springframework.boot.jetty.JettyWebServer;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -18,8 +19,7 @@ class RequestThreadProtocolApiTest extends ProtocolApiTest {
 
     @DynamicPropertySource
     static void onRequestThreads(DynamicPropertyRegistry r) {
-        r.add("etserve.http.inline-below", () -> "0");
-        r.add("etserve.http.inline-alone-below", () -> "0");
+        InlineCalls.offForRest(r);
     }
 
     @Override

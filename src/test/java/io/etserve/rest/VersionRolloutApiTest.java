@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.repository.ModelRegistry;
 import io.etserve.support.Http;
+import io.etserve.support.InlineCalls;
 import io.etserve.support.ModelActivity;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
@@ -83,9 +84,7 @@ class VersionRolloutApiTest {
     static void properties(DynamicPropertyRegistry r) {
         r.add("etserve.model-repository", () -> REPO.root().toString());
         r.add("etserve.native.extra-libraries", () -> TestPaths.probeDelegate().toString());
-        // The slow probe's time follows its input: a held call must not run on the selector.
-        r.add("etserve.http.inline-below", () -> "0");
-        r.add("etserve.http.inline-alone-below", () -> "0");
+        InlineCalls.offForRest(r);
         r.add("etserve.repository.mode", () -> "poll");
         r.add("etserve.repository.poll-interval", () -> "500ms");
         r.add("management.server.port", () -> "0");
