@@ -15,6 +15,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -61,10 +62,11 @@ final class CallOnWorker implements ServerInterceptor {
     interface HandOver {
         /**
          * Runs {@code rest} on a worker, in the call's context, after the handler returns; at most
-         * once per call. Should the workers refuse it (a pool shut down), {@code refused} runs
-         * instead, on the event loop, and the call is closed as unavailable.
+         * once per call. Should the workers refuse it (a pool shut down, no thread to be had),
+         * {@code refused} runs instead, on the event loop, given the status the call is closed
+         * with; or, should the handler throw after handing over, with the status that says so.
          */
-        void toWorker(Runnable rest, Runnable refused);
+        void toWorker(Runnable rest, Consumer<Status> refused);
     }
 
     private final Executor workers;
@@ -153,7 +155,7 @@ final class CallOnWorker implements ServerInterceptor {
         private final AtomicBoolean ended = new AtomicBoolean();
         private Object request;  // written and read by the steps, which run in order
         private Runnable rest;  // what the handler on the event loop handed over; read after it returns
-        private Runnable restRefused;  // what to run instead should the workers refuse it
+        private Consumer<Status> restRefused;  // what to run instead should the workers refuse it
         private final ArrayDeque<Step> pending = new ArrayDeque<>(2);  // guarded by this
         private boolean draining;  // guarded by this: a thread runs the steps, or a worker was asked to
         /**
@@ -250,7 +252,7 @@ final class CallOnWorker implements ServerInterceptor {
                     runOnEventLoop(step);
                     Runnable moved = rest;
                     if (moved != null) {
-                        Runnable refused = restRefused;
+                        Consumer<Status> refused = restRefused;
                         rest = null;
                         restRefused = null;
                         handOff(new Step(moved, true, step.context()), refused);
@@ -275,11 +277,11 @@ final class CallOnWorker implements ServerInterceptor {
             try {
                 run(new Step(step.action(), true, step.context().withValue(EVENT_LOOP, handOver)), false);
             } catch (RuntimeException | Error e) {
-                Runnable refused = restRefused;
+                Consumer<Status> refused = restRefused;
                 rest = null;  // the transport closes the call: nothing left to run but what it held
                 restRefused = null;
                 if (refused != null) {
-                    refused.run();
+                    refused.accept(Status.UNKNOWN.withDescription("the call's handler failed"));
                 }
                 throw e;
             }
@@ -310,7 +312,7 @@ final class CallOnWorker implements ServerInterceptor {
          * Asks a worker to run what a handler on the event loop handed over, then drain; when
          * refused, the call closes as unavailable and the steps left drain here.
          */
-        private void handOff(Step first, Runnable refused) {
+        private void handOff(Step first, Consumer<Status> refused) {
             try {
                 workers.execute(() -> {
                     run(first, true);
@@ -319,16 +321,17 @@ final class CallOnWorker implements ServerInterceptor {
             } catch (RejectedExecutionException | OutOfMemoryError e) {
                 // Refused (a pool shut down), or no thread could be started for it: either way the
                 // call must still end and its later callbacks run, here.
+                Status status = refusal(e);
                 Context previous = first.context().attach();
                 try {
-                    refused.run();
+                    refused.accept(status);
                 } catch (RuntimeException failed) {
                     log.warn("a refused gRPC hand-over failed to clean up", failed);
                 } finally {
                     first.context().detach(previous);
                 }
                 try {
-                    call.close(Status.UNAVAILABLE.withDescription("the server is shutting down"), new Metadata());
+                    call.close(status, new Metadata());
                 } catch (IllegalStateException alreadyClosed) {
                     // refused closed it, with the same status
                 }
@@ -345,9 +348,18 @@ final class CallOnWorker implements ServerInterceptor {
                 synchronized (this) {
                     pending.poll();
                 }
-                call.close(Status.UNAVAILABLE.withDescription("the server is shutting down"), new Metadata());
+                call.close(refusal(e), new Metadata());
                 return false;
             }
+        }
+
+        /** Why no worker took the call: the pool shut down, or no thread could be started for it. */
+        private static Status refusal(Throwable e) {
+            if (e instanceof OutOfMemoryError) {
+                log.warn("a gRPC call was refused: no worker thread could be started ({})", e.getMessage());
+                return Status.UNAVAILABLE.withDescription("the server could not start a thread for the call");
+            }
+            return Status.UNAVAILABLE.withDescription("the server is shutting down");
         }
 
         private void run(Step step, boolean onWorker) {

@@ -294,9 +294,9 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
                 BufferLease kept = buffers;
                 buffers = null;  // the worker's now, or refused's
                 Runnable onWorker = () -> infer(request, decoded, kept, out, null, arrivedNanos);
-                handOver.toWorker(inference.spans().carry(onWorker), () -> {
+                handOver.toWorker(inference.spans().carry(onWorker), status -> {
                     kept.close();
-                    out.onError(Status.UNAVAILABLE.withDescription("the server is shutting down").asRuntimeException());
+                    out.onError(status.asRuntimeException());
                 });
                 return;
             } catch (RuntimeException e) {

@@ -181,7 +181,7 @@ class CallOnWorkerTest {
                             + (CallOnWorker.EVENT_LOOP.get() == null ? "may wait" : "on the event loop"));
                     restRunning.countDown();
                     await(release);
-                }, () -> rest.add("refused")), null));
+                }, status -> rest.add("refused")), null));
 
         Context.current().withValue(CALL, "call 9").run(() -> {
             listener.onMessage("quick");
@@ -205,16 +205,33 @@ class CallOnWorkerTest {
             throw new RejectedExecutionException("shut down");
         }, quickOnly("quick"::equals)).interceptCall(call, new Metadata(),
                 (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"),
-                        () -> rest.add("refused on " + Thread.currentThread().getName())), null));
+                        status -> rest.add("refused on " + Thread.currentThread().getName() + ": "
+                                + status.getDescription())), null));
 
         listener.onMessage("quick");
         listener.onHalfClose();
         listener.onCancel();
 
         assertThat(call.status.getCode()).isEqualTo(Status.Code.UNAVAILABLE);
-        assertThat(rest).containsExactly("refused on " + Thread.currentThread().getName());
         String here = Thread.currentThread().getName();
+        assertThat(rest).containsExactly("refused on " + here + ": the server is shutting down");
         assertThat(seen).containsExactly("message@" + here, "halfClose@" + here, "cancel@" + here);
+    }
+
+    @Test
+    void aHandOverNoThreadCanBeStartedForIsRefusedSayingSo() {
+        List<String> rest = new CopyOnWriteArrayList<>();
+        ServerCall.Listener<String> listener = new CallOnWorker(r -> {
+            throw new OutOfMemoryError("unable to create native thread");
+        }, quickOnly("quick"::equals)).interceptCall(call, new Metadata(),
+                (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"),
+                        status -> rest.add(status.getCode() + ": " + status.getDescription())), null));
+
+        listener.onMessage("quick");
+        listener.onHalfClose();
+
+        assertThat(rest).containsExactly("UNAVAILABLE: the server could not start a thread for the call");
+        assertThat(call.status.getDescription()).isEqualTo("the server could not start a thread for the call");
     }
 
     @Test
@@ -222,7 +239,7 @@ class CallOnWorkerTest {
         List<String> rest = new CopyOnWriteArrayList<>();
         ServerCall.Listener<String> listener = new CallOnWorker(worker, quickOnly("quick"::equals)).interceptCall(call,
                 new Metadata(), (c, h) -> new Recording(() -> {
-                    CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"), () -> rest.add("refused"));
+                    CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"), status -> rest.add("refused: " + status.getCode()));
                     throw new IllegalArgumentException("bug");
                 }, null));
 
@@ -234,7 +251,7 @@ class CallOnWorkerTest {
         }
         listener.onCancel();
 
-        assertThat(rest).containsExactly("refused");
+        assertThat(rest).containsExactly("refused: UNKNOWN");
         String here = Thread.currentThread().getName();
         assertThat(seen).containsExactly("message@" + here, "halfClose@" + here, "cancel@" + here);
     }
@@ -243,7 +260,7 @@ class CallOnWorkerTest {
     void aWorkerPoolThatCannotStartAThreadIsTreatedAsARefusal() {
         assertRefusedWithoutRunningTheHandler(r -> {
             throw new OutOfMemoryError("unable to create native thread");
-        });
+        }, "the server could not start a thread for the call");
     }
 
     @Test
@@ -313,11 +330,11 @@ class CallOnWorkerTest {
     void aWorkerPoolThatRefusesClosesTheCallAsUnavailableWithoutRunningTheHandler() {
         assertRefusedWithoutRunningTheHandler(r -> {
             throw new RejectedExecutionException("shut down");
-        });
+        }, "the server is shutting down");
     }
 
     /** A pool that cannot take the half-close: the call ends UNAVAILABLE, its later callbacks run here. */
-    private void assertRefusedWithoutRunningTheHandler(java.util.concurrent.Executor refusingPool) {
+    private void assertRefusedWithoutRunningTheHandler(java.util.concurrent.Executor refusingPool, String why) {
         ServerCall.Listener<String> listener = new CallOnWorker(refusingPool, EventLoopCalls.NONE)
                 .interceptCall(call, new Metadata(), (c, h) -> new Recording(() -> {}, null));
 
@@ -326,6 +343,7 @@ class CallOnWorkerTest {
         listener.onCancel();
 
         assertThat(call.status.getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+        assertThat(call.status.getDescription()).isEqualTo(why);
         String here = Thread.currentThread().getName();
         assertThat(seen).containsExactly("message@" + here, "cancel@" + here);
     }
