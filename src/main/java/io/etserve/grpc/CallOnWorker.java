@@ -14,6 +14,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
@@ -142,6 +143,11 @@ final class CallOnWorker implements ServerInterceptor {
 
     /** The delegate's callbacks in order, the half-close handed to a worker. */
     private static final class Sequenced<Q> extends ServerCall.Listener<Q> {
+
+        /** A log throttle: when threads cannot be started, every call would say so. */
+        private static final long THREAD_WARNING_INTERVAL_NANOS = 60_000_000_000L;
+        private static final AtomicLong lastThreadWarning =
+                new AtomicLong(System.nanoTime() - THREAD_WARNING_INTERVAL_NANOS - 1);
 
         private record Step(Runnable action, boolean handler, Context context) {}
 
@@ -356,7 +362,12 @@ final class CallOnWorker implements ServerInterceptor {
         /** Why no worker took the call: the pool shut down, or no thread could be started for it. */
         private static Status refusal(Throwable e) {
             if (e instanceof OutOfMemoryError) {
-                log.warn("a gRPC call was refused: no worker thread could be started ({})", e.getMessage());
+                long now = System.nanoTime();
+                long last = lastThreadWarning.get();
+                if (now - last > THREAD_WARNING_INTERVAL_NANOS && lastThreadWarning.compareAndSet(last, now)) {
+                    log.warn("gRPC calls are refused: no worker thread could be started ({}); at most one such"
+                            + " warning a minute", e.getMessage());
+                }
                 return Status.UNAVAILABLE.withDescription("the server could not start a thread for the call");
             }
             return Status.UNAVAILABLE.withDescription("the server is shutting down");
