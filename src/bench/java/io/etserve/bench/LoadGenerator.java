@@ -48,7 +48,8 @@ public final class LoadGenerator {
 
     record Options(int port, String model, Path reference, InferPayloads.Format format, int concurrency,
             double warmupSeconds, double durationSeconds, long requests, int timeoutMillis, String label,
-            Path jsonOut, OptionalLong serverPid, boolean echo, int checkEvery, int grpcPort, long pauseMicros) {}
+            Path jsonOut, OptionalLong serverPid, boolean echo, int checkEvery, int grpcPort, long pauseMicros,
+            boolean grpcDeadline) {}
 
     /** One worker's tallies; only its own thread writes them until the run ends. */
     private static final class Worker {
@@ -127,7 +128,8 @@ public final class LoadGenerator {
         long cpuAtWarmEnd = clientCpuNanos();
         Optional<ProcessCounters> serverAtWarmEnd = serverCounters(o.serverPid());
         ThreadCpu serverThreadsAtWarmEnd = o.serverPid().isPresent() ? ThreadCpu.snapshot(o.serverPid().getAsLong()) : null;
-        // Bounded: every exchange is bounded by the socket timeout, so workers end soon after `end`.
+        // Bounded: every HTTP exchange by the socket timeout, a gRPC call by its deadline when it
+        // carries one; a worker still in a call past this gives the run up.
         long joinDeadline = end + (o.timeoutMillis() + 5_000L) * 1_000_000L;
         for (Thread t : threads) {
             t.join(Math.max(1, (joinDeadline - System.nanoTime()) / 1_000_000L));
@@ -166,8 +168,13 @@ public final class LoadGenerator {
     private static Exchanged exchange(Worker worker, InferPayloads payloads, Options o, int c, boolean checkValues)
             throws IOException {
         if (worker.grpc != null) {
-            var response = worker.grpc.withDeadlineAfter(o.timeoutMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
-                    .modelInfer(payloads.grpcRequest(c));
+            // No deadline unless asked: Triton's clients and h2load send none, and with one the
+            // server arms and cancels a timer for every call. A call that never ends stops the run
+            // at the join deadline instead.
+            var stub = o.grpcDeadline()
+                    ? worker.grpc.withDeadlineAfter(o.timeoutMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
+                    : worker.grpc;
+            var response = stub.modelInfer(payloads.grpcRequest(c));
             long done = System.nanoTime();
             return new Exchanged(checkValues ? payloads.checkGrpc(c, response) : null, response.getSerializedSize(), done);
         }
@@ -356,7 +363,7 @@ public final class LoadGenerator {
         }
         List<String> known = List.of("url", "model", "reference", "format", "concurrency", "warmup", "duration",
                 "requests", "timeout-ms", "label", "json-out", "server-pid", "echo", "check-every", "grpc-port",
-                "pause-us");
+                "pause-us", "grpc-deadline");
         List<String> unknown = new ArrayList<>(a.keySet());
         unknown.removeAll(known);
         if (!unknown.isEmpty()) {
@@ -392,7 +399,8 @@ public final class LoadGenerator {
         int checkEvery = (int) bounded(a, "check-every", 1, 1, 1_000_000);
         return new Options(url.getPort(), model, reference, format, concurrency, warmup, duration, requests, timeout,
                 a.getOrDefault("label", "rest"), a.containsKey("json-out") ? Path.of(a.get("json-out")) : null, pid,
-                echo, checkEvery, (int) bounded(a, "grpc-port", 8001, 1, 65535), bounded(a, "pause-us", 0, 0, 1_000_000));
+                echo, checkEvery, (int) bounded(a, "grpc-port", 8001, 1, 65535), bounded(a, "pause-us", 0, 0, 1_000_000),
+                Boolean.parseBoolean(a.getOrDefault("grpc-deadline", "false")));
     }
 
     private static long bounded(Map<String, String> a, String key, long dflt, long min, long max) {
@@ -418,6 +426,7 @@ public final class LoadGenerator {
                 + "  [--reference models/<model>/1/reference.json] [--label rest] [--json-out FILE] [--server-pid PID]\n"
                 + "  [--echo true (the target is bench EchoServer: the request body comes back)] [--check-every N]\n"
                 + "  [--grpc-port 8001 (--format grpc: raw tensors to inference.GRPCInferenceService on 127.0.0.1)]\n"
+                + "  [--grpc-deadline false (true: each gRPC call carries --timeout-ms as its deadline)]\n"
                 + "  [--pause-us 0 (each client waits this long after each answer before its next request)]";
     }
 }
