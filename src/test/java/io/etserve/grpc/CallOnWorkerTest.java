@@ -239,7 +239,8 @@ class CallOnWorkerTest {
         List<String> rest = new CopyOnWriteArrayList<>();
         ServerCall.Listener<String> listener = new CallOnWorker(worker, quickOnly("quick"::equals)).interceptCall(call,
                 new Metadata(), (c, h) -> new Recording(() -> {
-                    CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"), status -> rest.add("refused: " + status.getCode()));
+                    CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"),
+                            status -> rest.add("refused: " + status.getCode()));
                     throw new IllegalArgumentException("bug");
                 }, null));
 
