@@ -1,7 +1,5 @@
 package io.etserve.execution;
 
-import java.util.concurrent.atomic.AtomicLong;
-
 /**
  * Calls that ran on a thread serving many connections (Netty's event loop, Jetty's selector)
  * because their model's recent calls were quick or ended soon ({@link InferenceService#runsAtOnce},
@@ -12,10 +10,9 @@ public final class SlowInlineCalls {
 
     /** A call this long held every connection its thread serves (unless the bound is longer). */
     private static final long SLOW_NANOS = 100_000_000L;
-    private static final long INTERVAL_NANOS = 60_000_000_000L;
 
     private final long slowNanos;
-    private final AtomicLong lastReport = new AtomicLong(System.nanoTime() - INTERVAL_NANOS - 1);
+    private final OncePerMinute reports = new OncePerMinute();
 
     /**
      * Reports calls over 100 ms or twice {@code boundNanos}, whichever is longer: calls may run
@@ -27,11 +24,6 @@ public final class SlowInlineCalls {
 
     /** Whether a call that ran {@code nanos} is to be reported now: it was slow, and none was within the minute. */
     public boolean report(long nanos) {
-        if (nanos <= slowNanos) {
-            return false;
-        }
-        long now = System.nanoTime();
-        long last = lastReport.get();
-        return now - last > INTERVAL_NANOS && lastReport.compareAndSet(last, now);
+        return nanos > slowNanos && reports.now();
     }
 }

@@ -1,5 +1,6 @@
 package io.etserve.grpc;
 
+import io.etserve.execution.OncePerMinute;
 import io.etserve.execution.SlowInlineCalls;
 import io.grpc.Attributes;
 import io.grpc.Context;
@@ -14,7 +15,6 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
@@ -73,6 +73,8 @@ final class CallOnWorker implements ServerInterceptor {
     private final Executor workers;
     private final Predicate<Object> runsHere;
     private final SlowInlineCalls slowCalls;
+    /** When threads cannot be started, every refused call would say so. */
+    private final OncePerMinute threadWarnings = new OncePerMinute();
     /**
      * Ready connections per event loop, each loop's count found through its own thread: a
      * transport is made ready on its loop, and a call's handler is placed there too. (Netty 4.2's
@@ -134,7 +136,7 @@ final class CallOnWorker implements ServerInterceptor {
             ServerCallHandler<Q, R> next) {
         AtomicInteger calls = call.getAttributes().get(CALLS);
         Sequenced<Q> listener = new Sequenced<>(next.startCall(call, headers), call, workers, runsHere, calls,
-                slowCalls, handledOnEventLoop);
+                slowCalls, threadWarnings, handledOnEventLoop);
         if (calls != null) {
             calls.incrementAndGet();
         }
@@ -144,11 +146,6 @@ final class CallOnWorker implements ServerInterceptor {
     /** The delegate's callbacks in order, the half-close handed to a worker. */
     private static final class Sequenced<Q> extends ServerCall.Listener<Q> {
 
-        /** A log throttle: when threads cannot be started, every call would say so. */
-        private static final long THREAD_WARNING_INTERVAL_NANOS = 60_000_000_000L;
-        private static final AtomicLong lastThreadWarning =
-                new AtomicLong(System.nanoTime() - THREAD_WARNING_INTERVAL_NANOS - 1);
-
         private record Step(Runnable action, boolean handler, Context context) {}
 
         private final ServerCall.Listener<Q> delegate;
@@ -157,6 +154,7 @@ final class CallOnWorker implements ServerInterceptor {
         private final Predicate<Object> runsHere;
         private final AtomicInteger connectionCalls;  // null: not counted (no transport filter)
         private final SlowInlineCalls slowCalls;
+        private final OncePerMinute threadWarnings;
         private final LongAdder handledOnEventLoop;
         private final AtomicBoolean ended = new AtomicBoolean();
         private Object request;  // written and read by the steps, which run in order
@@ -173,13 +171,14 @@ final class CallOnWorker implements ServerInterceptor {
 
         Sequenced(ServerCall.Listener<Q> delegate, ServerCall<Q, ?> call, Executor workers,
                 Predicate<Object> runsHere, AtomicInteger connectionCalls, SlowInlineCalls slowCalls,
-                LongAdder handledOnEventLoop) {
+                OncePerMinute threadWarnings, LongAdder handledOnEventLoop) {
             this.delegate = delegate;
             this.call = call;
             this.workers = workers;
             this.runsHere = runsHere;
             this.connectionCalls = connectionCalls;
             this.slowCalls = slowCalls;
+            this.threadWarnings = threadWarnings;
             this.handledOnEventLoop = handledOnEventLoop;
             this.streaming = !call.getMethodDescriptor().getType().clientSendsOneMessage();
         }
@@ -360,11 +359,9 @@ final class CallOnWorker implements ServerInterceptor {
         }
 
         /** Why no worker took the call: the pool shut down, or no thread could be started for it. */
-        private static Status refusal(Throwable e) {
+        private Status refusal(Throwable e) {
             if (e instanceof OutOfMemoryError) {
-                long now = System.nanoTime();
-                long last = lastThreadWarning.get();
-                if (now - last > THREAD_WARNING_INTERVAL_NANOS && lastThreadWarning.compareAndSet(last, now)) {
+                if (threadWarnings.now()) {
                     log.warn("gRPC calls are refused: no worker thread could be started ({}); at most one such"
                             + " warning a minute", e.getMessage());
                 }
