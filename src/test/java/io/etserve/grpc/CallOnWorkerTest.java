@@ -200,38 +200,42 @@ class CallOnWorkerTest {
 
     @Test
     void aHandOverTheWorkersRefuseClosesTheCallAsUnavailableAndLaterCallbacksRunHere() {
-        List<String> rest = new CopyOnWriteArrayList<>();
-        ServerCall.Listener<String> listener = new CallOnWorker(r -> {
+        List<String> refusals = handOverRefusedBy(r -> {
             throw new RejectedExecutionException("shut down");
-        }, quickOnly("quick"::equals)).interceptCall(call, new Metadata(),
-                (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"),
-                        status -> rest.add("refused on " + Thread.currentThread().getName() + ": "
-                                + status.getDescription())), null));
-
-        listener.onMessage("quick");
-        listener.onHalfClose();
-        listener.onCancel();
+        });
 
         assertThat(call.status.getCode()).isEqualTo(Status.Code.UNAVAILABLE);
         String here = Thread.currentThread().getName();
-        assertThat(rest).containsExactly("refused on " + here + ": the server is shutting down");
+        assertThat(refusals).containsExactly("UNAVAILABLE on " + here + ": the server is shutting down");
         assertThat(seen).containsExactly("message@" + here, "halfClose@" + here, "cancel@" + here);
     }
 
     @Test
     void aHandOverNoThreadCanBeStartedForIsRefusedSayingSo() {
-        List<String> rest = new CopyOnWriteArrayList<>();
-        ServerCall.Listener<String> listener = new CallOnWorker(r -> {
+        List<String> refusals = handOverRefusedBy(r -> {
             throw new OutOfMemoryError("unable to create native thread");
-        }, quickOnly("quick"::equals)).interceptCall(call, new Metadata(),
-                (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get().toWorker(() -> rest.add("ran"),
-                        status -> rest.add(status.getCode() + ": " + status.getDescription())), null));
+        });
 
+        String here = Thread.currentThread().getName();
+        assertThat(refusals).containsExactly(
+                "UNAVAILABLE on " + here + ": the server could not start a thread for the call");
+        assertThat(call.status.getDescription()).isEqualTo("the server could not start a thread for the call");
+    }
+
+    /**
+     * A quick call whose handler, on the event loop, hands the rest of its work to a pool that
+     * refuses it: what the refusal was given (status and description) and on which thread.
+     */
+    private List<String> handOverRefusedBy(java.util.concurrent.Executor refusingPool) {
+        List<String> refusals = new CopyOnWriteArrayList<>();
+        ServerCall.Listener<String> listener = new CallOnWorker(refusingPool, quickOnly("quick"::equals))
+                .interceptCall(call, new Metadata(), (c, h) -> new Recording(() -> CallOnWorker.EVENT_LOOP.get()
+                        .toWorker(() -> refusals.add("ran"), status -> refusals.add(status.getCode() + " on "
+                                + Thread.currentThread().getName() + ": " + status.getDescription())), null));
         listener.onMessage("quick");
         listener.onHalfClose();
-
-        assertThat(rest).containsExactly("UNAVAILABLE: the server could not start a thread for the call");
-        assertThat(call.status.getDescription()).isEqualTo("the server could not start a thread for the call");
+        listener.onCancel();
+        return refusals;
     }
 
     @Test
