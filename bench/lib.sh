@@ -61,12 +61,19 @@ bench_start_service() {
     --management.server.address=127.0.0.1 --management.server.port="$MGMT_PORT" \
     --etserve.model-repository="$repo" "$@" > "$log" 2>&1 &
   SERVER_PID=$!
+  bench_wait_ready "the service" "$SERVER_PID" "http://127.0.0.1:$PORT/v2/health/ready" "$log"
+}
+
+# Returns once $3 answers 2xx; exits, showing log $4's tail, if process $2 ($1, for the message)
+# dies first or 120 s pass.
+bench_wait_ready() {
+  local what="$1" pid="$2" url="$3" log="$4"
   for _ in $(seq 120); do
-    kill -0 "$SERVER_PID" 2>/dev/null || { tail -40 "$log" >&2; echo "the service exited" >&2; exit 1; }
-    curl -sf -o /dev/null "http://127.0.0.1:$PORT/v2/health/ready" && return 0
+    kill -0 "$pid" 2>/dev/null || { tail -40 "$log" >&2; echo "$what exited" >&2; exit 1; }
+    curl -sf -o /dev/null "$url" && return 0
     sleep 1
   done
-  echo "the service was not ready within 120 s" >&2
+  echo "$what was not ready within 120 s (log: $log)" >&2
   exit 1
 }
 

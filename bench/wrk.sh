@@ -16,6 +16,10 @@
 # BENCH_CLIENT_CPUS (taskset -c lists for the service and the client: at one connection, whether
 # the two share a CPU decides much of the cost on a VM whose idle CPUs halt,
 # bench/results/2026-12-05-2core-allocation-and-placement.md).
+# BENCH_PEERS ("", or "mlserver kserve"): Python serving peers (bench/peers/peers.sh: MLServer
+# 1.7.1, KServe 0.21.0, at their defaults, the same .pte through ExecuTorch's Python runtime)
+# measured beside the service with the same wrk client, JSON only, in the same rounds (each
+# round runs every server in turn); their CPU and memory are their whole process group's.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -37,6 +41,9 @@ if [[ " $FORMATS " == *" grpc "* ]]; then
   command -v h2load > /dev/null || { echo "h2load is missing (Debian: apt-get install nghttp2-client)" >&2; exit 1; }
 fi
 GRPC_PORT=${BENCH_GRPC_PORT:-18001}
+PEERS=${BENCH_PEERS:-}
+PEER_NAMES=()
+PEER_PORT=${BENCH_PEER_PORT:-18090}  # each peer takes three ports from here on
 log() { printf '[wrk %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # shellcheck source=bench/lib.sh
@@ -45,6 +52,12 @@ mkdir -p "$OUT"
 JAR=${BENCH_JAR:-$ROOT/target/etserve-0.1.0-SNAPSHOT.jar}
 [[ -n ${BENCH_JAR:-} ]] || bench_build
 bench_require_free_ports "set BENCH_PORT / BENCH_MGMT_PORT / BENCH_GRPC_PORT" "$PORT" "$MGMT_PORT" "$GRPC_PORT"
+if [[ -n $PEERS ]]; then
+  # shellcheck source=bench/peers/peers.sh
+  source "$ROOT/bench/peers/peers.sh"
+  read -r -a PEER_NAMES <<< "$PEERS"
+  bench_require_free_ports "set BENCH_PEER_PORT" $(seq "$PEER_PORT" $((PEER_PORT + 3 * ${#PEER_NAMES[@]} - 1)))
+fi
 cp "$JAR" "$OUT/etserve.jar"
 
 # The first reference case as each format's body, and a wrk script that posts it. The expected
@@ -106,7 +119,14 @@ log "starting the service (log: $OUT/wrk-server.log)"
 # shellcheck disable=SC2086  # a list of arguments
 SERVICE_JAR=$OUT/etserve.jar bench_start_service "$OUT/wrk-server.log" "$ROOT/models" --etserve.grpc.port="$GRPC_PORT" \
   ${BENCH_SERVICE_ARGS:-}
-trap 'kill "$SERVER_PID" 2> /dev/null || true; wait "$SERVER_PID" 2> /dev/null || true' EXIT
+declare -A PEER_PIDS=()
+stop_all() {
+  kill "$SERVER_PID" 2> /dev/null || true
+  wait "$SERVER_PID" 2> /dev/null || true
+  local p
+  for p in "${PEER_PIDS[@]}"; do peer_stop "$p"; done
+}
+trap stop_all EXIT
 URL="http://127.0.0.1:$PORT/v2/models/$MODEL/infer"
 GRPC_URL="http://127.0.0.1:$GRPC_PORT/inference.GRPCInferenceService/ModelInfer"
 # h2load's arguments for one gRPC run (then: -c, -D or -n, more options).
@@ -114,10 +134,12 @@ grpc_load() {
   "${CLIENT_PIN[@]}" h2load -t1 -m1 -d "$OUT/wrk-grpc.body" -H 'content-type: application/grpc' -H 'te: trailers' "$@" "$GRPC_URL"
 }
 
-# One answer checked value by value against PyTorch's per format: wrk itself checks only statuses.
-for f in $FORMATS; do
+# One answer of format $1 from $2 checked value by value against PyTorch's: wrk itself checks
+# only statuses.
+check_answer() {
+  local f="$1" url="$2"
   if [[ $f == json ]]; then
-    curl -sf -H 'Content-Type: application/json' --data-binary "@$OUT/wrk-json.body" "$URL" > "$OUT/wrk-answer"
+    curl -sf -H 'Content-Type: application/json' --data-binary "@$OUT/wrk-json.body" "$url" > "$OUT/wrk-answer"
   elif [[ $f == grpc ]]; then
     curl -sf --http2-prior-knowledge -H 'content-type: application/grpc' -H 'te: trailers' \
       --data-binary "@$OUT/wrk-grpc.body" "$GRPC_URL" > "$OUT/wrk-answer"
@@ -125,7 +147,7 @@ for f in $FORMATS; do
   else
     curl -sf -H 'Content-Type: application/octet-stream' \
       -H "Inference-Header-Content-Length: $(cat "$OUT/wrk-binary.header-length")" \
-      --data-binary "@$OUT/wrk-binary.body" -D "$OUT/wrk-answer.headers" "$URL" > "$OUT/wrk-answer"
+      --data-binary "@$OUT/wrk-binary.body" -D "$OUT/wrk-answer.headers" "$url" > "$OUT/wrk-answer"
   fi
   python3 - "$f" "$OUT" << 'PY'
 import json, re, struct, sys
@@ -164,12 +186,48 @@ bad = [i for i, (g, w) in enumerate(zip(got, want)) if abs(g - w) > exp["atol"] 
 if len(got) != len(want) or bad:
     sys.exit(f"{fmt}: the answer differs from PyTorch's reference at {bad or 'its length'}")
 PY
+}
+for f in $FORMATS; do
+  check_answer "$f" "$URL"
 done
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+# The peers, each started and its JSON answer checked like the service's.
+declare -A URLS=([etserve]=$URL)
+for i in "${!PEER_NAMES[@]}"; do
+  name=${PEER_NAMES[$i]}
+  log "starting $name (log: $OUT/wrk-$name.log)"
+  peer_start "$name" "$MODEL" $((PEER_PORT + 3 * i)) $((PEER_PORT + 3 * i + 1)) "$OUT/wrk-$name.log"
+  PEER_PIDS[$name]=$PEER_PID
+  URLS[$name]="http://127.0.0.1:$((PEER_PORT + 3 * i))/v2/models/$MODEL/infer"
+  check_answer json "${URLS[$name]}"
+done
+SERVERS=(etserve "${PEER_NAMES[@]}")
+# The formats each server is measured in: the service all of FORMATS, the peers JSON.
+server_formats() { if [[ $1 == etserve ]]; then echo "$FORMATS"; else echo json; fi; }
+
+# The processes of server $1: the service's one, or a peer's whole process group, each as its
+# pid, utime and stime (from /proc/PID/stat; fields counted after the command's name, which may
+# hold spaces: the group is the 3rd, utime and stime the 12th and 13th).
+server_procs() {
+  if [[ $1 == etserve ]]; then
+    cat "/proc/$SERVER_PID/stat"
+  else
+    cat /proc/[0-9]*/stat 2> /dev/null
+  fi | awk -v g="${PEER_PIDS[$1]:-}" '{ split(substr($0, index($0, ") ") + 2), f, " ")
+    if (g == "" || f[3] == g) print $1, f[12], f[13] }'
+}
+cpu_ticks() { server_procs "$1" | awk '{ticks += $2 + $3} END {print ticks + 0}'; }
+# Proportional set size of server $1 in MB (shared pages split between the processes sharing them).
+pss_mb() {
+  server_procs "$1" | while read -r pid _; do
+    awk '/^Pss:/ {print $2}' "/proc/$pid/smaps_rollup" 2> /dev/null || true
+  done | awk '{kb += $1} END {printf "%.0f", kb / 1024}'
+}
 # The process's CPU ticks by the JVM's own thread families: "gc jit" (G1's and the VM thread's,
 # the compilers'); what allocation costs in collection shows in the first.
+# (0 0 for a peer.)
 jvm_ticks() {
+  [[ $1 == etserve ]] || { echo 0 0; return; }
   cat /proc/"$SERVER_PID"/task/*/stat 2> /dev/null | awk '{
     name = substr($0, index($0, "(") + 1); name = substr(name, 1, index(name, ")") - 1)
     split(substr($0, index($0, ") ") + 2), f, " "); ticks = f[12] + f[13]
@@ -189,22 +247,24 @@ micros() {
 # in a timed round would be compiled during it.
 read -r -a LEVELS <<< "$CONCURRENCY"
 WARMUP_EACH=$(( WARMUP / ${#LEVELS[@]} > 5 ? WARMUP / ${#LEVELS[@]} : 5 ))
-for f in $FORMATS; do
-  for c in "${LEVELS[@]}"; do
-    log "warm-up: $f, ${WARMUP_EACH}s at c = $c (not recorded)"
-    if [[ $f == grpc ]]; then
-      grpc_load -c"$c" -D "$WARMUP_EACH" > /dev/null
-    else
-      "${CLIENT_PIN[@]}" wrk -t1 -c"$c" -d"${WARMUP_EACH}s" -s "$OUT/wrk-$f.lua" "$URL" > /dev/null
-    fi
+for server in "${SERVERS[@]}"; do
+  for f in $(server_formats "$server"); do
+    for c in "${LEVELS[@]}"; do
+      log "warm-up: $server $f, ${WARMUP_EACH}s at c = $c (not recorded)"
+      if [[ $f == grpc ]]; then
+        grpc_load -c"$c" -D "$WARMUP_EACH" > /dev/null
+      else
+        "${CLIENT_PIN[@]}" wrk -t1 -c"$c" -d"${WARMUP_EACH}s" -s "$OUT/wrk-$f.lua" "${URLS[$server]}" > /dev/null
+      fi
+    done
   done
 done
 
-# One timed run of format $1 at concurrency $2 into $OUT/wrk-run.txt, in wrk's terms
-# ("N requests in", "Requests/sec:", "50%"/"99%" latency lines, "Non-2xx" when any failed).
+# One timed run of format $1 at concurrency $2 against server $3 into $OUT/wrk-run.txt, in wrk's
+# terms ("N requests in", "Requests/sec:", "50%"/"99%" latency lines, "Non-2xx" when any failed).
 timed_run() {
   if [[ $1 != grpc ]]; then
-    "${CLIENT_PIN[@]}" wrk -t1 -c"$2" -d"${DURATION}s" --latency -s "$OUT/wrk-$1.lua" "$URL" > "$OUT/wrk-run.txt"
+    "${CLIENT_PIN[@]}" wrk -t1 -c"$2" -d"${DURATION}s" --latency -s "$OUT/wrk-$1.lua" "${URLS[$3]}" > "$OUT/wrk-run.txt"
     return
   fi
   # A failed call is HTTP 200 with a non-zero grpc-status and no message: count the answers
@@ -243,27 +303,30 @@ PY
 
 : > "$OUT/wrk.jsonl"
 for r in $(seq "$ROUNDS"); do
-  for f in $FORMATS; do
-    for c in $CONCURRENCY; do
-      load=$(cut -d' ' -f1 /proc/loadavg)
-      read -r gc_before jit_before <<< "$(jvm_ticks)"
-      before=$(cpu_ticks)
-      timed_run "$f" "$c"
-      after=$(cpu_ticks)
-      read -r gc_after jit_after <<< "$(jvm_ticks)"
-      n=$(awk '/requests in/ {print $1}' "$OUT/wrk-run.txt")
-      non2xx=$(awk '/Non-2xx/ {print $NF}' "$OUT/wrk-run.txt")
-      rps=$(awk '/Requests\/sec/ {print $2}' "$OUT/wrk-run.txt")
-      p50=$(micros 50% < "$OUT/wrk-run.txt")
-      p99=$(micros 99% < "$OUT/wrk-run.txt")
-      per_request() { awk -v a="$1" -v b="$2" -v n="$n" -v t="$TICK" 'BEGIN {printf "%.2f", (b - a) * 1e6 / t / n}'; }
-      cpu=$(per_request "$before" "$after")
-      gc=$(per_request "$gc_before" "$gc_after")
-      jit=$(per_request "$jit_before" "$jit_after")
-      printf '{"round":%d,"format":"%s","concurrency":%d,"requests":%d,"non2xx":%d,"rps":%s,"p50_us":%s,"p99_us":%s,"server_cpu_us_per_request":%s,"gc_us_per_request":%s,"jit_us_per_request":%s,"load":%s}\n' \
-        "$r" "$f" "$c" "$n" "${non2xx:-0}" "$rps" "$p50" "$p99" "$cpu" "$gc" "$jit" "$load" >> "$OUT/wrk.jsonl"
-      log "round $r $f c=$c: $n requests, $rps req/s, p50 $p50 us, p99 $p99 us, server CPU $cpu us/req (GC $gc, JIT $jit; load $load)"
-      [[ ${non2xx:-0} == 0 ]] || { echo "wrk saw $non2xx answers that were not 2xx" >&2; exit 1; }
+  for server in "${SERVERS[@]}"; do
+    for f in $(server_formats "$server"); do
+      for c in $CONCURRENCY; do
+        load=$(cut -d' ' -f1 /proc/loadavg)
+        read -r gc_before jit_before <<< "$(jvm_ticks "$server")"
+        before=$(cpu_ticks "$server")
+        timed_run "$f" "$c" "$server"
+        after=$(cpu_ticks "$server")
+        read -r gc_after jit_after <<< "$(jvm_ticks "$server")"
+        n=$(awk '/requests in/ {print $1}' "$OUT/wrk-run.txt")
+        non2xx=$(awk '/Non-2xx/ {print $NF}' "$OUT/wrk-run.txt")
+        rps=$(awk '/Requests\/sec/ {print $2}' "$OUT/wrk-run.txt")
+        p50=$(micros 50% < "$OUT/wrk-run.txt")
+        p99=$(micros 99% < "$OUT/wrk-run.txt")
+        per_request() { awk -v a="$1" -v b="$2" -v n="$n" -v t="$TICK" 'BEGIN {printf "%.2f", (b - a) * 1e6 / t / n}'; }
+        cpu=$(per_request "$before" "$after")
+        gc=$(per_request "$gc_before" "$gc_after")
+        jit=$(per_request "$jit_before" "$jit_after")
+        pss=$(pss_mb "$server")
+        printf '{"round":%d,"server":"%s","format":"%s","concurrency":%d,"requests":%d,"non2xx":%d,"rps":%s,"p50_us":%s,"p99_us":%s,"server_cpu_us_per_request":%s,"gc_us_per_request":%s,"jit_us_per_request":%s,"pss_mb":%s,"load":%s}\n' \
+          "$r" "$server" "$f" "$c" "$n" "${non2xx:-0}" "$rps" "$p50" "$p99" "$cpu" "$gc" "$jit" "$pss" "$load" >> "$OUT/wrk.jsonl"
+        log "round $r $server $f c=$c: $n requests, $rps req/s, p50 $p50 us, p99 $p99 us, server CPU $cpu us/req (GC $gc, JIT $jit; PSS $pss MB; load $load)"
+        [[ ${non2xx:-0} == 0 ]] || { echo "wrk saw $non2xx answers that were not 2xx from $server" >&2; exit 1; }
+      done
     done
   done
 done
@@ -277,18 +340,37 @@ python3 - "$OUT/wrk.jsonl" "$MODEL" \
   > "$OUT/wrk.md" << 'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"wrk 4.x, -t1 (grpc: h2load -t1 -m1), model {sys.argv[2]}; server CPU = whole process from /proc per request; rounds separated by /; {sys.argv[3]}")
+servers = list(dict.fromkeys(r["server"] for r in rows))  # the service first, then the peers
+print(f"wrk 4.x, -t1 (grpc: h2load -t1 -m1), model {sys.argv[2]}; server CPU = whole process (a peer: its process group) from /proc per request; PSS at the row's end; rounds separated by /; {sys.argv[3]}")
 print()
-print("| format | c | server CPU us/req | of which GC | of which JIT | p50 us | p99 us | p99/p50 | req/s | median CPU | median p99/p50 |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
-keys = sorted({(r["format"], r["concurrency"]) for r in rows}, key=lambda k: (k[0], k[1]))
-for fmt, c in keys:
-    rs = [r for r in rows if r["format"] == fmt and r["concurrency"] == c]
+print("| server | format | c | server CPU us/req | of which GC | of which JIT | p50 us | p99 us | p99/p50 | req/s | PSS MB | median CPU | median p99/p50 |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+keys = sorted({(r["format"], r["concurrency"], r["server"]) for r in rows},
+              key=lambda k: (k[0], k[1], servers.index(k[2])))
+median = lambda rs, k: statistics.median(r[k] for r in rs)
+for fmt, c, server in keys:
+    rs = [r for r in rows if (r["format"], r["concurrency"], r["server"]) == (fmt, c, server)]
     j = lambda k, f="{:.1f}": " / ".join(f.format(r[k]) for r in rs)
     ratio = [r["p99_us"] / r["p50_us"] for r in rs]
-    print(f"| {fmt} | {c} | {j('server_cpu_us_per_request')} | {j('gc_us_per_request', '{:.2f}')} | "
+    print(f"| {server} | {fmt} | {c} | {j('server_cpu_us_per_request')} | {j('gc_us_per_request', '{:.2f}')} | "
           f"{j('jit_us_per_request', '{:.2f}')} | {j('p50_us')} | {j('p99_us')} | "
-          f"{' / '.join(f'{x:.1f}' for x in ratio)} | {j('rps', '{:.0f}')} | "
-          f"{statistics.median(r['server_cpu_us_per_request'] for r in rs):.1f} | {statistics.median(ratio):.1f} |")
+          f"{' / '.join(f'{x:.1f}' for x in ratio)} | {j('rps', '{:.0f}')} | {j('pss_mb', '{:.0f}')} | "
+          f"{median(rs, 'server_cpu_us_per_request'):.1f} | {statistics.median(ratio):.1f} |")
+# Against the peers (JSON, the format all serve): medians' ratios, and in how many rounds the
+# service's p99 was below every peer's.
+peers = servers[1:]
+if peers:
+    print()
+    print("| JSON, c | req/s, service / best peer | CPU per request, service / best peer | PSS, service / smallest peer | rounds with the service's p99 below every peer's |")
+    print("|---|---|---|---|---|")
+    for c in sorted({r["concurrency"] for r in rows if r["format"] == "json"}):
+        of = lambda s: [r for r in rows if (r["format"], r["concurrency"], r["server"]) == ("json", c, s)]
+        own = of(servers[0])
+        rps = max(median(of(p), "rps") for p in peers)
+        cpu = min(median(of(p), "server_cpu_us_per_request") for p in peers)
+        pss = min(median(of(p), "pss_mb") for p in peers)
+        below = sum(all(r["p99_us"] < q["p99_us"] for p in peers for q in of(p) if q["round"] == r["round"]) for r in own)
+        print(f"| {c} | {median(own, 'rps') / rps:.2f} | {median(own, 'server_cpu_us_per_request') / cpu:.2f} | "
+              f"{median(own, 'pss_mb') / pss:.2f} | {below} of {len(own)} |")
 PY
 cat "$OUT/wrk.md"

@@ -26,5 +26,11 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$want" ]]; then
   echo "$want" > "$STAMP"
 fi
 
+# --venv: only make sure the venv is there and print its path (bench/peers runs ExecuTorch's
+# Python runtime from it).
+if [[ ${1:-} == --venv ]]; then
+  echo "$VENV"
+  exit 0
+fi
 cd "$ROOT"
 exec "$VENV/bin/python" scripts/export/export_models.py "$@"
