@@ -99,7 +99,8 @@ tol = ref["tolerance"]
 json.dump({"expected": want["data"], "atol": tol["atol"], "rtol": tol["rtol"]},
           open(f"{out}/wrk-expected.json", "w"))
 PY
-for f in $FORMATS; do
+# (The peers are measured in JSON whatever FORMATS says.)
+for f in $(printf '%s\n' $FORMATS ${PEERS:+json} | sort -u); do
   [[ $f != grpc ]] || continue
   headers='wrk.headers["Content-Type"] = "application/json"'
   if [[ $f == binary ]]; then
@@ -217,11 +218,14 @@ server_procs() {
     if (g == "" || f[3] == g) print $1, f[12], f[13] }'
 }
 cpu_ticks() { server_procs "$1" | awk '{ticks += $2 + $3} END {print ticks + 0}'; }
-# Proportional set size of server $1 in MB (shared pages split between the processes sharing them).
-pss_mb() {
+# Memory of server $1 in MB as it would be on a host of its own: the resident set of its largest
+# process plus the private pages of the others (a peer's worker maps the same libraries as its
+# server; PSS would instead split pages shared with the other servers running beside it).
+memory_mb() {
   server_procs "$1" | while read -r pid _; do
-    awk '/^Pss:/ {print $2}' "/proc/$pid/smaps_rollup" 2> /dev/null || true
-  done | awk '{kb += $1} END {printf "%.0f", kb / 1024}'
+    awk '/^Rss:/ {rss = $2} /^Private_(Clean|Dirty):/ {own += $2} END {if (rss) print rss, own}' \
+      "/proc/$pid/smaps_rollup" 2> /dev/null || true
+  done | sort -n | awk '{total += $2; rss = $1; own = $2} END {printf "%.0f", (total - own + rss) / 1024}'
 }
 # The process's CPU ticks by the JVM's own thread families: "gc jit" (G1's and the VM thread's,
 # the compilers'); what allocation costs in collection shows in the first.
@@ -321,10 +325,10 @@ for r in $(seq "$ROUNDS"); do
         cpu=$(per_request "$before" "$after")
         gc=$(per_request "$gc_before" "$gc_after")
         jit=$(per_request "$jit_before" "$jit_after")
-        pss=$(pss_mb "$server")
-        printf '{"round":%d,"server":"%s","format":"%s","concurrency":%d,"requests":%d,"non2xx":%d,"rps":%s,"p50_us":%s,"p99_us":%s,"server_cpu_us_per_request":%s,"gc_us_per_request":%s,"jit_us_per_request":%s,"pss_mb":%s,"load":%s}\n' \
-          "$r" "$server" "$f" "$c" "$n" "${non2xx:-0}" "$rps" "$p50" "$p99" "$cpu" "$gc" "$jit" "$pss" "$load" >> "$OUT/wrk.jsonl"
-        log "round $r $server $f c=$c: $n requests, $rps req/s, p50 $p50 us, p99 $p99 us, server CPU $cpu us/req (GC $gc, JIT $jit; PSS $pss MB; load $load)"
+        memory=$(memory_mb "$server")
+        printf '{"round":%d,"server":"%s","format":"%s","concurrency":%d,"requests":%d,"non2xx":%d,"rps":%s,"p50_us":%s,"p99_us":%s,"server_cpu_us_per_request":%s,"gc_us_per_request":%s,"jit_us_per_request":%s,"memory_mb":%s,"load":%s}\n' \
+          "$r" "$server" "$f" "$c" "$n" "${non2xx:-0}" "$rps" "$p50" "$p99" "$cpu" "$gc" "$jit" "$memory" "$load" >> "$OUT/wrk.jsonl"
+        log "round $r $server $f c=$c: $n requests, $rps req/s, p50 $p50 us, p99 $p99 us, server CPU $cpu us/req (GC $gc, JIT $jit; memory $memory MB; load $load)"
         [[ ${non2xx:-0} == 0 ]] || { echo "wrk saw $non2xx answers that were not 2xx from $server" >&2; exit 1; }
       done
     done
@@ -341,9 +345,9 @@ python3 - "$OUT/wrk.jsonl" "$MODEL" \
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 servers = list(dict.fromkeys(r["server"] for r in rows))  # the service first, then the peers
-print(f"wrk 4.x, -t1 (grpc: h2load -t1 -m1), model {sys.argv[2]}; server CPU = whole process (a peer: its process group) from /proc per request; PSS at the row's end; rounds separated by /; {sys.argv[3]}")
+print(f"wrk 4.x, -t1 (grpc: h2load -t1 -m1), model {sys.argv[2]}; server CPU = whole process (a peer: its process group) from /proc per request; memory at the row's end (the largest process's resident set, the others' private pages); rounds separated by /; {sys.argv[3]}")
 print()
-print("| server | format | c | server CPU us/req | of which GC | of which JIT | p50 us | p99 us | p99/p50 | req/s | PSS MB | median CPU | median p99/p50 |")
+print("| server | format | c | server CPU us/req | of which GC | of which JIT | p50 us | p99 us | p99/p50 | req/s | memory MB | median CPU | median p99/p50 |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 keys = sorted({(r["format"], r["concurrency"], r["server"]) for r in rows},
               key=lambda k: (k[0], k[1], servers.index(k[2])))
@@ -354,23 +358,23 @@ for fmt, c, server in keys:
     ratio = [r["p99_us"] / r["p50_us"] for r in rs]
     print(f"| {server} | {fmt} | {c} | {j('server_cpu_us_per_request')} | {j('gc_us_per_request', '{:.2f}')} | "
           f"{j('jit_us_per_request', '{:.2f}')} | {j('p50_us')} | {j('p99_us')} | "
-          f"{' / '.join(f'{x:.1f}' for x in ratio)} | {j('rps', '{:.0f}')} | {j('pss_mb', '{:.0f}')} | "
+          f"{' / '.join(f'{x:.1f}' for x in ratio)} | {j('rps', '{:.0f}')} | {j('memory_mb', '{:.0f}')} | "
           f"{median(rs, 'server_cpu_us_per_request'):.1f} | {statistics.median(ratio):.1f} |")
 # Against the peers (JSON, the format all serve): medians' ratios, and in how many rounds the
 # service's p99 was below every peer's.
 peers = servers[1:]
 if peers:
     print()
-    print("| JSON, c | req/s, service / best peer | CPU per request, service / best peer | PSS, service / smallest peer | rounds with the service's p99 below every peer's |")
+    print("| JSON, c | req/s, service / best peer | CPU per request, service / best peer | memory, service / smallest peer | rounds with the service's p99 below every peer's |")
     print("|---|---|---|---|---|")
-    for c in sorted({r["concurrency"] for r in rows if r["format"] == "json"}):
+    for c in sorted({r["concurrency"] for r in rows if r["format"] == "json" and r["server"] == servers[0]}):
         of = lambda s: [r for r in rows if (r["format"], r["concurrency"], r["server"]) == ("json", c, s)]
         own = of(servers[0])
         rps = max(median(of(p), "rps") for p in peers)
         cpu = min(median(of(p), "server_cpu_us_per_request") for p in peers)
-        pss = min(median(of(p), "pss_mb") for p in peers)
+        memory = min(median(of(p), "memory_mb") for p in peers)
         below = sum(all(r["p99_us"] < q["p99_us"] for p in peers for q in of(p) if q["round"] == r["round"]) for r in own)
         print(f"| {c} | {median(own, 'rps') / rps:.2f} | {median(own, 'server_cpu_us_per_request') / cpu:.2f} | "
-              f"{median(own, 'pss_mb') / pss:.2f} | {below} of {len(own)} |")
+              f"{median(own, 'memory_mb') / memory:.2f} | {below} of {len(own)} |")
 PY
 cat "$OUT/wrk.md"
