@@ -227,9 +227,8 @@ memory_mb() {
       "/proc/$pid/smaps_rollup" 2> /dev/null || true
   done | sort -n | awk '{total += $2; rss = $1; own = $2} END {printf "%.0f", (total - own + rss) / 1024}'
 }
-# The process's CPU ticks by the JVM's own thread families: "gc jit" (G1's and the VM thread's,
-# the compilers'); what allocation costs in collection shows in the first.
-# (0 0 for a peer.)
+# The service's CPU ticks by the JVM's own thread families: "gc jit" (G1's and the VM thread's,
+# the compilers'); what allocation costs in collection shows in the first. "0 0" for a peer.
 jvm_ticks() {
   [[ $1 == etserve ]] || { echo 0 0; return; }
   cat /proc/"$SERVER_PID"/task/*/stat 2> /dev/null | awk '{
