@@ -16,10 +16,11 @@
 # BENCH_CLIENT_CPUS (taskset -c lists for the service and the client: at one connection, whether
 # the two share a CPU decides much of the cost on a VM whose idle CPUs halt,
 # bench/results/2026-12-05-2core-allocation-and-placement.md).
-# BENCH_PEERS ("", or "mlserver kserve"): Python serving peers (bench/peers/peers.sh: MLServer
-# 1.7.1, KServe 0.21.0, at their defaults, the same .pte through ExecuTorch's Python runtime)
-# measured beside the service with the same wrk client, JSON only, in the same rounds (each
-# round runs every server in turn); their CPU and memory are their whole process group's.
+# BENCH_PEERS ("", or e.g. "mlserver kserve kserve:2"): Python serving peers (bench/peers/peers.sh:
+# MLServer 1.7.1, KServe 0.21.0, at their defaults or with NAME:N workers, the same .pte through
+# ExecuTorch's Python runtime) measured beside the service with the same wrk client, JSON only,
+# in the same rounds (each round runs every server in turn); their CPU and memory are their
+# whole process group's.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -196,8 +197,8 @@ done
 declare -A URLS=([etserve]=$URL)
 for i in "${!PEER_NAMES[@]}"; do
   name=${PEER_NAMES[$i]}
-  log "starting $name (log: $OUT/wrk-$name.log)"
-  peer_start "$name" "$MODEL" $((PEER_PORT + 3 * i)) $((PEER_PORT + 3 * i + 1)) "$OUT/wrk-$name.log"
+  log "starting $name (log: $OUT/wrk-${name/:/-}.log)"
+  peer_start "$name" "$MODEL" $((PEER_PORT + 3 * i)) $((PEER_PORT + 3 * i + 1)) "$OUT/wrk-${name/:/-}.log"
   PEER_PIDS[$name]=$PEER_PID
   URLS[$name]="http://127.0.0.1:$((PEER_PORT + 3 * i))/v2/models/$MODEL/infer"
   check_answer json "${URLS[$name]}"

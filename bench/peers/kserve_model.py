@@ -20,6 +20,17 @@ class ExecuTorchModel(Model):
         self.ready = True
         return self.ready
 
+    # With --workers N, KServe pickles the model into each worker process: the program is not
+    # picklable, so each worker loads its own.
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_program", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._program = Program(self._pte)
+
     def predict(self, payload: InferRequest, headers=None, response_headers=None) -> InferResponse:
         inputs = [i.as_numpy() for i in payload.inputs]
         outputs = []

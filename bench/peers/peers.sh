@@ -1,6 +1,9 @@
 # The Python serving peers bench/wrk.sh compares the service with (BENCH_PEERS): MLServer 1.7.1
-# and KServe 0.21.0, each at its defaults, serving the same .pte through ExecuTorch's own Python
-# runtime (executorch_program.py). Source it after bench/lib.sh; it needs ROOT, OUT and log.
+# and KServe 0.21.0, serving the same .pte through ExecuTorch's own Python runtime
+# (executorch_program.py). A peer is named `mlserver` or `kserve` (its defaults: one inference
+# worker process, one uvicorn worker), or `NAME:N` for N of them (MLServer's parallel_workers,
+# KServe's --workers), each with its own copy of the program. Source it after bench/lib.sh; it
+# needs ROOT, OUT and log.
 #
 # Each peer has a venv of its own (.venv-peers/NAME, from requirements-NAME.txt, rebuilt when
 # the pins change) that sees torch and executorch through a .pth file naming the export venv's
@@ -33,23 +36,26 @@ peer_python() {
 # own (MLServer runs inference in a worker process: CPU and memory are counted over the group).
 # Sets PEER_PID (the group's leader) and returns once the model answers ready.
 peer_start() {
-  local name="$1" model="$2" http="$3" grpc="$4" logfile="$5" python
-  python=$(peer_python "$name")
+  local name="$1" model="$2" http="$3" grpc="$4" logfile="$5" python workers=
+  local peer=${name%%:*}
+  [[ $name != *:* ]] || workers=${name#*:}
+  [[ -z $workers || $workers =~ ^[1-9][0-9]*$ ]] || { echo "peer $name: workers must be a number" >&2; exit 1; }
+  python=$(peer_python "$peer")
   local pte="$ROOT/models/$model/1/model.pte"
-  case $name in
+  case $peer in
     mlserver)
-      local repo="$OUT/peers/mlserver"
+      local repo="$OUT/peers/mlserver-$http"
       rm -rf "$repo" && mkdir -p "$repo/$model"
       # Its Prometheus files in the run's folder, not the working directory's .metrics.
-      printf '{"host": "127.0.0.1", "http_port": %d, "grpc_port": %d, "metrics_port": %d, "metrics_dir": "%s"}\n' \
-        "$http" "$grpc" $((grpc + 1)) "$repo/.metrics" > "$repo/settings.json"
+      printf '{"host": "127.0.0.1", "http_port": %d, "grpc_port": %d, "metrics_port": %d, "metrics_dir": "%s"%s}\n' \
+        "$http" "$grpc" $((grpc + 1)) "$repo/.metrics" "${workers:+, \"parallel_workers\": $workers}" > "$repo/settings.json"
       printf '{"name": "%s", "implementation": "mlserver_model.ExecuTorchModel", "parameters": {"uri": "%s"}}\n' \
         "$model" "$pte" > "$repo/$model/model-settings.json"
       PYTHONPATH=$PEERS_DIR setsid "$(dirname "$python")/mlserver" start "$repo" > "$logfile" 2>&1 &
       ;;
     kserve)
       PYTHONPATH=$PEERS_DIR setsid "$python" "$PEERS_DIR/kserve_model.py" --model_name "$model" --pte "$pte" \
-        --http_port "$http" --grpc_port "$grpc" > "$logfile" 2>&1 &
+        --http_port "$http" --grpc_port "$grpc" ${workers:+--workers "$workers"} > "$logfile" 2>&1 &
       ;;
   esac
   PEER_PID=$!
