@@ -12,22 +12,23 @@
 
 PEERS_DIR=$ROOT/bench/peers
 
-# The python of peer $1's venv, made or remade as needed.
+# The python of peer $1's venv, made or remade as needed, from the export venv's interpreter: the
+# .pth file below only works between two venvs of one Python version.
 peer_python() {
-  local name="$1" venv="$ROOT/.venv-peers/$1" req="$PEERS_DIR/requirements-$1.txt" want export_site
+  local name="$1" venv="$ROOT/.venv-peers/$1" req="$PEERS_DIR/requirements-$1.txt" want export_python
   [[ -f $req ]] || { echo "no peer named $name (bench/peers/requirements-$name.txt)" >&2; exit 1; }
-  want=$(sha256sum "$req" | cut -d' ' -f1)
+  export_python="$(bash "$ROOT/scripts/export/export.sh" --venv)/bin/python"
+  want="$(sha256sum "$req" | cut -d' ' -f1) $("$export_python" -c 'import sys; print(sys.version.split()[0])')"
   if [[ ! -x $venv/bin/python || "$(cat "$venv/.requirements.sha256" 2> /dev/null)" != "$want" ]]; then
     log "installing $name into $venv"
     rm -rf "$venv"
-    python3 -m venv "$venv"
+    "$export_python" -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$req" >&2
     echo "$want" > "$venv/.requirements.sha256"
   fi
-  export_site=$("$(bash "$ROOT/scripts/export/export.sh" --venv)/bin/python" \
-    -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   # Appended after the venv's own packages: the peer's pins win where both have a package.
-  echo "$export_site" > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/zz-etserve-export.pth"
+  "$export_python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+    > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/zz-etserve-export.pth"
   echo "$venv/bin/python"
 }
 
