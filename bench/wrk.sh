@@ -18,9 +18,9 @@
 # bench/results/2026-12-05-2core-allocation-and-placement.md).
 # BENCH_PEERS ("", or e.g. "mlserver kserve kserve:2"): Python serving peers (bench/peers/peers.sh:
 # MLServer 1.7.1, KServe 0.21.0, at their defaults or with NAME:N workers, the same .pte through
-# ExecuTorch's Python runtime) measured beside the service with the same wrk client, JSON only,
-# in the same rounds (each round runs every server in turn); their CPU and memory are their
-# whole process group's.
+# ExecuTorch's Python runtime) measured beside the service with the same clients, in JSON and,
+# when BENCH_FORMATS has it, gRPC, in the same rounds (each round runs every server in turn);
+# their CPU and memory are their whole process group's.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -129,23 +129,28 @@ stop_all() {
   for p in "${PEER_PIDS[@]}"; do peer_stop "$p"; done
 }
 trap stop_all EXIT
-URL="http://127.0.0.1:$PORT/v2/models/$MODEL/infer"
-GRPC_URL="http://127.0.0.1:$GRPC_PORT/inference.GRPCInferenceService/ModelInfer"
-# h2load's arguments for one gRPC run (then: -c, -D or -n, more options).
+# Each server's REST and gRPC addresses (the peers' are added as they start).
+declare -A URLS=([etserve]="http://127.0.0.1:$PORT/v2/models/$MODEL/infer")
+declare -A GRPC_URLS=([etserve]="http://127.0.0.1:$GRPC_PORT/inference.GRPCInferenceService/ModelInfer")
+# h2load's arguments for one gRPC run against server $1 (then: -c, -D or -n, more options).
 grpc_load() {
-  "${CLIENT_PIN[@]}" h2load -t1 -m1 -d "$OUT/wrk-grpc.body" -H 'content-type: application/grpc' -H 'te: trailers' "$@" "$GRPC_URL"
+  local server="$1"
+  shift
+  "${CLIENT_PIN[@]}" h2load -t1 -m1 -d "$OUT/wrk-grpc.body" -H 'content-type: application/grpc' -H 'te: trailers' "$@" \
+    "${GRPC_URLS[$server]}"
 }
 
-# One answer of format $1 from $2 checked value by value against PyTorch's: wrk itself checks
-# only statuses.
+# One answer of format $1 from server $2 checked value by value against PyTorch's: wrk itself
+# checks only statuses.
 check_answer() {
-  local f="$1" url="$2"
+  local f="$1" url="${URLS[$2]}"
   if [[ $f == json ]]; then
     curl -sf -H 'Content-Type: application/json' --data-binary "@$OUT/wrk-json.body" "$url" > "$OUT/wrk-answer"
   elif [[ $f == grpc ]]; then
     curl -sf --http2-prior-knowledge -H 'content-type: application/grpc' -H 'te: trailers' \
-      --data-binary "@$OUT/wrk-grpc.body" "$GRPC_URL" > "$OUT/wrk-answer"
-    stat -c %s "$OUT/wrk-answer" > "$OUT/wrk-grpc.answer-bytes"  # what a whole answer brings (timed_run)
+      --data-binary "@$OUT/wrk-grpc.body" "${GRPC_URLS[$2]}" > "$OUT/wrk-answer"
+    # What a whole answer of this server brings (timed_run counts answers without it as failures).
+    stat -c %s "$OUT/wrk-answer" > "$OUT/wrk-grpc-${2/:/-}.answer-bytes"
   else
     curl -sf -H 'Content-Type: application/octet-stream' \
       -H "Inference-Header-Content-Length: $(cat "$OUT/wrk-binary.header-length")" \
@@ -167,19 +172,30 @@ def varint(b, i):
 if fmt == "json":
     got = json.loads(body)["outputs"][0]["data"]
 elif fmt == "grpc":
-    # The frame's ModelInferResponse: the first raw_output_contents (field 6) holds the floats.
-    msg, i, got = body[5:5 + int.from_bytes(body[1:5], "big")], 0, []
-    while i < len(msg):
-        key, i = varint(msg, i)
-        if key & 7 == 2:
-            n, i = varint(msg, i)
-            if key >> 3 == 6 and not got:
-                got = list(struct.unpack(f"<{n // 4}f", msg[i:i + n]))
-            i += n
-        elif key & 7 == 0:
-            _, i = varint(msg, i)
-        else:
-            sys.exit(f"grpc: unexpected wire type in the answer: {key & 7}")
+    # The frame's ModelInferResponse: the floats are the first raw_output_contents (field 6), as
+    # the service and MLServer answer raw inputs, or else the first output's (field 5)
+    # contents (5) as fp32_contents (6), as KServe answers.
+    def fields(msg):
+        i = 0
+        while i < len(msg):
+            key, i = varint(msg, i)
+            if key & 7 == 2:
+                n, i = varint(msg, i)
+                yield key >> 3, msg[i:i + n]
+                i += n
+            elif key & 7 == 0:
+                _, i = varint(msg, i)
+            else:
+                sys.exit(f"grpc: unexpected wire type in the answer: {key & 7}")
+    def first(msg, number):
+        return next((v for k, v in fields(msg) if k == number), None)
+    response = body[5:5 + int.from_bytes(body[1:5], "big")]
+    floats = first(response, 6)
+    if floats is None:
+        output = first(response, 5)
+        contents = first(output, 5) if output is not None else None
+        floats = first(contents, 6) if contents is not None else b""
+    got = list(struct.unpack(f"<{len(floats) // 4}f", floats))
 else:
     n = int(re.search(rb"(?i)inference-header-content-length:\s*(\d+)", open(f"{out}/wrk-answer.headers", "rb").read()).group(1))
     got = list(struct.unpack(f"<{(len(body) - n) // 4}f", body[n:]))
@@ -190,22 +206,33 @@ if len(got) != len(want) or bad:
 PY
 }
 for f in $FORMATS; do
-  check_answer "$f" "$URL"
+  check_answer "$f" etserve
 done
 
-# The peers, each started and its JSON answer checked like the service's.
-declare -A URLS=([etserve]=$URL)
+# The formats each server is measured in: the service all of FORMATS, the peers JSON and, when
+# FORMATS has it, gRPC (the binary extension is the service's and Triton's only).
+server_formats() {
+  if [[ $1 == etserve ]]; then
+    echo "$FORMATS"
+  else
+    echo json
+    [[ " $FORMATS " != *" grpc "* ]] || echo grpc
+  fi
+}
+
+# The peers, each started and its answers checked like the service's.
 for i in "${!PEER_NAMES[@]}"; do
   name=${PEER_NAMES[$i]}
   log "starting $name (log: $OUT/wrk-${name/:/-}.log)"
   peer_start "$name" "$MODEL" $((PEER_PORT + 3 * i)) $((PEER_PORT + 3 * i + 1)) "$OUT/wrk-${name/:/-}.log"
   PEER_PIDS[$name]=$PEER_PID
   URLS[$name]="http://127.0.0.1:$((PEER_PORT + 3 * i))/v2/models/$MODEL/infer"
-  check_answer json "${URLS[$name]}"
+  GRPC_URLS[$name]="http://127.0.0.1:$((PEER_PORT + 3 * i + 1))/inference.GRPCInferenceService/ModelInfer"
+  for f in $(server_formats "$name"); do
+    check_answer "$f" "$name"
+  done
 done
 SERVERS=(etserve "${PEER_NAMES[@]}")
-# The formats each server is measured in: the service all of FORMATS, the peers JSON.
-server_formats() { if [[ $1 == etserve ]]; then echo "$FORMATS"; else echo json; fi; }
 
 # The processes of server $1: the service's one, or a peer's whole process group, each as its
 # pid, utime and stime (from /proc/PID/stat; fields counted after the command's name, which may
@@ -256,7 +283,7 @@ for server in "${SERVERS[@]}"; do
     for c in "${LEVELS[@]}"; do
       log "warm-up: $server $f, ${WARMUP_EACH}s at c = $c (not recorded)"
       if [[ $f == grpc ]]; then
-        grpc_load -c"$c" -D "$WARMUP_EACH" > /dev/null
+        grpc_load "$server" -c"$c" -D "$WARMUP_EACH" > /dev/null
       else
         "${CLIENT_PIN[@]}" wrk -t1 -c"$c" -d"${WARMUP_EACH}s" -s "$OUT/wrk-$f.lua" "${URLS[$server]}" > /dev/null
       fi
@@ -274,8 +301,8 @@ timed_run() {
   # A failed call is HTTP 200 with a non-zero grpc-status and no message: count the answers
   # that came without their message's bytes as failures.
   : > "$OUT/wrk-grpc.log"  # h2load appends
-  grpc_load -c"$2" -D "$DURATION" --log-file="$OUT/wrk-grpc.log" > "$OUT/wrk-h2load.txt"
-  python3 - "$OUT/wrk-h2load.txt" "$OUT/wrk-grpc.log" "$DURATION" "$(cat "$OUT/wrk-grpc.answer-bytes")" "$2" \
+  grpc_load "$3" -c"$2" -D "$DURATION" --log-file="$OUT/wrk-grpc.log" > "$OUT/wrk-h2load.txt"
+  python3 - "$OUT/wrk-h2load.txt" "$OUT/wrk-grpc.log" "$DURATION" "$(cat "$OUT/wrk-grpc-${3/:/-}.answer-bytes")" "$2" \
     > "$OUT/wrk-run.txt" << 'PY'
 import re, statistics, sys
 text = open(sys.argv[1]).read()
@@ -360,15 +387,18 @@ for fmt, c, server in keys:
           f"{j('jit_us_per_request', '{:.2f}')} | {j('p50_us')} | {j('p99_us')} | "
           f"{' / '.join(f'{x:.1f}' for x in ratio)} | {j('rps', '{:.0f}')} | {j('memory_mb', '{:.0f}')} | "
           f"{median(rs, 'server_cpu_us_per_request'):.1f} | {statistics.median(ratio):.1f} |")
-# Against the peers (JSON, the format all serve): medians' ratios, and in how many rounds the
-# service's p99 was below every peer's.
+# Against the peers, per format all serve (JSON; gRPC when measured): medians' ratios, and in
+# how many rounds the service's p99 was below every peer's.
 peers = servers[1:]
-if peers:
+for fmt in ("json", "grpc"):
+    levels = sorted({r["concurrency"] for r in rows if r["format"] == fmt and r["server"] == servers[0]})
+    if not peers or not levels or not any(r["format"] == fmt and r["server"] in peers for r in rows):
+        continue
     print()
-    print("| JSON, c | req/s, service / best peer | CPU per request, service / best peer | memory, service / smallest peer | rounds with the service's p99 below every peer's |")
+    print(f"| {fmt}, c | req/s, service / best peer | CPU per request, service / best peer | memory, service / smallest peer | rounds with the service's p99 below every peer's |")
     print("|---|---|---|---|---|")
-    for c in sorted({r["concurrency"] for r in rows if r["format"] == "json" and r["server"] == servers[0]}):
-        of = lambda s: [r for r in rows if (r["format"], r["concurrency"], r["server"]) == ("json", c, s)]
+    for c in levels:
+        of = lambda s: [r for r in rows if (r["format"], r["concurrency"], r["server"]) == (fmt, c, s)]
         own = of(servers[0])
         rps = max(median(of(p), "rps") for p in peers)
         cpu = min(median(of(p), "server_cpu_us_per_request") for p in peers)
