@@ -210,13 +210,15 @@ for f in $FORMATS; do
 done
 
 # The formats each server is measured in: the service all of FORMATS, the peers JSON and, when
-# FORMATS has it, gRPC (the binary extension is the service's and Triton's only).
+# FORMATS has it, gRPC (the binary extension is the service's and Triton's only); not KServe with
+# several workers over gRPC, whose workers die and restart under gRPC load
+# (bench/results/2026-12-07-2core-wrk-peers.md).
 server_formats() {
   if [[ $1 == etserve ]]; then
     echo "$FORMATS"
   else
     echo json
-    [[ " $FORMATS " != *" grpc "* ]] || echo grpc
+    [[ " $FORMATS " != *" grpc "* || $1 == kserve:* ]] || echo grpc
   fi
 }
 
