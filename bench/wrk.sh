@@ -100,8 +100,21 @@ tol = ref["tolerance"]
 json.dump({"expected": want["data"], "atol": tol["atol"], "rtol": tol["rtol"]},
           open(f"{out}/wrk-expected.json", "w"))
 PY
-# (The peers are measured in JSON whatever FORMATS says.)
-for f in $(printf '%s\n' $FORMATS ${PEERS:+json} | sort -u); do
+# The formats each server is measured in: the service all of FORMATS, the peers JSON and, when
+# FORMATS has it, gRPC (the binary extension is the service's and Triton's only); not KServe with
+# several workers over gRPC, whose workers die and restart under gRPC load
+# (bench/results/2026-12-07-2core-wrk-peers.md).
+server_formats() {
+  if [[ $1 == etserve ]]; then
+    printf '%s\n' $FORMATS
+  else
+    echo json
+    [[ " $FORMATS " != *" grpc "* || $1 == kserve:* ]] || echo grpc
+  fi
+}
+
+# A wrk script for every HTTP format any server is measured in.
+for f in $(for server in etserve "${PEER_NAMES[@]}"; do server_formats "$server"; done | sort -u); do
   [[ $f != grpc ]] || continue
   headers='wrk.headers["Content-Type"] = "application/json"'
   if [[ $f == binary ]]; then
@@ -208,19 +221,6 @@ PY
 for f in $FORMATS; do
   check_answer "$f" etserve
 done
-
-# The formats each server is measured in: the service all of FORMATS, the peers JSON and, when
-# FORMATS has it, gRPC (the binary extension is the service's and Triton's only); not KServe with
-# several workers over gRPC, whose workers die and restart under gRPC load
-# (bench/results/2026-12-07-2core-wrk-peers.md).
-server_formats() {
-  if [[ $1 == etserve ]]; then
-    echo "$FORMATS"
-  else
-    echo json
-    [[ " $FORMATS " != *" grpc "* || $1 == kserve:* ]] || echo grpc
-  fi
-}
 
 # The peers, each started and its answers checked like the service's.
 for i in "${!PEER_NAMES[@]}"; do

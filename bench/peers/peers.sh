@@ -6,7 +6,7 @@
 # needs ROOT, OUT and log.
 #
 # Each peer has a venv of its own (.venv-peers/NAME, from requirements-NAME.txt, rebuilt when
-# the pins change) that sees torch and executorch through a .pth file naming the export venv's
+# the pins or the export venv's Python change) that sees torch and executorch through a .pth file naming the export venv's
 # site-packages (scripts/export/export.sh --venv makes it on first use): ExecuTorch's Python
 # runtime links libtorch, and PyPI's torch for Linux is the several-GB CUDA build, installed once.
 
