@@ -114,6 +114,7 @@ stage2() {
   [[ -f "$STAGE/libetserve_jni.so" ]] || die "no GPU build in $WORK: run stage1 on this host first (same machine)"
   [[ -f "$BUNDLE/stage2/app.tar" ]] || die "no $BUNDLE/stage2: run 'scripts/gpu-suite.sh bundle' on a build machine"
   unpack_app
+  cuda_export_settle
   junit_suite "$JAVA" "$CHECK_CP" "$(ls "$WORK"/junit-platform-console-standalone-*.jar)"
 }
 
@@ -121,6 +122,7 @@ stage3() {
   [[ -f "$BUNDLE/stage3/server-lib.tar" ]] || die "no $BUNDLE/stage3: run 'scripts/gpu-suite.sh bundle' on a build machine"
   unpack_app
   have_server
+  cuda_export_settle
   service
 }
 
@@ -172,6 +174,7 @@ case "${1:-run}" in
     # output goes to $RESULTS/gpu-h200-<step>.txt.
     unpack_app
     [[ $1 == benchmark ]] || have_server
+    cuda_export_settle
     cuda_env; mkdir -p "$RESULTS"; : > "$RESULTS/check-stderr.txt"; trap stop_service EXIT
     case $1 in
       jvm-options) jvm_options_bench; exit $? ;;
