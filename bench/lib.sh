@@ -46,6 +46,28 @@ bench_require_free_ports() {
   done
 }
 
+# async-profiler's agent library (Maven Central's tools.profiler:async-profiler, the jar of this
+# machine's architecture), fetched once into target/async-profiler. Sets AP_LIB.
+bench_async_profiler() {
+  local version=4.2 arch dir="$ROOT/target/async-profiler"
+  case $(uname -m) in x86_64) arch=linux-x64 ;; aarch64) arch=linux-arm64 ;; *) echo "no async-profiler for $(uname -m)" >&2; exit 1 ;; esac
+  AP_LIB=$dir/$arch/libasyncProfiler.so
+  [[ -f $AP_LIB ]] && return 0
+  log "fetching async-profiler $version ($arch)"
+  mvn -B -q dependency:copy -Dartifact="tools.profiler:async-profiler:$version:jar:$arch" -DoutputDirectory="$dir"
+  python3 -m zipfile -e "$dir/async-profiler-$version-$arch.jar" "$dir"
+  [[ -f $AP_LIB ]] || { echo "no $AP_LIB in async-profiler's jar" >&2; exit 1; }
+}
+
+# Starts or stops (with "stop,file=F,collapsed") async-profiler in the running service, $1 being
+# the agent's arguments (jcmd's JVMTI.agent_load; the service started with
+# -XX:+EnableDynamicAgentLoading).
+bench_profiler() {
+  local jcmd=jcmd
+  [[ $SERVER_JAVA == */java ]] && jcmd=${SERVER_JAVA%java}jcmd
+  "$jcmd" "$SERVER_PID" JVMTI.agent_load "$AP_LIB" "\"$1\"" > /dev/null
+}
+
 # Starts $OUT/etserve.jar (or $SERVICE_JAR) on loopback ($PORT, management $MGMT_PORT) with the
 # model repository $2 and any further arguments, logging to $1; sets SERVER_PID and returns once
 # /v2/health/ready answers (exits, showing the log's tail, if the service dies first).

@@ -16,6 +16,11 @@
 # BENCH_CLIENT_CPUS (taskset -c lists for the service and the client: at one connection, whether
 # the two share a CPU decides much of the cost on a VM whose idle CPUs halt,
 # bench/results/2026-12-05-2core-allocation-and-placement.md).
+# BENCH_PROFILE=1: async-profiler samples the service's CPU during each of its recorded rows
+# (BENCH_PROFILE_INTERVAL, 500us of CPU time per sample), and target/bench/wrk-profile.md says per
+# row where a request's microseconds went (bench/profile-summary.py: by thread family, and in the
+# serving threads the forward call, the kernel's calls, each library's code); those rows' CPU
+# includes the profiler's own.
 # BENCH_PEERS ("", or e.g. "mlserver kserve kserve:2"): Python serving peers (bench/peers/peers.sh:
 # MLServer 1.7.1, KServe 0.21.0, at their defaults or with NAME:N workers, the same .pte through
 # ExecuTorch's Python runtime) measured beside the service with the same clients, in JSON and,
@@ -130,6 +135,12 @@ file:close()
 LUA
 done
 
+PROFILE_INTERVAL=${BENCH_PROFILE_INTERVAL:-500us}
+PROFILES=()  # label, collapsed stacks, requests: one triple per profiled row
+if [[ ${BENCH_PROFILE:-0} == 1 ]]; then
+  bench_async_profiler
+  SERVICE_JAVA_OPTS="${SERVICE_JAVA_OPTS:-} -XX:+EnableDynamicAgentLoading"
+fi
 log "starting the service (log: $OUT/wrk-server.log)"
 # shellcheck disable=SC2086  # a list of arguments
 SERVICE_JAR=$OUT/etserve.jar bench_start_service "$OUT/wrk-server.log" "$ROOT/models" --etserve.grpc.port="$GRPC_PORT" \
@@ -341,9 +352,13 @@ for r in $(seq "$ROUNDS"); do
       for c in $CONCURRENCY; do
         load=$(cut -d' ' -f1 /proc/loadavg)
         read -r gc_before jit_before <<< "$(jvm_ticks "$server")"
+        profiled=
+        [[ ${BENCH_PROFILE:-0} != 1 || $server != etserve ]] || profiled=$OUT/wrk-profile-$f-c$c-r$r.collapsed
+        [[ -z $profiled ]] || bench_profiler "start,event=cpu,interval=$PROFILE_INTERVAL,threads"
         before=$(cpu_ticks "$server")
         timed_run "$f" "$c" "$server"
         after=$(cpu_ticks "$server")
+        [[ -z $profiled ]] || bench_profiler "stop,file=$profiled,collapsed"
         read -r gc_after jit_after <<< "$(jvm_ticks "$server")"
         n=$(awk '/requests in/ {print $1}' "$OUT/wrk-run.txt")
         non2xx=$(awk '/Non-2xx/ {print $NF}' "$OUT/wrk-run.txt")
@@ -359,6 +374,7 @@ for r in $(seq "$ROUNDS"); do
           "$r" "$server" "$f" "$c" "$n" "${non2xx:-0}" "$rps" "$p50" "$p99" "$cpu" "$gc" "$jit" "$memory" "$load" >> "$OUT/wrk.jsonl"
         log "round $r $server $f c=$c: $n requests, $rps req/s, p50 $p50 us, p99 $p99 us, server CPU $cpu us/req (GC $gc, JIT $jit; memory $memory MB; load $load)"
         [[ ${non2xx:-0} == 0 ]] || { echo "wrk saw $non2xx answers that were not 2xx from $server" >&2; exit 1; }
+        [[ -z $profiled ]] || PROFILES+=("$f c=$c r$r" "$profiled" "$n")
       done
     done
   done
@@ -410,3 +426,8 @@ for fmt in ("json", "grpc"):
               f"{median(own, 'memory_mb') / memory:.2f} | {below} of {len(own)} |")
 PY
 cat "$OUT/wrk.md"
+if (( ${#PROFILES[@]} )); then
+  interval_us=$(python3 -c "import re,sys; v,u=re.fullmatch(r'([0-9.]+)(ns|us|ms|s)?',sys.argv[1]).groups(); print(float(v)*{'ns':1e-3,'us':1,'ms':1e3,'s':1e6,None:1e-3}[u])" "$PROFILE_INTERVAL")
+  { echo; echo "Where the service's CPU per request went (async-profiler, cpu, one sample per $PROFILE_INTERVAL of CPU; collapsed stacks: $OUT/wrk-profile-*.collapsed):"; echo
+    python3 "$ROOT/bench/profile-summary.py" "$interval_us" "${PROFILES[@]}"; } | tee "$OUT/wrk-profile.md"
+fi
