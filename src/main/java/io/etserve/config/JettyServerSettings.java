@@ -1,8 +1,16 @@
 package io.etserve.config;
 
+import io.etserve.protocol.ErrorBody;
 import io.etserve.rest.JsonErrorHandler;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.Collectors;
+import org.eclipse.jetty.http.HttpFields;
+import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.HttpMethod;
 import org.eclipse.jetty.http.HttpStatus;
+import org.eclipse.jetty.http.MimeTypes;
 import org.eclipse.jetty.server.AbstractConnector;
 import org.eclipse.jetty.server.Connector;
 import org.eclipse.jetty.server.Handler;
@@ -25,7 +33,9 @@ import org.springframework.boot.jetty.JettyServerCustomizer;
  *       holds {@code etserve.http.accept-queue-size} connections not yet accepted;
  *   <li>Jetty's own error answers (unparseable requests) as {@code {"error": ...}}, not its HTML page;
  *   <li>TRACE answers 405 before any servlet sees it (a servlet would echo the request, headers
- *       included; Tomcat refused it by default, Jetty does not);
+ *       included; Tomcat refused it by default, Jetty does not), and a multipart body 415: no
+ *       endpoint takes one, and Jetty's servlet layer answered such a request 200 with an empty
+ *       body, having done nothing; an Accept list's empty members are left out, as HTTP says;
  *   <li>no reserved threads: they wait for work in a spin-then-park loop that cost up to a third
  *       more CPU per small request at low concurrency here, for a hand-off this service does not need.
  * </ul>
@@ -40,10 +50,10 @@ final class JettyServerSettings implements JettyServerCustomizer {
 
     @Override
     public void customize(Server server) {
-        if (server.getDescendant(TraceRefusal.class) != null) {
+        if (server.getDescendant(EarlyRefusals.class) != null) {
             // Applied already: the main context's component scan also finds
             // ManagementServerConfiguration, so the public port's factory gets this twice (and
-            // InferHandler may be installed in front of the first TraceRefusal in between).
+            // InferHandler may be installed in front of the first EarlyRefusals in between).
             return;
         }
         // Spring Boot adds Jetty's limit (server.jetty.max-connections) before its customizers
@@ -76,14 +86,15 @@ final class JettyServerSettings implements JettyServerCustomizer {
             }
         }
         server.setErrorHandler(new JsonErrorHandler());
-        server.setHandler(new TraceRefusal(server.getHandler()));
+        server.setHandler(new EarlyRefusals(server.getHandler()));
         if (server.getThreadPool() instanceof QueuedThreadPool pool) {
             pool.setReservedThreads(0);
         }
     }
 
-    private static final class TraceRefusal extends Handler.Wrapper {
-        TraceRefusal(Handler handler) {
+    /** Requests no endpoint serves, answered before the servlet layer sees them. */
+    private static final class EarlyRefusals extends Handler.Wrapper {
+        EarlyRefusals(Handler handler) {
             super(handler);
         }
 
@@ -93,7 +104,44 @@ final class JettyServerSettings implements JettyServerCustomizer {
                 Response.writeError(request, response, callback, HttpStatus.METHOD_NOT_ALLOWED_405);
                 return true;
             }
-            return super.handle(request, response, callback);
+            String type = request.getHeaders().get(HttpHeader.CONTENT_TYPE);
+            if (type != null && type.regionMatches(true, 0, "multipart/", 0, "multipart/".length())) {
+                // Written here: Jetty's error page (JsonErrorHandler) says the reason phrase only.
+                response.setStatus(HttpStatus.UNSUPPORTED_MEDIA_TYPE_415);
+                response.getHeaders().put(HttpHeader.CONTENT_TYPE, MimeTypes.Type.APPLICATION_JSON_UTF_8.asString());
+                response.write(true, ByteBuffer.wrap(ErrorBody.error(
+                        "multipart bodies are not accepted; send application/json or application/octet-stream")), callback);
+                return true;
+            }
+            return super.handle(acceptWithoutEmptyMembers(request), response, callback);
+        }
+
+        /**
+         * The request with its Accept list's empty members left out, as HTTP says a recipient
+         * must (RFC 9110, 5.6.1): Spring's actuator endpoints failed 500 on {@code Accept: ,}.
+         */
+        static Request acceptWithoutEmptyMembers(Request request) {
+            List<String> values = request.getHeaders().getValuesList(HttpHeader.ACCEPT);
+            if (values.isEmpty() || values.stream().noneMatch(EarlyRefusals::hasEmptyMember)) {
+                return request;
+            }
+            String members = values.stream().flatMap(v -> Arrays.stream(v.split(",")))
+                    .map(String::strip).filter(m -> !m.isEmpty()).collect(Collectors.joining(", "));
+            HttpFields.Mutable headers = HttpFields.build(request.getHeaders()).remove(HttpHeader.ACCEPT);
+            if (!members.isEmpty()) {
+                headers.put(HttpHeader.ACCEPT, members);
+            }
+            HttpFields cleaned = headers.asImmutable();
+            return new Request.Wrapper(request) {
+                @Override
+                public HttpFields getHeaders() {
+                    return cleaned;
+                }
+            };
+        }
+
+        private static boolean hasEmptyMember(String list) {
+            return Arrays.stream(list.split(",", -1)).anyMatch(String::isBlank);
         }
     }
 }

@@ -1,11 +1,14 @@
 package io.etserve.grpc;
 
+import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
 import io.etserve.health.ProbeHealth;
 import io.etserve.inference.InflightBytes;
+import io.etserve.inference.UntrustedText;
 import io.grpc.BindableService;
 import io.grpc.DecompressorRegistry;
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
+import io.grpc.Status;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
@@ -118,7 +121,8 @@ public final class GrpcServer implements SmartLifecycle {
                     .channelType(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
                     .directExecutor().addTransportFilter(onWorker.connections())
                     .maxInboundMessageSize(maxMessageBytes).addStreamTracerFactory(new InflightMessages(inflight))
-                    .decompressorRegistry(DecompressorRegistry.getDefaultInstance().with(DeflateCodec.INSTANCE, true))
+                    .decompressorRegistry(DecompressorRegistry.getDefaultInstance().with(DeflateCodec.INSTANCE, true)
+                            .with(GzipCodec.INSTANCE, true))
                     .addService(UnreadableMessages.refuse(inPlace.parseInPlace(
                             ServerInterceptors.intercept(inference, inPlace, onWorker))))
                     .addService(UnreadableMessages.refuse(ServerInterceptors.intercept(new ReadinessHealth(probes),
@@ -241,8 +245,14 @@ public final class GrpcServer implements SmartLifecycle {
         return s.getPort();
     }
 
-    /** {@code grpc.health.v1.Health}: SERVING exactly when readiness is UP (any service name). */
+    /**
+     * {@code grpc.health.v1.Health}: SERVING exactly when readiness is UP, for the server as a
+     * whole (the empty name, what Kubernetes' gRPC probe asks by default) and for the inference
+     * service by its name; any other name is NOT_FOUND, as the health protocol says.
+     */
     static final class ReadinessHealth extends HealthGrpc.HealthImplBase {
+        private static final String INFERENCE = GRPCInferenceServiceGrpc.SERVICE_NAME;
+
         private final ProbeHealth probes;
 
         ReadinessHealth(ProbeHealth probes) {
@@ -251,6 +261,13 @@ public final class GrpcServer implements SmartLifecycle {
 
         @Override
         public void check(HealthCheckRequest request, StreamObserver<HealthCheckResponse> out) {
+            String service = request.getService();
+            if (!service.isEmpty() && !service.equals(INFERENCE)) {
+                out.onError(Status.NOT_FOUND.withDescription("no service '"
+                        + UntrustedText.abbreviate(service) + "' here; ask for '' or '" + INFERENCE + "'")
+                        .asRuntimeException());
+                return;
+            }
             out.onNext(HealthCheckResponse.newBuilder().setStatus(probes.readiness() == 200
                     ? HealthCheckResponse.ServingStatus.SERVING : HealthCheckResponse.ServingStatus.NOT_SERVING).build());
             out.onCompleted();

@@ -146,6 +146,7 @@ final class GrpcTensors {
     private static ByteBuffer fromContents(String label, DataType type, long[] shape, long elements,
             InferTensorContents c, BufferLease buffers) {
         if (type.kind() == DataType.Kind.BYTES) {
+            requireOnly(label, type, "bytes_contents", c.getBytesContentsCount(), c);
             TensorChecks.requireValueCount(label, c.getBytesContentsCount(), "values in bytes_contents", shape, elements);
             return lengthPrefixed(c.getBytesContentsList(), buffers);
         }
@@ -154,6 +155,7 @@ final class GrpcTensors {
             throw new InvalidRequestException(label + " is " + type.protocolName()
                     + ", which travels only in raw_input_contents.");
         }
+        requireOnly(label, type, field.name(), field.count(), c);
         TensorChecks.requireValueCount(label, field.count(), "values in " + field.name(), shape, elements);
         ByteBuffer data = buffers.acquire(TensorChecks.byteSize(label, type, elements));
         // A 32-bit field carries the narrower integer types too: their values are range-checked.
@@ -167,6 +169,17 @@ final class GrpcTensors {
             type.putBits(data, v);
         }
         return data.flip();
+    }
+
+    /** Values in any contents field but the type's own ({@code name}, holding {@code count}) are refused, not ignored. */
+    private static void requireOnly(String label, DataType type, String name, int count, InferTensorContents c) {
+        long all = (long) c.getBoolContentsCount() + c.getIntContentsCount() + c.getInt64ContentsCount()
+                + c.getUintContentsCount() + c.getUint64ContentsCount() + c.getFp32ContentsCount()
+                + c.getFp64ContentsCount() + c.getBytesContentsCount();
+        if (all != count) {
+            throw new InvalidRequestException(label + " is " + type.protocolName() + ", whose values travel in " + name
+                    + "; it has values in other contents fields too.");
+        }
     }
 
     /** BYTES elements as the REST decoder stores them: a 4-byte little-endian length, then the bytes. */

@@ -226,7 +226,8 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     /**
      * Triton's streaming extension: each request on the stream runs as a ModelInfer call would,
      * one at a time and in order (the next is read once the one before is answered), and is
-     * answered on the stream with its response or, when it failed, its error message; a failure
+     * answered on the stream with its response or, when it failed, its error message (beside the
+     * request's id in {@code infer_response}, as Triton's); a failure
      * does not end the stream. Each runs on a worker, never on the event loop ({@link CallOnWorker}).
      */
     @Override
@@ -247,9 +248,12 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
 
                     @Override
                     public void onError(Throwable failure) {
+                        // With the request's id, as Triton's: a client that matches answers to
+                        // requests by id learns which one failed.
                         Status status = Status.fromThrowable(failure);
                         out.onNext(ModelStreamInferResponse.newBuilder().setErrorMessage(
-                                status.getDescription() != null ? status.getDescription() : status.getCode().name()).build());
+                                status.getDescription() != null ? status.getDescription() : status.getCode().name())
+                                .setInferResponse(ModelInferResponse.newBuilder().setId(request.getId())).build());
                     }
 
                     @Override

@@ -28,7 +28,7 @@ import java.io.InputStream;
 final class UnreadableMessages implements ServerInterceptor {
 
     /** Why the last parse on this thread failed, for the listener that grpc-java calls next. */
-    private static final ThreadLocal<String> REASON = new ThreadLocal<>();
+    private static final ThreadLocal<Status> REASON = new ThreadLocal<>();
 
     private UnreadableMessages() {}
 
@@ -60,8 +60,7 @@ final class UnreadableMessages implements ServerInterceptor {
                 try {
                     return strict.parse(stream);
                 } catch (RuntimeException e) {
-                    Throwable reason = e.getCause() != null ? e.getCause() : e;
-                    REASON.set(String.valueOf(reason.getMessage()));
+                    REASON.set(refusal(e));
                     return empty;
                 }
             }
@@ -80,7 +79,7 @@ final class UnreadableMessages implements ServerInterceptor {
 
             @Override
             public void onMessage(Q message) {
-                String reason = REASON.get();
+                Status reason = REASON.get();
                 REASON.remove();
                 if (reason == null) {
                     // After a refusal too: the handler never runs (no half-close follows), and
@@ -92,8 +91,8 @@ final class UnreadableMessages implements ServerInterceptor {
                     return;
                 }
                 refused = true;
-                closing.close(Status.INVALID_ARGUMENT.withDescription("the " + call.getMethodDescriptor()
-                        .getBareMethodName() + " request is not a valid protobuf message: " + reason), new Metadata());
+                closing.close(reason.withDescription("the " + call.getMethodDescriptor().getBareMethodName()
+                        + " request " + reason.getDescription()), new Metadata());
             }
 
             @Override
@@ -103,6 +102,21 @@ final class UnreadableMessages implements ServerInterceptor {
                 }
             }
         };
+    }
+
+    /**
+     * The refusal of a message that did not parse: RESOURCE_EXHAUSTED where grpc-java's own
+     * limit stopped the read (a compressed message inflating past etserve.grpc.max-message-size,
+     * as an uncompressed one over it is refused), INVALID_ARGUMENT otherwise; the description
+     * follows "the METHOD request".
+     */
+    static Status refusal(RuntimeException e) {
+        Status carried = Status.fromThrowable(e);
+        if (carried.getCode() == Status.Code.RESOURCE_EXHAUSTED) {
+            return Status.RESOURCE_EXHAUSTED.withDescription("is too large: " + carried.getDescription());
+        }
+        Throwable reason = e.getCause() != null ? e.getCause() : e;
+        return Status.INVALID_ARGUMENT.withDescription("is not a valid protobuf message: " + reason.getMessage());
     }
 
     /** The call as its handlers see it, closed once: a refusal here, or a handler's own close. */

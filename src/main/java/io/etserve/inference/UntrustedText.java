@@ -12,12 +12,17 @@ public final class UntrustedText {
      * cannot forge log lines or reorder the message around it.
      */
     public static String abbreviate(String s) {
+        return abbreviate(s, 64);
+    }
+
+    /** As {@link #abbreviate(String)}, keeping up to {@code max} code points. */
+    public static String abbreviate(String s, int max) {
         if (s == null) {
             return "";
         }
         StringBuilder out = new StringBuilder();
-        int[] cps = s.codePoints().limit(65).toArray();
-        for (int i = 0; i < Math.min(64, cps.length); i++) {
+        int[] cps = s.codePoints().limit(max + 1L).toArray();
+        for (int i = 0; i < Math.min(max, cps.length); i++) {
             int cp = cps[i];
             int type = Character.getType(cp);
             if (Character.isISOControl(cp) || type == Character.FORMAT || type == Character.SURROGATE
@@ -28,6 +33,6 @@ public final class UntrustedText {
                 out.appendCodePoint(cp);
             }
         }
-        return cps.length > 64 ? out + "..." : out.toString();
+        return cps.length > max ? out + "..." : out.toString();
     }
 }

@@ -3,6 +3,7 @@ package io.etserve.protocol;
 import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceRequest.RequestedOutput;
 import io.etserve.inference.Tensor;
+import io.etserve.inference.UntrustedText;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -226,8 +227,9 @@ public final class TensorChecks {
         }
     }
 
+    /** A client's text in a message: quoted, shortened, control and formatting characters escaped. */
     static String quote(String s) {
-        return "'" + abbreviate(s) + "'";
+        return "'" + UntrustedText.abbreviate(s, MAX_QUOTED_LENGTH) + "'";
     }
 
     static String abbreviate(String s) {

@@ -139,7 +139,7 @@ public final class InferExchange {
             return true;  // the usual request, without splitting it
         }
         for (String range : list ? header.split(",") : new String[] {header}) {
-            String[] parts = range.toLowerCase(Locale.ROOT).split(";");
+            String[] parts = range.toLowerCase(Locale.ROOT).split(";", -1);  // ";" alone: two empty parts
             for (int i = 1; i < parts.length; i++) {
                 if (!plainParameter(parts[i].strip(), list)) {
                     return false;
@@ -277,16 +277,21 @@ public final class InferExchange {
         return clients.caller(channel);
     }
 
-    /** {@code Inference-Header-Content-Length}, or null when absent; 400 when not a number. */
+    /**
+     * {@code Inference-Header-Content-Length}, or null when absent; 400 when not a number, or a
+     * number no body could hold (the body's own bounds are checked where it is read).
+     */
     static Integer headerLength(String value) {
         if (value == null) {
             return null;
         }
+        String shown = value.substring(0, Math.min(value.length(), 40));
+        String digits = value.trim();
         try {
-            return Integer.valueOf(value.trim());
+            return Integer.valueOf(digits);
         } catch (NumberFormatException e) {
-            throw new ApiException(HttpStatus.BAD_REQUEST, HEADER_LENGTH + " is not a number: '"
-                    + value.substring(0, Math.min(value.length(), 40)) + "'");
+            throw new ApiException(HttpStatus.BAD_REQUEST, HEADER_LENGTH + (digits.matches("\\d+")
+                    ? " is larger than any request body: '" : " is not a number: '") + shown + "'");
         }
     }
 

@@ -3,12 +3,14 @@ package io.etserve.rest;
 import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.triton.TritonExtensions;
+import jakarta.servlet.http.HttpServletRequest;
+import java.io.IOException;
 import java.util.List;
 import java.util.Map;
+import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
-import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -20,6 +22,12 @@ import org.springframework.web.bind.annotation.RestController;
 @RestController
 @RequestMapping("/v2/repository")
 public class RepositoryController {
+
+    /**
+     * The largest body of a repository request: a few fields, or a model configuration as JSON
+     * (kilobytes). Read into memory, so bounded apart from inference bodies' limit.
+     */
+    static final int MAX_BODY_BYTES = 1 << 20;
 
     /** A row of the index: a model version (or a model without one that loaded) and its state. */
     record IndexEntry(String name, String version, String state, String reason) {}
@@ -44,8 +52,8 @@ public class RepositoryController {
      */
     @PostMapping(value = "/index", consumes = {MediaType.APPLICATION_JSON_VALUE,
             MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
-    List<Object> index(@RequestBody(required = false) byte[] body) {
-        return repository.index(TritonExtensions.indexReadyOnly(body)).stream()
+    List<Object> index(HttpServletRequest request) {
+        return repository.index(TritonExtensions.indexReadyOnly(body(request))).stream()
                 .map(r -> r.notLoaded() ? (Object) new NotLoadedEntry(r.name())
                         : new IndexEntry(r.name(), r.version(), r.state(),
                                 r.reason() == null ? null : messages.redact(r.reason())))
@@ -59,14 +67,46 @@ public class RepositoryController {
      */
     @PostMapping(value = "/models/{model}/load", consumes = {MediaType.APPLICATION_JSON_VALUE,
             MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
-    Map<String, Object> load(@PathVariable String model, @RequestBody(required = false) byte[] body) {
-        triton.load(model, TritonExtensions.loadConfig(body));
+    Map<String, Object> load(@PathVariable String model, HttpServletRequest request) {
+        triton.load(model, TritonExtensions.loadConfig(body(request)));
         return Map.of();
     }
 
+    /** Body (optional, as Triton's): {@code {"parameters": {...}}}; nothing in it changes the unload. */
     @PostMapping(value = "/models/{model}/unload", produces = MediaType.APPLICATION_JSON_VALUE)
-    Map<String, Object> unload(@PathVariable String model) {
+    Map<String, Object> unload(@PathVariable String model, HttpServletRequest request) {
+        TritonExtensions.checkUnloadBody(body(request));
         repository.unload(model);
         return Map.of();
+    }
+
+    /**
+     * The request's body, at most {@link #MAX_BODY_BYTES} (413 past it, without reading further),
+     * not content-coded (415: Triton's clients send these plain).
+     */
+    static byte[] body(HttpServletRequest request) {
+        String coding = request.getHeader("Content-Encoding");
+        if (coding != null && !coding.isBlank() && !coding.strip().equalsIgnoreCase("identity")) {
+            throw new ApiException(HttpStatus.UNSUPPORTED_MEDIA_TYPE,
+                    "a repository request's body is read without a Content-Encoding");
+        }
+        if (request.getContentLengthLong() > MAX_BODY_BYTES) {
+            throw tooLarge();
+        }
+        byte[] body;
+        try {
+            body = request.getInputStream().readNBytes(MAX_BODY_BYTES + 1);
+        } catch (IOException e) {
+            throw new ApiException(HttpStatus.BAD_REQUEST, "the request body could not be read: " + e.getMessage());
+        }
+        if (body.length > MAX_BODY_BYTES) {
+            throw tooLarge();
+        }
+        return body;
+    }
+
+    private static ApiException tooLarge() {
+        return new ApiException(HttpStatus.CONTENT_TOO_LARGE,
+                "a repository request's body is at most " + (MAX_BODY_BYTES >> 20) + " MiB");
     }
 }

@@ -115,7 +115,24 @@ public final class TritonExtensions {
     public static boolean indexReadyOnly(byte[] body) {
         JsonNode doc = bodyObject(body, "index");
         JsonNode ready = doc == null ? null : doc.get("ready");
+        if (ready != null && !ready.isNull() && !ready.isBoolean()) {
+            throw new RepositoryControl.RefusedException("the index request's ready must be true or false");
+        }
         return ready != null && ready.isBoolean() && ready.booleanValue();
+    }
+
+    /**
+     * Checks an unload request's optional body: nothing, or a JSON object whose {@code parameters}
+     * (Triton's {@code unload_dependents}: this service loads no model for another) is an object.
+     *
+     * @throws RepositoryControl.RefusedException for any other body
+     */
+    public static void checkUnloadBody(byte[] body) {
+        JsonNode doc = bodyObject(body, "unload");
+        JsonNode parameters = doc == null ? null : doc.get("parameters");
+        if (parameters != null && !parameters.isNull() && !parameters.isObject()) {
+            throw new RepositoryControl.RefusedException("the unload request's parameters must be a JSON object");
+        }
     }
 
     /**

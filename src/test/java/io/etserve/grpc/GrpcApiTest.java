@@ -97,6 +97,14 @@ class GrpcApiTest {
         assertThat(meta.getExtensionsList()).contains("binary_tensor_data");
         assertThat(HealthGrpc.newBlockingStub(channel).check(HealthCheckRequest.getDefaultInstance()).getStatus())
                 .isEqualTo(HealthCheckResponse.ServingStatus.SERVING);
+        assertThat(HealthGrpc.newBlockingStub(channel).check(HealthCheckRequest.newBuilder()
+                .setService("inference.GRPCInferenceService").build()).getStatus())
+                .isEqualTo(HealthCheckResponse.ServingStatus.SERVING);
+        // Any other service is unknown here (the health protocol's NOT_FOUND), not SERVING.
+        StatusRuntimeException unknown = (StatusRuntimeException) org.assertj.core.api.Assertions.catchThrowable(() ->
+                HealthGrpc.newBlockingStub(channel).check(HealthCheckRequest.newBuilder().setService("nope\n").build()));
+        assertThat(unknown.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
+        assertThat(unknown.getStatus().getDescription()).contains("nope\\u000A");
     }
 
     /** The port started with Netty's leak detector off (GrpcServer.leakDetectionOffUnlessAsked). */
@@ -208,7 +216,7 @@ class GrpcApiTest {
                     }
                 });
         requests.onNext(request("demo-xnnpack", c));
-        requests.onNext(request("no-such-model", c));
+        requests.onNext(request("no-such-model", c).toBuilder().setId("second").build());
         requests.onNext(request("demo-xnnpack", c).toBuilder().setId("third").build());
         requests.onCompleted();
         var first = (io.etserve.grpc.protocol.ModelStreamInferResponse) got.poll(30, TimeUnit.SECONDS);
@@ -216,7 +224,8 @@ class GrpcApiTest {
         assertMatches(ref, c, first.getInferResponse());
         var second = (io.etserve.grpc.protocol.ModelStreamInferResponse) got.poll(30, TimeUnit.SECONDS);
         assertThat(second.getErrorMessage()).contains("no-such-model");
-        assertThat(second.hasInferResponse()).isFalse();
+        // Only the request's id beside the error, as Triton answers: which request failed.
+        assertThat(second.getInferResponse()).isEqualTo(ModelInferResponse.newBuilder().setId("second").build());
         var third = (io.etserve.grpc.protocol.ModelStreamInferResponse) got.poll(30, TimeUnit.SECONDS);
         assertThat(third.getInferResponse().getId()).isEqualTo("third");
         assertMatches(ref, c, third.getInferResponse());
@@ -420,6 +429,53 @@ class GrpcApiTest {
     @Test
     void aMessageOverTheConfiguredSizeIsRefusedByGrpcItself() {
         assertStatus(Status.Code.RESOURCE_EXHAUSTED, "", request("demo-portable", 16, 2 << 20));
+        assertThat(stub.serverReady(ServerReadyRequest.getDefaultInstance()).getReady()).isTrue();
+    }
+
+    @Test
+    void compressedMessagesThatInflateTooFarOrAreNotWhatTheySayAreRefusedWithTheirReason() throws Exception {
+        io.grpc.CompressorRegistry real = io.grpc.CompressorRegistry.newEmptyInstance();
+        real.register(new io.grpc.Codec.Gzip());
+        // A "gzip" that sends the message as it is: flagged compressed, and not gzip data.
+        io.grpc.CompressorRegistry fake = io.grpc.CompressorRegistry.newEmptyInstance();
+        fake.register(new io.grpc.Codec() {
+            @Override
+            public String getMessageEncoding() {
+                return "gzip";
+            }
+
+            @Override
+            public java.io.OutputStream compress(java.io.OutputStream os) {
+                return os;
+            }
+
+            @Override
+            public java.io.InputStream decompress(java.io.InputStream is) {
+                return is;
+            }
+        });
+        ManagedChannel gzip = Grpc.newChannelBuilderForAddress("127.0.0.1", server.port(),
+                InsecureChannelCredentials.create()).compressorRegistry(real).build();
+        ManagedChannel notGzip = Grpc.newChannelBuilderForAddress("127.0.0.1", server.port(),
+                InsecureChannelCredentials.create()).compressorRegistry(fake).build();
+        try {
+            // 2 MiB of zeros compress to a few KiB: under the 1MB limit on the wire, over it inflated.
+            ModelInferRequest zeros = request("demo-portable", 16, 2 << 20);
+            StatusRuntimeException bomb = (StatusRuntimeException) org.assertj.core.api.Assertions.catchThrowable(() ->
+                    GRPCInferenceServiceGrpc.newBlockingStub(gzip).withCompression("gzip")
+                            .withDeadlineAfter(30, TimeUnit.SECONDS).modelInfer(zeros));
+            assertThat(bomb.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+            assertThat(bomb.getStatus().getDescription()).contains("ModelInfer request is too large");
+            Reference.Case c = Reference.load(TestPaths.demoModels().resolve("demo-xnnpack/1/reference.json")).cases().get(0);
+            StatusRuntimeException plain = (StatusRuntimeException) org.assertj.core.api.Assertions.catchThrowable(() ->
+                    GRPCInferenceServiceGrpc.newBlockingStub(notGzip).withCompression("gzip")
+                            .withDeadlineAfter(30, TimeUnit.SECONDS).modelInfer(request("demo-xnnpack", c)));
+            assertThat(plain.getStatus().getCode()).as("%s", plain.getStatus()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+            assertThat(plain.getStatus().getDescription()).contains("not gzip data");
+        } finally {
+            gzip.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+            notGzip.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+        }
         assertThat(stub.serverReady(ServerReadyRequest.getDefaultInstance()).getReady()).isTrue();
     }
 

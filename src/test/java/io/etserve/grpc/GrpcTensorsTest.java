@@ -151,7 +151,14 @@ class GrpcTensorsTest {
                 "Input 'x' has 2 values in fp32_contents but its shape [1, 3] needs 3.");
         // INT64 travels in int64_contents, not in int_contents.
         assertRefused(one(input("x", "INT64", 1).setContents(InferTensorContents.newBuilder().addIntContents(1))),
-                "Input 'x' has 0 values in int64_contents but its shape [1] needs 1.");
+                "Input 'x' is INT64, whose values travel in int64_contents; it has values in other contents fields too.");
+        // Values beside the right field's are refused, not ignored.
+        assertRefused(one(input("x", "FP32", 1).setContents(InferTensorContents.newBuilder().addFp32Contents(1)
+                        .addInt64Contents(7))),
+                "Input 'x' is FP32, whose values travel in fp32_contents; it has values in other contents fields too.");
+        assertRefused(one(input("s", "BYTES", 1).setContents(InferTensorContents.newBuilder()
+                        .addBytesContents(ByteString.copyFromUtf8("a")).addBoolContents(true))),
+                "Input 's' is BYTES, whose values travel in bytes_contents; it has values in other contents fields too.");
         assertRefused(one(input("h", "FP16", 1).setContents(InferTensorContents.newBuilder().addFp32Contents(1))),
                 "Input 'h' is FP16, which travels only in raw_input_contents.");
     }
@@ -214,6 +221,9 @@ class GrpcTensorsTest {
                 "Input 'x' appears more than once."},
             {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP33\",\"shape\":[1],\"data\":[1]}]}",
                 "Input 'x' has unknown datatype 'FP33'."},
+            // A client's text is quoted with its control characters escaped, so it cannot forge log lines.
+            {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\\n\\u0000\",\"shape\":[1],\"data\":[1]}]}",
+                "Input 'x' has unknown datatype 'FP32\\u000A\\u0000'."},
             {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[2,-1],\"data\":[1]}]}",
                 "Input 'x' has negative dimension -1 in its shape."},
             {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1001],\"data\":[1]}]}",
@@ -239,6 +249,7 @@ class GrpcTensorsTest {
                     .addInputs(input("x", "INT8", 1).setContents(InferTensorContents.newBuilder().addIntContents(1)))
                     .build(),
             one(input("x", "FP33", 1)),
+            one(input("x", "FP32\n\u0000", 1)),
             one(input("x", "INT8", 2, -1)),
             one(input("x", "INT8", 1001)),
             one(input("x", "INT8", rank33)),

@@ -1,6 +1,7 @@
 package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import org.junit.jupiter.api.Test;
 import org.springframework.mock.web.MockHttpServletRequest;
@@ -39,6 +40,9 @@ class InferExchangeTest {
                 post("/v2/models/m/infer", "application/json; boundary=x", null),
                 post("/v2/models/m/infer", null, "text/html"),
                 post("/v2/models/m/infer", null, "application/json;q=0"),
+                post("/v2/models/m/infer", null, ";"),
+                post("/v2/models/m/infer", ";", null),
+                post("/v2/models/m/infer", null, ","),
                 post("/v2/models/m%2Fx/infer", null, null),
                 post("/v2/models/m/versions/v1/infer", null, null),
                 post("/v2/models/m/infer/", null, null),
@@ -52,6 +56,16 @@ class InferExchangeTest {
             assertThat(InferExchange.directTarget(r)).as(r.getMethod() + " " + r.getRequestURI() + " "
                     + r.getContentType() + " " + r.getHeader("Accept")).isNull();
         }
+    }
+
+    @Test
+    void theBinaryHeaderLengthIsANumberABodyCouldHold() {
+        assertThat(InferExchange.headerLength(null)).isNull();
+        assertThat(InferExchange.headerLength(" 120 ")).isEqualTo(120);
+        assertThatThrownBy(() -> InferExchange.headerLength("12x")).hasMessageContaining("is not a number: '12x'");
+        assertThatThrownBy(() -> InferExchange.headerLength("")).hasMessageContaining("is not a number");
+        assertThatThrownBy(() -> InferExchange.headerLength("9223372036854775807"))
+                .hasMessageContaining("is larger than any request body: '9223372036854775807'");
     }
 
     @Test

@@ -153,7 +153,7 @@ class ProtocolApiTest {
         // are package-private: by name).
         assertThat(server.getDescendants(InferHandler.class)).hasSize(1);
         assertThat(server.getDescendants(Handler.class).stream()
-                .filter(h -> h.getClass().getSimpleName().equals("TraceRefusal"))).hasSize(1);
+                .filter(h -> h.getClass().getSimpleName().equals("EarlyRefusals"))).hasSize(1);
         // Graceful shutdown's count of requests in progress sits in front of everything (the core
         // path included), in place of Jetty's StatisticsHandler.
         assertThat(server.getHandler().getClass().getSimpleName()).isEqualTo("ActiveRequests");
@@ -657,7 +657,20 @@ class ProtocolApiTest {
             "TRACE /v2 HTTP/1.1\r\nHost: x\r\n\r\n",
             // A header the controller cannot bind.
             "POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: x\r\nInference-Header-Content-Length: abc\r\n"
-                    + "Content-Length: 2\r\n\r\n{}"};
+                    + "Content-Length: 2\r\n\r\n{}",
+            // Media types with nothing in them (a 500 once: the direct path split them to nothing).
+            "POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: x\r\nAccept: ;\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: 2\r\n\r\n{}",
+            "POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: x\r\nContent-Type: ;\r\n"
+                    + "Content-Length: 2\r\n\r\n{}",
+            "POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: x\r\nAccept: ,\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: 2\r\n\r\n{}",
+            // No endpoint takes a multipart body (Jetty's servlet layer answered one 200, empty).
+            "POST /v2/models/demo-portable/infer HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=x\r\n"
+                    + "Content-Length: 2\r\n\r\n{}",
+            "POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=x\r\n"
+                    + "Content-Length: 2\r\n\r\n{}",
+            "GET /v2 HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n"};
         for (String raw : requests) {
             try (RawConnection c = RawConnection.open(port, 10_000)) {
                 RawConnection.Response r = c.exchange(raw);
@@ -667,6 +680,37 @@ class ProtocolApiTest {
                 JsonNode body = Http.JSON.readTree(r.body());
                 assertThat(body.path("error").isString()).as(what + ": " + r.text()).isTrue();
                 assertThat(body.has("timestamp") || body.has("detail")).as(what).isFalse();
+            }
+        }
+    }
+
+    @Test
+    void multipartBodiesAreRefusedOnBothPorts() throws Exception {
+        String[][] requests = {{Integer.toString(port), "POST /v2/models/demo-xnnpack/infer"},
+            {Integer.toString(port), "POST /v2/repository/models/demo-xnnpack/load"},
+            {Integer.toString(managementPort), "GET /actuator/health"}};
+        for (String[] r : requests) {
+            try (RawConnection c = RawConnection.open(Integer.parseInt(r[0]), 10_000)) {
+                RawConnection.Response answer = c.exchange(r[1] + " HTTP/1.1\r\nHost: x\r\n"
+                        + "Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 2\r\n\r\n{}");
+                assertThat(answer.status()).as(r[1]).isEqualTo(415);
+                assertThat(Http.JSON.readTree(answer.body()).path("error").asString()).as(r[1]).contains("multipart");
+            }
+        }
+        assertThat(http.get("/v2/models/demo-xnnpack/ready").status()).isEqualTo(200);
+    }
+
+    @Test
+    void anAcceptListsEmptyMembersAreIgnoredOnBothPorts() throws Exception {
+        // The actuator's endpoints answered 500 to these.
+        for (String accept : new String[] {",", "application/json,", ", ,application/json"}) {
+            for (String[] r : new String[][] {{Integer.toString(managementPort), "/actuator/health"},
+                    {Integer.toString(port), "/v2"}}) {
+                try (RawConnection c = RawConnection.open(Integer.parseInt(r[0]), 10_000)) {
+                    RawConnection.Response answer = c.exchange("GET " + r[1] + " HTTP/1.1\r\nHost: x\r\nAccept: "
+                            + accept + "\r\n\r\n");
+                    assertThat(answer.status()).as(accept + " " + r[1] + ": " + answer.text()).isEqualTo(200);
+                }
             }
         }
     }

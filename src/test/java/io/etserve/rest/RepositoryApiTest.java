@@ -286,4 +286,38 @@ class RepositoryApiTest {
         assertThat(broken.json().path("error").asString()).contains("failed to load 'broken'");
         assertThat(http.post("/v2/repository/models/..%2F..%2Fetc/load", "").status()).isIn(400, 404);
     }
+
+    @Test
+    void repositoryBodiesAreSmallPlainJson() {
+        // Over the limit: 413, by the declared length or by what arrives (these bodies are read
+        // into memory; a large one once took the heap).
+        byte[] large = new byte[RepositoryController.MAX_BODY_BYTES + 1];
+        java.util.Arrays.fill(large, (byte) ' ');
+        for (String path : new String[] {"/v2/repository/index", "/v2/repository/models/demo-portable/load",
+                "/v2/repository/models/demo-portable/unload"}) {
+            Http.Response r = http.post(path, large, Map.of("Content-Type", "application/json"));
+            assertThat(r.status()).as(path).isEqualTo(413);
+            assertThat(r.json().path("error").asString()).as(path).contains("at most 1 MiB");
+        }
+        // A content coding is refused, not ignored.
+        Http.Response coded = http.post("/v2/repository/models/demo-portable/load", "{}".getBytes(),
+                Map.of("Content-Type", "application/json", "Content-Encoding", "br"));
+        assertThat(coded.status()).isEqualTo(415);
+        // Fields of the wrong kind are refused rather than read as absent.
+        Http.Response ready = http.post("/v2/repository/index", "{\"ready\": \"yes\"}");
+        assertThat(ready.status()).isEqualTo(400);
+        assertThat(ready.json().path("error").asString()).contains("ready must be true or false");
+        Http.Response notJson = http.post("/v2/repository/models/demo-portable/unload", "xx");
+        assertThat(notJson.status()).isEqualTo(400);
+        assertThat(notJson.json().path("error").asString()).contains("unload request's body is not valid JSON");
+        Http.Response parameters = http.post("/v2/repository/models/demo-portable/unload", "{\"parameters\": 3}");
+        assertThat(parameters.status()).isEqualTo(400);
+        // Nothing above unloaded the model; Triton's own unload body still does.
+        assertThat(http.get("/v2/models/demo-portable/ready").status()).isEqualTo(200);
+        assertThat(http.post("/v2/repository/models/demo-portable/unload",
+                "{\"parameters\": {\"unload_dependents\": false}}").status()).isEqualTo(200);
+        assertThat(http.get("/v2/models/demo-portable/ready").status()).isNotEqualTo(200);
+        assertThat(http.post("/v2/repository/models/demo-portable/load", "").status()).isEqualTo(200);
+        assertThat(http.get("/v2/models/demo-portable/ready").status()).isEqualTo(200);
+    }
 }
