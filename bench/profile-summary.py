@@ -5,7 +5,8 @@ requests by what the CPU did (the forward call, the kernel's socket and wait cal
 library whose code ran).
 
 Usage: profile-summary.py INTERVAL_US LABEL FILE REQUESTS [LABEL FILE REQUESTS ...]
-One column per profile (its collapsed stacks and the requests served while it ran); each sample stands for INTERVAL_US of CPU time (async-profiler's cpu
+One column per label (the collapsed stacks and the requests served while each ran; profiles of
+one label, e.g. the rounds of a row, are pooled: their samples over their requests); each sample stands for INTERVAL_US of CPU time (async-profiler's cpu
 event samples on CPU time, so samples x interval / requests is CPU per request, the profiler's
 own cost included).
 """
@@ -83,20 +84,26 @@ def profile(path):
 
 def main():
     interval_us = float(sys.argv[1])
-    columns = []
+    pooled = {}
     args = sys.argv[2:]
     for label, path, requests in zip(args[0::3], args[1::3], args[2::3]):
-        columns.append((label, *profile(path), int(requests)))
+        families, serving = profile(path)
+        f, s, n = pooled.setdefault(label, (collections.Counter(), collections.Counter(), [0]))
+        f.update(families)
+        s.update(serving)
+        n[0] += int(requests)
+    columns = [(label, f, s, n[0]) for label, (f, s, n) in pooled.items()]
     per = lambda n, requests: f"{n * interval_us / requests:.1f}"
+    shown = lambda counts: any(c[0] * interval_us / c[1] >= 0.05 for c in counts)
     print("| us per request | " + " | ".join(c[0] for c in columns) + " |")
     print("|---|" + "---|" * len(columns))
     print("| **all threads** | " + " | ".join(per(sum(f.values()), n) for _, f, _, n in columns) + " |")
     for family in [f for f, _ in THREADS] + ["other threads"]:
-        if any(f[family] for _, f, _, _ in columns):
+        if shown([(f[family], n) for _, f, _, n in columns]):
             print(f"| {family} | " + " | ".join(per(f[family], n) for _, f, _, n in columns) + " |")
     print("| **serving threads, by what ran** | " + " | ".join("" for _ in columns) + " |")
     for what in ORDER:
-        if any(s[what] for _, _, s, _ in columns):
+        if shown([(s[what], n) for _, _, s, n in columns]):
             print(f"| {what} | " + " | ".join(per(s[what], n) for _, _, s, n in columns) + " |")
 
 

@@ -136,7 +136,7 @@ LUA
 done
 
 PROFILE_INTERVAL=${BENCH_PROFILE_INTERVAL:-500us}
-PROFILES=()  # label, collapsed stacks, requests: one triple per profiled row
+PROFILES=()  # label, collapsed stacks, requests: one triple per profiled row (rounds pooled by label)
 if [[ ${BENCH_PROFILE:-0} == 1 ]]; then
   bench_async_profiler
   SERVICE_JAVA_OPTS="${SERVICE_JAVA_OPTS:-} -XX:+EnableDynamicAgentLoading"
@@ -374,7 +374,7 @@ for r in $(seq "$ROUNDS"); do
           "$r" "$server" "$f" "$c" "$n" "${non2xx:-0}" "$rps" "$p50" "$p99" "$cpu" "$gc" "$jit" "$memory" "$load" >> "$OUT/wrk.jsonl"
         log "round $r $server $f c=$c: $n requests, $rps req/s, p50 $p50 us, p99 $p99 us, server CPU $cpu us/req (GC $gc, JIT $jit; memory $memory MB; load $load)"
         [[ ${non2xx:-0} == 0 ]] || { echo "wrk saw $non2xx answers that were not 2xx from $server" >&2; exit 1; }
-        [[ -z $profiled ]] || PROFILES+=("$f c=$c r$r" "$profiled" "$n")
+        [[ -z $profiled ]] || PROFILES+=("$f c=$c" "$profiled" "$n")
       done
     done
   done
