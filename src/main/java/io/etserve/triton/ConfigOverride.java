@@ -413,6 +413,9 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
                 throw invalid(at + ".name", "is missing");
             }
             String name = string(at + ".name", f.get("name"));
+            if (out.stream().anyMatch(e -> e.name().equals(name))) {
+                throw invalid(at + ".name", "is '" + abbreviate(name) + "' a second time");
+            }
             Optional<String> type = f.containsKey("data_type")
                     ? Optional.of(string(at + ".data_type", f.get("data_type"))) : Optional.empty();
             Optional<List<Long>> dims = Optional.empty();

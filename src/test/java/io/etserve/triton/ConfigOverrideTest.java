@@ -55,6 +55,14 @@ class ConfigOverrideTest {
     }
 
     @Test
+    void aTensorNamedTwiceIsRefused() {
+        assertThatThrownBy(() -> ConfigOverride.parse("m", "{\"input\": [{\"name\": \"x\"}, {\"name\": \"x\"}]}",
+                Set.of())).hasMessageContaining("'input[1].name'").hasMessageContaining("'x' a second time");
+        assertThatThrownBy(() -> ConfigOverride.parse("m", "{\"output\": [{\"name\": \"y\"}, {\"name\": \"y\"}]}",
+                Set.of())).hasMessageContaining("'output[1].name'");
+    }
+
+    @Test
     void aCountLeftOutIsOneAndAKindLeftOutLetsTheDelegatesDecide() {
         ModelConfig c = apply("{\"instance_group\": [{}]}");
         assertThat(c.instances()).contains(1);
