@@ -316,6 +316,8 @@ public record EtServeProperties(
      * @param privateCopies serve each version from a copy made at load, so nothing written to
      *     the repository can reach a served program (see {@link PrivateCopies})
      * @param privateCopyDir where those copies live (empty: {@code ${java.io.tmpdir}/etserve-programs})
+     * @param requireDigest refuse a program or data file that declares no sha256 (see
+     *     {@link io.etserve.repository.ProgramIntegrity})
      */
     public record Repository(
             @DefaultValue("startup") RepositoryControl.Mode mode,
@@ -323,7 +325,8 @@ public record EtServeProperties(
             @DefaultValue("30s") Duration drainTimeout,
             @DefaultValue("refuse") UnreleasedDeviceMemory.Policy unreleasedDeviceMemory,
             @DefaultValue("true") boolean privateCopies,
-            @DefaultValue("") String privateCopyDir) {
+            @DefaultValue("") String privateCopyDir,
+            @DefaultValue("false") boolean requireDigest) {
 
         public Repository {
             if (pollInterval.isNegative() || pollInterval.isZero()) {

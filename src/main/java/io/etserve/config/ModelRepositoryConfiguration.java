@@ -12,6 +12,7 @@ import io.etserve.repository.DevicePlacement;
 import io.etserve.repository.ModelLoader;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.NodeCapabilities;
+import io.etserve.repository.ProgramIntegrity;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.repository.RepositoryPoller;
 import io.etserve.repository.UnreleasedDeviceMemory;
@@ -46,7 +47,8 @@ class ModelRepositoryConfiguration {
         // Warm-up files are request bodies: read by the REST decoder, within the same limits.
         DecodeLimits limits = new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs());
         InferRequestDecoder decoder = new InferRequestDecoder();
-        ModelLoader loader = new ModelLoader(verification, pools, node,
+        ModelLoader loader = new ModelLoader(new ProgramIntegrity.Policy(verification, props.repository().requireDigest()),
+                pools, node,
                 new ModelLoader.Instances(props.inference().defaultInstances(), props.cuda().defaultInstances()),
                 new HashSet<>(props.cuda().gpuBackends()), props.inference().maxElementsPerTensor(), placement,
                 new ModelLoader.PlannedMemoryLimits(props.inference().maxPlannedMemory().toBytes(),

@@ -45,7 +45,7 @@ import java.util.stream.Stream;
  */
 public final class ModelLoader {
 
-    private final Program.Verification verification;
+    private final ProgramIntegrity.Policy integrity;
     private final StreamPools streamPools;
     private final NodeCapabilities node;
     private final Instances defaultInstances;
@@ -87,16 +87,18 @@ public final class ModelLoader {
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
             DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, WarmupCalls.RequestDecoder warmupFiles) {
-        this(verification, streamPools, node, defaultInstances, gpuBackends, defaultMaxElements, placement,
+        this(ProgramIntegrity.Policy.of(verification), streamPools, node, defaultInstances, gpuBackends,
+                defaultMaxElements, placement,
                 plannedLimits, PrivateCopies.none(), QueuePolicy.DEFAULT, warmupFiles, FaultListener.NONE);
     }
 
     /**
+     * @param integrity what every file must be: its verification, and whether it must declare a digest
      * @param copies where versions are served from: private copies, or the repository itself
      * @param queuePolicy the order of every line a request waits in (instances, a batch)
      * @param faults told of a warm-up call's failure, as of a served call's
      */
-    public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
+    public ModelLoader(ProgramIntegrity.Policy integrity, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
             DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, PrivateCopies copies,
             QueuePolicy queuePolicy, WarmupCalls.RequestDecoder warmupFiles, FaultListener faults) {
@@ -104,7 +106,7 @@ public final class ModelLoader {
         this.copies = copies;
         this.warmupFiles = Objects.requireNonNull(warmupFiles, "warmupFiles");
         this.queuePolicy = queuePolicy;
-        this.verification = verification;
+        this.integrity = integrity;
         this.streamPools = streamPools;
         this.node = node;
         this.defaultInstances = defaultInstances;
@@ -120,9 +122,9 @@ public final class ModelLoader {
         try {
             List<Path> data = dataFiles(file, config);
             served = copies.copy(name, version, file, data);
-            ProgramIntegrity.Verdict verdict = ProgramIntegrity.check(file, served.program(), config, verification);
+            ProgramIntegrity.Verdict verdict = ProgramIntegrity.check(file, served.program(), config, integrity);
             for (int i = 0; i < data.size(); i++) {
-                ProgramIntegrity.checkDataFile(data.get(i), served.dataFiles().get(i));
+                ProgramIntegrity.checkDataFile(data.get(i), served.dataFiles().get(i), integrity.digestRequired());
             }
             program = Program.load(served.program(), verdict.verification(), served.dataFiles());
         } catch (InvalidModelException e) {

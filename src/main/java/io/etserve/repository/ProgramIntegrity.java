@@ -24,6 +24,11 @@ import java.util.Optional;
  * byte of a delegate entry). So {@code etserve.native.verification=minimal} applies only to
  * files whose declared digest matched: the operator vouched for those exact bytes. Every other
  * file is verified fully. A {@code .ptd} data file may carry a {@code <file>.sha256} sidecar too.
+ *
+ * <p>Full verification does not read everything either: a delegate's payload is parsed by the
+ * delegate, and a file changed there can load and crash the process at its first call. With
+ * {@link Policy#digestRequired} (etserve.repository.require-digest) a file without a declared
+ * digest is refused, so only vouched bytes are ever loaded.
  */
 public final class ProgramIntegrity {
 
@@ -36,12 +41,24 @@ public final class ProgramIntegrity {
     public record Verdict(Program.Verification verification, Optional<String> sha256) {}
 
     /**
+     * What the deployment asks of every file.
+     *
+     * @param verification the configured check ({@code MINIMAL} only for vouched files)
+     * @param digestRequired refuse a program or data file that declares no sha256
+     */
+    public record Policy(Program.Verification verification, boolean digestRequired) {
+        public static Policy of(Program.Verification verification) {
+            return new Policy(verification, false);
+        }
+    }
+
+    /**
      * Checks the declared digest, if any, and picks the verification.
      *
      * @throws InvalidModelException when a digest is declared and does not match, or is malformed
      */
     public static Verdict check(Path program, ModelConfig config, Program.Verification configured) throws IOException {
-        return check(program, program, config, configured);
+        return check(program, program, config, Policy.of(configured));
     }
 
     /**
@@ -49,10 +66,12 @@ public final class ProgramIntegrity {
      * copy: the digest is declared beside (or for) {@code program} in the repository, and checked
      * against the bytes of {@code served}.
      */
-    public static Verdict check(Path program, Path served, ModelConfig config, Program.Verification configured)
-            throws IOException {
+    public static Verdict check(Path program, Path served, ModelConfig config, Policy policy) throws IOException {
         Optional<String> declared = declared(program, config);
         if (declared.isEmpty()) {
+            if (policy.digestRequired()) {
+                throw undeclared(program.getFileName().toString(), "add 'sha256: <64 hex digits>' to config.yml or ");
+            }
             return new Verdict(Program.Verification.INTERNAL_CONSISTENCY, Optional.empty());
         }
         String actual = sha256(served);
@@ -60,7 +79,13 @@ public final class ProgramIntegrity {
             throw new ModelLoader.InvalidModelException(program.getFileName() + " does not match its declared sha256: expected "
                     + declared.get() + ", the file has " + actual);
         }
-        return new Verdict(configured, Optional.of(actual));
+        return new Verdict(policy.verification(), Optional.of(actual));
+    }
+
+    private static ModelLoader.InvalidModelException undeclared(String file, String otherWay) {
+        return new ModelLoader.InvalidModelException(file + " declares no sha256 and etserve.repository.require-digest"
+                + " is on: " + otherWay + "write " + file + SIDECAR_SUFFIX + " beside it (sha256sum " + file + " > "
+                + file + SIDECAR_SUFFIX + ")");
     }
 
     /**
@@ -70,13 +95,19 @@ public final class ProgramIntegrity {
      * @throws InvalidModelException on a malformed sidecar or a mismatch
      */
     public static void checkDataFile(Path data) throws IOException {
-        checkDataFile(data, data);
+        checkDataFile(data, data, false);
     }
 
-    /** As {@link #checkDataFile(Path)}, the sidecar beside {@code data}, the bytes of {@code served}. */
-    public static void checkDataFile(Path data, Path served) throws IOException {
+    /**
+     * As {@link #checkDataFile(Path)}, the sidecar beside {@code data}, the bytes of {@code served};
+     * with {@code digestRequired}, a file without a sidecar is refused.
+     */
+    public static void checkDataFile(Path data, Path served, boolean digestRequired) throws IOException {
         Path sidecar = data.resolveSibling(data.getFileName() + SIDECAR_SUFFIX);
         if (!Files.isRegularFile(sidecar)) {
+            if (digestRequired) {
+                throw undeclared(data.getFileName().toString(), "");
+            }
             return;
         }
         String declared = readSidecar(sidecar);

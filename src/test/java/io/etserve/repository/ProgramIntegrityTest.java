@@ -74,6 +74,26 @@ class ProgramIntegrityTest {
     }
 
     @Test
+    void whenDigestsAreRequiredAFileWithoutOneIsRefused() throws Exception {
+        Path p = program();
+        var required = new ProgramIntegrity.Policy(Program.Verification.INTERNAL_CONSISTENCY, true);
+        assertThatThrownBy(() -> ProgramIntegrity.check(p, p, ModelConfig.defaults(), required))
+                .hasMessageContaining("model.pte declares no sha256")
+                .hasMessageContaining("etserve.repository.require-digest").hasMessageContaining("sha256sum model.pte");
+        // Declared in config.yml or beside the file, and matching: loaded as any vouched file.
+        assertThat(ProgramIntegrity.check(p, p, withSha(digest()), required).sha256()).contains(digest());
+        Files.writeString(dir.resolve("model.pte.sha256"), digest() + "  model.pte\n");
+        assertThat(ProgramIntegrity.check(p, p, ModelConfig.defaults(), required).sha256()).contains(digest());
+        // A data file too.
+        Path data = Files.write(dir.resolve("weights.ptd"), BYTES);
+        assertThatThrownBy(() -> ProgramIntegrity.checkDataFile(data, data, true))
+                .hasMessageContaining("weights.ptd declares no sha256");
+        ProgramIntegrity.checkDataFile(data, data, false);
+        Files.writeString(dir.resolve("weights.ptd.sha256"), digest() + "  weights.ptd\n");
+        ProgramIntegrity.checkDataFile(data, data, true);
+    }
+
+    @Test
     void configRejectsAMalformedDigest() throws Exception {
         Files.writeString(dir.resolve("config.yml"), "sha256: abc\n");
         assertThatThrownBy(() -> ModelConfig.read(dir)).hasMessageContaining("64 hex digits");
