@@ -5,6 +5,7 @@ import io.etserve.repository.RepositoryControl;
 import io.etserve.triton.TritonExtensions;
 import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
+import java.io.InputStream;
 import java.util.List;
 import java.util.Map;
 import org.springframework.http.HttpStatus;
@@ -28,6 +29,12 @@ public class RepositoryController {
      * (kilobytes). Read into memory, so bounded apart from inference bodies' limit.
      */
     static final int MAX_BODY_BYTES = 1 << 20;
+
+    /**
+     * What is read and dropped of a body over the limit before the 413 goes out: a client still
+     * sending then reads the answer, where a connection closed under it would give it a reset.
+     */
+    private static final long DRAINED_BYTES = 16L << 20;
 
     /** A row of the index: a model version (or a model without one that loaded) and its state. */
     record IndexEntry(String name, String version, String state, String reason) {}
@@ -81,8 +88,8 @@ public class RepositoryController {
     }
 
     /**
-     * The request's body, at most {@link #MAX_BODY_BYTES} (413 past it, without reading further),
-     * not content-coded (415: Triton's clients send these plain).
+     * The request's body, at most {@link #MAX_BODY_BYTES} (413 past it; a body declared far
+     * larger is not read at all), not content-coded (415: Triton's clients send these plain).
      */
     static byte[] body(HttpServletRequest request) {
         String coding = request.getHeader("Content-Encoding");
@@ -90,22 +97,34 @@ public class RepositoryController {
             throw new ApiException(HttpStatus.UNSUPPORTED_MEDIA_TYPE,
                     "a repository request's body is read without a Content-Encoding");
         }
-        if (request.getContentLengthLong() > MAX_BODY_BYTES) {
-            throw tooLarge();
-        }
-        byte[] body;
+        long declared = request.getContentLengthLong();
         try {
-            body = request.getInputStream().readNBytes(MAX_BODY_BYTES + 1);
+            if (declared > MAX_BODY_BYTES) {
+                throw tooLarge(request, declared <= DRAINED_BYTES);
+            }
+            byte[] body = request.getInputStream().readNBytes(MAX_BODY_BYTES + 1);
+            if (body.length > MAX_BODY_BYTES) {
+                throw tooLarge(request, true);
+            }
+            return body;
         } catch (IOException e) {
             throw new ApiException(HttpStatus.BAD_REQUEST, "the request body could not be read: " + e.getMessage());
         }
-        if (body.length > MAX_BODY_BYTES) {
-            throw tooLarge();
-        }
-        return body;
     }
 
-    private static ApiException tooLarge() {
+    /** The 413, once up to {@link #DRAINED_BYTES} more of the body were read when {@code drain}. */
+    private static ApiException tooLarge(HttpServletRequest request, boolean drain) throws IOException {
+        if (drain) {
+            InputStream in = request.getInputStream();
+            byte[] sink = new byte[8192];
+            for (long left = DRAINED_BYTES; left > 0; ) {
+                int n = in.read(sink, 0, (int) Math.min(sink.length, left));
+                if (n < 0) {
+                    break;
+                }
+                left -= n;
+            }
+        }
         return new ApiException(HttpStatus.CONTENT_TOO_LARGE,
                 "a repository request's body is at most " + (MAX_BODY_BYTES >> 20) + " MiB");
     }
