@@ -1,8 +1,6 @@
 package io.etserve.config;
 
-import io.etserve.protocol.ErrorBody;
 import io.etserve.rest.JsonErrorHandler;
-import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Collectors;
@@ -10,7 +8,6 @@ import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.HttpMethod;
 import org.eclipse.jetty.http.HttpStatus;
-import org.eclipse.jetty.http.MimeTypes;
 import org.eclipse.jetty.server.AbstractConnector;
 import org.eclipse.jetty.server.Connector;
 import org.eclipse.jetty.server.Handler;
@@ -106,11 +103,8 @@ final class JettyServerSettings implements JettyServerCustomizer {
             }
             String type = request.getHeaders().get(HttpHeader.CONTENT_TYPE);
             if (type != null && type.regionMatches(true, 0, "multipart/", 0, "multipart/".length())) {
-                // Written here: Jetty's error page (JsonErrorHandler) says the reason phrase only.
-                response.setStatus(HttpStatus.UNSUPPORTED_MEDIA_TYPE_415);
-                response.getHeaders().put(HttpHeader.CONTENT_TYPE, MimeTypes.Type.APPLICATION_JSON_UTF_8.asString());
-                response.write(true, ByteBuffer.wrap(ErrorBody.error(
-                        "multipart bodies are not accepted; send application/json or application/octet-stream")), callback);
+                JsonErrorHandler.write(response, callback, HttpStatus.UNSUPPORTED_MEDIA_TYPE_415,
+                        "multipart bodies are not accepted; send application/json or application/octet-stream");
                 return true;
             }
             return super.handle(acceptWithoutEmptyMembers(request), response, callback);

@@ -90,17 +90,11 @@ public final class ProgramIntegrity {
 
     /**
      * Checks a named-data file ({@code .ptd}) against its {@code <file>.sha256} sidecar when it
-     * has one: weights are data, and ExecuTorch's verification never looks at them.
+     * has one: weights are data, and ExecuTorch's verification never looks at them. The sidecar
+     * is the one beside {@code data}, the bytes those of {@code served} (its private copy, or
+     * {@code data} itself); with {@code digestRequired}, a file without a sidecar is refused.
      *
-     * @throws InvalidModelException on a malformed sidecar or a mismatch
-     */
-    public static void checkDataFile(Path data) throws IOException {
-        checkDataFile(data, data, false);
-    }
-
-    /**
-     * As {@link #checkDataFile(Path)}, the sidecar beside {@code data}, the bytes of {@code served};
-     * with {@code digestRequired}, a file without a sidecar is refused.
+     * @throws InvalidModelException on a malformed sidecar, a mismatch or a missing required one
      */
     public static void checkDataFile(Path data, Path served, boolean digestRequired) throws IOException {
         Path sidecar = data.resolveSibling(data.getFileName() + SIDECAR_SUFFIX);

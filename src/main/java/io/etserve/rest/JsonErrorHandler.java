@@ -41,6 +41,16 @@ public final class JsonErrorHandler extends ErrorHandler {
         return ByteBuffer.wrap(body(code));
     }
 
+    /**
+     * A refusal with a message of the service's own, written by a Jetty handler in front of the
+     * servlets (this handler's pages say the reason phrase only).
+     */
+    public static void write(Response response, Callback callback, int code, String message) {
+        response.setStatus(code);
+        response.getHeaders().put(JSON);
+        response.write(true, ByteBuffer.wrap(ErrorBody.error(message)), callback);
+    }
+
     private static byte[] body(int code) {
         return ErrorBody.error(ApiException.reasonPhrase(code));
     }

@@ -5,7 +5,6 @@ import io.etserve.repository.RepositoryControl;
 import io.etserve.triton.TritonExtensions;
 import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
-import java.io.InputStream;
 import java.util.List;
 import java.util.Map;
 import org.springframework.http.HttpStatus;
@@ -92,8 +91,7 @@ public class RepositoryController {
      * larger is not read at all), not content-coded (415: Triton's clients send these plain).
      */
     static byte[] body(HttpServletRequest request) {
-        String coding = request.getHeader("Content-Encoding");
-        if (coding != null && !coding.isBlank() && !coding.strip().equalsIgnoreCase("identity")) {
+        if (!ContentCoding.isIdentity(request.getHeader("Content-Encoding"))) {
             throw new ApiException(HttpStatus.UNSUPPORTED_MEDIA_TYPE,
                     "a repository request's body is read without a Content-Encoding");
         }
@@ -115,15 +113,7 @@ public class RepositoryController {
     /** The 413, once up to {@link #DRAINED_BYTES} more of the body were read when {@code drain}. */
     private static ApiException tooLarge(HttpServletRequest request, boolean drain) throws IOException {
         if (drain) {
-            InputStream in = request.getInputStream();
-            byte[] sink = new byte[8192];
-            for (long left = DRAINED_BYTES; left > 0; ) {
-                int n = in.read(sink, 0, (int) Math.min(sink.length, left));
-                if (n < 0) {
-                    break;
-                }
-                left -= n;
-            }
+            InferBodyFilter.Drain.rest(request.getInputStream(), DRAINED_BYTES);
         }
         return new ApiException(HttpStatus.CONTENT_TOO_LARGE,
                 "a repository request's body is at most " + (MAX_BODY_BYTES >> 20) + " MiB");

@@ -129,10 +129,25 @@ public final class TritonExtensions {
      */
     public static void checkUnloadBody(byte[] body) {
         JsonNode doc = bodyObject(body, "unload");
-        JsonNode parameters = doc == null ? null : doc.get("parameters");
-        if (parameters != null && !parameters.isNull() && !parameters.isObject()) {
-            throw new RepositoryControl.RefusedException("the unload request's parameters must be a JSON object");
+        if (doc != null) {
+            parameters(doc, "unload");
         }
+    }
+
+    /**
+     * A repository request body's {@code parameters}, null when absent or null.
+     *
+     * @throws RepositoryControl.RefusedException naming the {@code request} when they are not an object
+     */
+    private static JsonNode parameters(JsonNode doc, String request) {
+        JsonNode parameters = doc.get("parameters");
+        if (parameters == null || parameters.isNull()) {
+            return null;
+        }
+        if (!parameters.isObject()) {
+            throw new RepositoryControl.RefusedException("the " + request + " request's parameters must be a JSON object");
+        }
+        return parameters;
     }
 
     /**
@@ -177,12 +192,9 @@ public final class TritonExtensions {
                         + ConfigOverride.abbreviate(key) + "'; it may hold parameters only");
             }
         }
-        JsonNode parameters = doc.get("parameters");
-        if (parameters == null || parameters.isNull()) {
+        JsonNode parameters = parameters(doc, "load");
+        if (parameters == null) {
             return null;
-        }
-        if (!parameters.isObject()) {
-            throw new RepositoryControl.RefusedException("the load request's parameters must be a JSON object");
         }
         checkParameterNames(parameters.propertyNames());
         JsonNode config = parameters.get("config");
