@@ -4,11 +4,12 @@ BENCH_PROFILE=1): microseconds per request by thread family, and within the thre
 requests by what the CPU did (the forward call, the kernel's socket and wait calls, then the
 library whose code ran).
 
-Usage: profile-summary.py INTERVAL_US LABEL FILE REQUESTS [LABEL FILE REQUESTS ...]
+Usage: profile-summary.py INTERVAL LABEL FILE REQUESTS [LABEL FILE REQUESTS ...]
+INTERVAL as async-profiler's interval option reads it: 500us, 1ms, or a bare number of nanoseconds.
 One column per label (the collapsed stacks and the requests served while each ran; profiles of
-one label, e.g. the rounds of a row, are pooled: their samples over their requests); each sample stands for INTERVAL_US of CPU time (async-profiler's cpu
-event samples on CPU time, so samples x interval / requests is CPU per request, the profiler's
-own cost included).
+one label, e.g. the rounds of a row, are pooled: their samples over their requests). Each sample
+stands for INTERVAL of CPU time (async-profiler's cpu event samples on CPU time, so samples x
+interval / requests is CPU per request, the profiler's own cost included).
 """
 import collections
 import re
@@ -82,8 +83,13 @@ def profile(path):
     return families, serving
 
 
+def microseconds(interval):
+    value, unit = re.fullmatch(r"([0-9.]+)(ns|us|ms|s)?", interval).groups()
+    return float(value) * {"ns": 1e-3, "us": 1, "ms": 1e3, "s": 1e6, None: 1e-3}[unit]
+
+
 def main():
-    interval_us = float(sys.argv[1])
+    interval_us = microseconds(sys.argv[1])
     pooled = {}
     args = sys.argv[2:]
     for label, path, requests in zip(args[0::3], args[1::3], args[2::3]):

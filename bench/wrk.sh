@@ -427,7 +427,6 @@ for fmt in ("json", "grpc"):
 PY
 cat "$OUT/wrk.md"
 if (( ${#PROFILES[@]} )); then
-  interval_us=$(python3 -c "import re,sys; v,u=re.fullmatch(r'([0-9.]+)(ns|us|ms|s)?',sys.argv[1]).groups(); print(float(v)*{'ns':1e-3,'us':1,'ms':1e3,'s':1e6,None:1e-3}[u])" "$PROFILE_INTERVAL")
   { echo; echo "Where the service's CPU per request went (async-profiler, cpu, one sample per $PROFILE_INTERVAL of CPU; collapsed stacks: $OUT/wrk-profile-*.collapsed):"; echo
-    python3 "$ROOT/bench/profile-summary.py" "$interval_us" "${PROFILES[@]}"; } | tee "$OUT/wrk-profile.md"
+    python3 "$ROOT/bench/profile-summary.py" "$PROFILE_INTERVAL" "${PROFILES[@]}"; } | tee "$OUT/wrk-profile.md"
 fi

@@ -6,9 +6,10 @@
 # needs ROOT, OUT and log.
 #
 # Each peer has a venv of its own (.venv-peers/NAME, from requirements-NAME.txt, rebuilt when
-# the pins or the export venv's Python change) that sees torch and executorch through a .pth file naming the export venv's
-# site-packages (scripts/export/export.sh --venv makes it on first use): ExecuTorch's Python
-# runtime links libtorch, and PyPI's torch for Linux is the several-GB CUDA build, installed once.
+# the pins or the export venv's Python change) that sees torch and executorch through a .pth
+# file naming the export venv's site-packages (scripts/export/export.sh --venv makes it on first
+# use): ExecuTorch's Python runtime links libtorch, and PyPI's torch for Linux is the several-GB
+# CUDA build, installed once.
 
 PEERS_DIR=$ROOT/bench/peers
 
