@@ -72,6 +72,8 @@ RUN jars=(target/etserve-*.jar); \
     # Spring Boot keeps resources under BOOT-INF/classes/; a plain jar at its root. \
     unzip -q -j /out/opt/etserve/app.jar '*META-INF/etserve/native/linux-x86_64/*' -d /out/opt/etserve/native; \
     test -f /out/opt/etserve/native/libraries.txt; \
+    # A jar keeps no file modes: the first-call trial's program must run as the service's user. \
+    chmod 755 /out/opt/etserve/native/etserve-first-call; \
     cp -r models/. /out/models/; \
     cp scripts/aot-training.sh /out/opt/etserve/aot-training.sh; \
     bash native/scripts/check-linkage.sh --dir /out/opt/etserve/native
@@ -92,7 +94,7 @@ COPY --from=app /out/ /
 # The CUDA driver (libcuda.so.1), which the CUDA delegate may need, comes with the container
 # runtime on a GPU node, never from the image.
 RUN unresolved=""; \
-    for lib in /opt/etserve/native/*.so*; do \
+    for lib in /opt/etserve/native/*.so* /opt/etserve/native/etserve-first-call; do \
       out="$(LD_LIBRARY_PATH=/opt/etserve/native ldd "$lib" 2>&1 | grep -v 'libcuda\.so\.1 => not found')" || true; \
       if grep -Eq 'not found|not a dynamic executable' <<<"$out"; then unresolved+="$lib: $out"$'\n'; fi; \
     done; \

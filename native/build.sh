@@ -102,7 +102,7 @@ build() {
   # ExecuTorch's package adds its own absolute lib dir as a link option; the staged bridge
   # must find its neighbours only, wherever the jar extracts them.
   if command -v patchelf >/dev/null; then
-    patchelf --set-rpath '$ORIGIN' "$STAGE/libetserve_jni.so"
+    patchelf --set-rpath '$ORIGIN' "$STAGE/libetserve_jni.so" "$STAGE/etserve-first-call"
   else
     log "patchelf not found: the staged bridge keeps the build's absolute RUNPATH entry"
   fi

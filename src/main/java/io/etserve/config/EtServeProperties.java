@@ -7,6 +7,7 @@ import io.etserve.repository.DevicePlacement;
 import io.etserve.repository.PrivateCopies;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.repository.UnreleasedDeviceMemory;
+import io.etserve.runtime.FirstCallTrial;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.StreamSelection;
 import io.etserve.security.RestrictedApis;
@@ -318,6 +319,10 @@ public record EtServeProperties(
      * @param privateCopyDir where those copies live (empty: {@code ${java.io.tmpdir}/etserve-programs})
      * @param requireDigest refuse a program or data file that declares no sha256 (see
      *     {@link io.etserve.repository.ProgramIntegrity})
+     * @param firstCallTrial which programs run their first call in a process of their own before
+     *     they load, so that one that faults is refused instead of ending the service
+     *     ({@link FirstCallTrial}): {@code cpu} (those on no GPU delegate), {@code all}, {@code off}
+     * @param firstCallTrialTimeout how long that call may take before the program is refused
      */
     public record Repository(
             @DefaultValue("startup") RepositoryControl.Mode mode,
@@ -326,11 +331,16 @@ public record EtServeProperties(
             @DefaultValue("refuse") UnreleasedDeviceMemory.Policy unreleasedDeviceMemory,
             @DefaultValue("true") boolean privateCopies,
             @DefaultValue("") String privateCopyDir,
-            @DefaultValue("false") boolean requireDigest) {
+            @DefaultValue("false") boolean requireDigest,
+            @DefaultValue("cpu") FirstCallTrial.Mode firstCallTrial,
+            @DefaultValue("60s") Duration firstCallTrialTimeout) {
 
         public Repository {
             if (pollInterval.isNegative() || pollInterval.isZero()) {
                 throw new IllegalArgumentException("etserve.repository.poll-interval must be positive");
+            }
+            if (firstCallTrialTimeout.isNegative() || firstCallTrialTimeout.isZero()) {
+                throw new IllegalArgumentException("etserve.repository.first-call-trial-timeout must be positive");
             }
         }
 

@@ -16,6 +16,7 @@ import io.etserve.repository.ProgramIntegrity;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.repository.RepositoryPoller;
 import io.etserve.repository.UnreleasedDeviceMemory;
+import io.etserve.runtime.FirstCallTrial;
 import io.etserve.runtime.NativeRuntime;
 import io.etserve.runtime.Program;
 import java.util.HashSet;
@@ -47,10 +48,13 @@ class ModelRepositoryConfiguration {
         // Warm-up files are request bodies: read by the REST decoder, within the same limits.
         DecodeLimits limits = new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs());
         InferRequestDecoder decoder = new InferRequestDecoder();
+        var gpuBackends = new HashSet<>(props.cuda().gpuBackends());
+        var firstCall = new FirstCallTrial(props.repository().firstCallTrial(),
+                props.repository().firstCallTrialTimeout(), gpuBackends);
         ModelLoader loader = new ModelLoader(new ProgramIntegrity.Policy(verification, props.repository().requireDigest()),
-                pools, node,
+                firstCall, pools, node,
                 new ModelLoader.Instances(props.inference().defaultInstances(), props.cuda().defaultInstances()),
-                new HashSet<>(props.cuda().gpuBackends()), props.inference().maxElementsPerTensor(), placement,
+                gpuBackends, props.inference().maxElementsPerTensor(), placement,
                 new ModelLoader.PlannedMemoryLimits(props.inference().maxPlannedMemory().toBytes(),
                         props.inference().maxPlannedMemoryPerModel().toBytes()), props.repository().copies(),
                 props.inference().queuePolicy().policy(), body -> decoder.decode(body, null, limits), faults);

@@ -15,6 +15,7 @@ import io.etserve.inference.ModelDescription;
 import io.etserve.inference.TensorMetadata;
 import io.etserve.modelconfig.ModelConfig;
 import io.etserve.runtime.ExecuTorchException;
+import io.etserve.runtime.FirstCallTrial;
 import io.etserve.runtime.MethodSignature;
 import io.etserve.runtime.Program;
 import io.etserve.runtime.ProgramInstance;
@@ -46,6 +47,7 @@ import java.util.stream.Stream;
 public final class ModelLoader {
 
     private final ProgramIntegrity.Policy integrity;
+    private final FirstCallTrial firstCall;
     private final StreamPools streamPools;
     private final NodeCapabilities node;
     private final Instances defaultInstances;
@@ -87,18 +89,21 @@ public final class ModelLoader {
     public ModelLoader(Program.Verification verification, StreamPools streamPools, NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
             DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, WarmupCalls.RequestDecoder warmupFiles) {
-        this(ProgramIntegrity.Policy.of(verification), streamPools, node, defaultInstances, gpuBackends,
+        this(ProgramIntegrity.Policy.of(verification), FirstCallTrial.off(), streamPools, node, defaultInstances,
+                gpuBackends,
                 defaultMaxElements, placement,
                 plannedLimits, PrivateCopies.none(), QueuePolicy.DEFAULT, warmupFiles, FaultListener.NONE);
     }
 
     /**
      * @param integrity what every file must be: its verification, and whether it must declare a digest
+     * @param firstCall which programs run their first call in a process of their own before they load
      * @param copies where versions are served from: private copies, or the repository itself
      * @param queuePolicy the order of every line a request waits in (instances, a batch)
      * @param faults told of a warm-up call's failure, as of a served call's
      */
-    public ModelLoader(ProgramIntegrity.Policy integrity, StreamPools streamPools, NodeCapabilities node,
+    public ModelLoader(ProgramIntegrity.Policy integrity, FirstCallTrial firstCall, StreamPools streamPools,
+            NodeCapabilities node,
             Instances defaultInstances, Set<String> gpuBackends, long defaultMaxElements,
             DevicePlacement.Policy placement, PlannedMemoryLimits plannedLimits, PrivateCopies copies,
             QueuePolicy queuePolicy, WarmupCalls.RequestDecoder warmupFiles, FaultListener faults) {
@@ -107,6 +112,7 @@ public final class ModelLoader {
         this.warmupFiles = Objects.requireNonNull(warmupFiles, "warmupFiles");
         this.queuePolicy = queuePolicy;
         this.integrity = integrity;
+        this.firstCall = Objects.requireNonNull(firstCall, "firstCall");
         this.streamPools = streamPools;
         this.node = node;
         this.defaultInstances = defaultInstances;
@@ -125,6 +131,12 @@ public final class ModelLoader {
             ProgramIntegrity.Verdict verdict = ProgramIntegrity.check(file, served.program(), config, integrity);
             for (int i = 0; i < data.size(); i++) {
                 ProgramIntegrity.checkDataFile(data.get(i), served.dataFiles().get(i), integrity.digestRequired());
+            }
+            FirstCallTrial.Outcome trial = firstCall.run(served.program(), served.dataFiles(), config.method(),
+                    verdict.verification(), config.maxPlannedMemory().orElse(plannedLimits.perInstance()));
+            if (trial.refusesLoad()) {
+                closeQuietly(served);
+                return new ModelVersionState.Failed(name, version, inRepository(refusal(file, trial), served, file));
             }
             program = Program.load(served.program(), verdict.verification(), served.dataFiles());
         } catch (InvalidModelException e) {
@@ -147,6 +159,26 @@ public final class ModelLoader {
         served.close();  // the program was freed: only the description (if any) is kept
         return state instanceof ModelVersionState.Failed f
                 ? new ModelVersionState.Failed(name, version, inRepository(f.reason(), served, file)) : state;
+    }
+
+    private static String refusal(Path file, FirstCallTrial.Outcome trial) {
+        String what = file.getFileName() + " was not loaded: its first call, tried in a separate process on "
+                + "zero-filled inputs, ";
+        if (trial instanceof FirstCallTrial.Outcome.Crashed c) {
+            return what + "ended that process with " + c.signal() + "; in this one it would end the service"
+                    + (c.log().isEmpty() ? "" : " (" + lastLines(c.log()) + ")");
+        }
+        if (trial instanceof FirstCallTrial.Outcome.TimedOut t) {
+            return what + "did not end within " + t.limit().toSeconds()
+                    + " s (etserve.repository.first-call-trial-timeout)";
+        }
+        throw new IllegalArgumentException("not a refusal: " + trial);
+    }
+
+    /** ExecuTorch's last two lines before the process died, on one line. */
+    private static String lastLines(String log) {
+        List<String> lines = log.lines().toList();
+        return String.join(" / ", lines.subList(Math.max(0, lines.size() - 2), lines.size()));
     }
 
     /** A message about the private copy, told about the repository's files (which operators know). */

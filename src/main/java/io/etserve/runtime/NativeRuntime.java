@@ -47,6 +47,8 @@ public final class NativeRuntime {
     /** rwx------: where extracted libraries live, only their owner may read or change anything. */
     private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rwx------");
     static final String BRIDGE = "libetserve_jni.so";
+    /** The first-call trial's program ({@link FirstCallTrial}), extracted beside the libraries. */
+    static final String FIRST_CALL = "etserve-first-call";
 
     /**
      * @param libraryDir a directory already holding the libraries (skips extraction)
@@ -68,6 +70,8 @@ public final class NativeRuntime {
     public record Info(Path directory, Map<String, Path> libraries, List<String> registeredBackends) {}
 
     private static Info info;
+    /** Libraries loaded after the bridge (delegates, extras), in load order: a trial process loads them too. */
+    private static final List<Path> loadedAfterBridge = new ArrayList<>();
     /** The CPU threadpool's size once fixed (0 before): by the first sizing or program, whichever comes first. */
     private static int cpuThreads;
 
@@ -129,6 +133,7 @@ public final class NativeRuntime {
             try {
                 System.load(file.toAbsolutePath().toString());
                 loaded.put(name, file);
+                loadedAfterBridge.add(file.toAbsolutePath());
             } catch (UnsatisfiedLinkError e) {
                 org.slf4j.LoggerFactory.getLogger(NativeRuntime.class).warn(
                         "delegate library {} is not loadable on this host ({}); programs that need it will be "
@@ -166,6 +171,17 @@ public final class NativeRuntime {
         sizeCpuThreads(0);
     }
 
+    /** The libraries loaded after the bridge, in load order: delegates and extra libraries. */
+    public static synchronized List<Path> delegateLibraries() {
+        return List.copyOf(loadedAfterBridge);
+    }
+
+    /** {@value #FIRST_CALL} beside the loaded libraries, when it is there and may run. */
+    public static synchronized Optional<Path> firstCallProgram() {
+        Path program = info().directory().resolve(FIRST_CALL);
+        return Files.isRegularFile(program) && Files.isExecutable(program) ? Optional.of(program) : Optional.empty();
+    }
+
     public static synchronized boolean isLoaded() {
         return info != null;
     }
@@ -176,6 +192,7 @@ public final class NativeRuntime {
             if (!loaded.containsValue(extra.toAbsolutePath())) {
                 loadOne(name, extra.toAbsolutePath(), extra.toAbsolutePath().getParent());
                 loaded.put(name, extra.toAbsolutePath());
+                loadedAfterBridge.add(extra.toAbsolutePath());
             }
         }
     }
@@ -240,6 +257,9 @@ public final class NativeRuntime {
         if (delegates != null) {
             names.addAll(lines(delegates));
         }
+        if (cl.getResource(RESOURCE_DIR + "/" + FIRST_CALL) != null) {
+            names.add(FIRST_CALL);
+        }
         Map<String, byte[]> files = new LinkedHashMap<>();
         MessageDigest digest = sha256();
         digest.update(manifest);
@@ -293,6 +313,9 @@ public final class NativeRuntime {
             Path staging = Files.createTempDirectory(base, ".staging-");
             for (Map.Entry<String, byte[]> f : files.entrySet()) {
                 Files.write(staging.resolve(f.getKey()), f.getValue());
+            }
+            if (files.containsKey(FIRST_CALL)) {
+                makeExecutable(staging.resolve(FIRST_CALL));
             }
             Files.write(staging.resolve(MANIFEST), manifest);
             try {
@@ -375,6 +398,16 @@ public final class NativeRuntime {
         } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
             return Files.getOwner(dir, LinkOption.NOFOLLOW_LINKS).getName()
                     .equals(System.getProperty("user.name"));
+        }
+    }
+
+    private static void makeExecutable(Path file) throws IOException {
+        try {
+            Files.setPosixFilePermissions(file, OWNER_ONLY);
+        } catch (UnsupportedOperationException e) {
+            if (!file.toFile().setExecutable(true, true)) {
+                throw new IOException("cannot make " + file + " executable");
+            }
         }
     }
 

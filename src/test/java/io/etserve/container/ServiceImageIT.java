@@ -30,6 +30,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -232,6 +233,22 @@ class ServiceImageIT {
                 "the service extracted its libraries to /tmp instead of loading /opt/etserve/native");
         ExecResult listed = service.execInContainer("cat", "/opt/etserve/native/libraries.txt");
         assertTrue(listed.getStdout().contains("libetserve_jni.so"), listed.getStdout());
+    }
+
+    @Test
+    void runsTheFirstCallTrialAsTheServicesUser() throws Exception {
+        String trial = "/opt/etserve/native/etserve-first-call";
+        ExecResult healthy = service.execInContainer(trial, "--program", "/models/demo-xnnpack/1/model.pte",
+                "--method", "forward");
+        assertEquals(0, healthy.getExitCode(), healthy.getStderr());
+        // Through the exec's arguments: /tmp is a tmpfs, which the engine's copy does not reach.
+        String faults = Base64.getEncoder().encodeToString(Files.readAllBytes(
+                TestPaths.repoRoot().resolve("src/test/resources/corrupt/op-index-out-of-range.pte")));
+        ExecResult written = service.execInContainer("bash", "-c", "base64 -d <<<\"$1\" > /tmp/faults.pte", "_", faults);
+        assertEquals(0, written.getExitCode(), written.getStderr());
+        ExecResult faulting = service.execInContainer(trial, "--program", "/tmp/faults.pte", "--method", "forward");
+        assertEquals(128 + 11, faulting.getExitCode(), "expected SIGSEGV: " + faulting.getStderr());
+        assertFalse(service.getLogs().contains("has no etserve-first-call"), service.getLogs());
     }
 
     @Test

@@ -20,7 +20,8 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * Program files the service must not trust: crafted files that crash ExecuTorch's minimal
  * verification (this JVM would die if one reached it), a flipped weight that would silently
- * serve other numbers, and a tiny file that plans gigabytes. The service runs with
+ * serve other numbers, a tiny file that plans gigabytes, and files that verify but fault once
+ * run (the first-call trial refuses them). The service runs with
  * {@code verification=minimal}, the documented fast setting.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
@@ -36,7 +37,10 @@ class UntrustedProgramsApiTest {
             REPO.copy(TestPaths.demoModels(), "demo-portable")
                     .withProgramBytes("root-offset", Files.readAllBytes(CRAFTED.resolve("root-offset-into-header.pte")))
                     .withProgramBytes("delegate-entry", Files.readAllBytes(CRAFTED.resolve("delegate-entry-flipped.pte")))
-                    .withProgramBytes("plans-3gib", Files.readAllBytes(CRAFTED.resolve("plans-3gib-per-instance.pte")));
+                    .withProgramBytes("plans-3gib", Files.readAllBytes(CRAFTED.resolve("plans-3gib-per-instance.pte")))
+                    // Both pass ExecuTorch's verification and fault in a process that runs them.
+                    .withProgramBytes("op-index", Files.readAllBytes(CRAFTED.resolve("op-index-out-of-range.pte")))
+                    .withProgramBytes("xnnpack-payload", Files.readAllBytes(CRAFTED.resolve("xnnpack-payload-byte.pte")));
             // A vouched-for file: minimal verification applies, and it must serve the reference.
             REPO.copy(TestPaths.demoModels(), "demo-xnnpack", "trusted")
                     .withFile("trusted/1/model.pte.sha256", sha256(DEMO_XNNPACK) + "  model.pte\n");
@@ -95,6 +99,15 @@ class UntrustedProgramsApiTest {
     }
 
     @Test
+    void programsThatFaultOnceRunAreRefusedByTheirFirstCallTrial() {
+        Http http = Http.local(port);
+        assertThat(reason(http, "op-index")).contains("first call").contains("SIGSEGV")
+                .contains("Op index 10354689 out of range");
+        assertThat(reason(http, "xnnpack-payload")).contains("first call").containsAnyOf("SIGSEGV", "SIGBUS");
+        assertThat(http.post("/v2/models/demo-portable/infer", SlowClientsApiTest.demoRequest()).status()).isEqualTo(200);
+    }
+
+    @Test
     void aDeclaredDigestCatchesSilentCorruption() {
         Http http = Http.local(port);
         assertThat(reason(http, "tampered")).contains("does not match its declared sha256");
@@ -129,7 +142,7 @@ class UntrustedProgramsApiTest {
     void publicReasonsDoNotRevealServerPaths() {
         Http http = Http.local(port);
         String root = REPO.root().toAbsolutePath().toString();
-        for (String model : new String[] {"root-offset", "delegate-entry", "tampered", "plans-3gib"}) {
+        for (String model : new String[] {"root-offset", "delegate-entry", "tampered", "plans-3gib", "op-index"}) {
             Http.Response ready = http.get("/v2/models/" + model + "/ready");
             assertThat(ready.text()).as(model).doesNotContain(root).doesNotContain("/tmp/");
             Http.Response infer = http.post("/v2/models/" + model + "/infer", SlowClientsApiTest.demoRequest());

@@ -16,6 +16,9 @@ class NativeExtractionTest {
         Path base = tmp.resolve("native");
         Path first = NativeRuntime.extract(base);
         assertThat(first.resolve(NativeRuntime.BRIDGE)).isRegularFile();
+        // The first-call trial's program runs from there: only its owner may.
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(first.resolve(NativeRuntime.FIRST_CALL))))
+                .isEqualTo("rwx------");
         assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(base))).isEqualTo("rwx------");
         byte[] bridge = Files.readAllBytes(first.resolve(NativeRuntime.BRIDGE));
 

@@ -1,0 +1,161 @@
+// etserve-first-call: loads a program and runs one call of a method on zero-filled inputs, in a
+// process of its own. The service runs it before it loads a program into itself: a malformed
+// program that passes ExecuTorch's verification can still fault inside a kernel or a delegate's
+// payload, and in the service's process that fault would end the JVM. Here it ends only this
+// process, which the service reads from the exit status.
+//
+//   etserve-first-call --program P --method M --verification 0|1 [--data F]... [--library L]...
+//                      [--cpu-threads N] [--gpu-backend B]... [--max-planned-bytes N]
+//
+// Exit status: 0 the call returned; 10 ExecuTorch refused the program or the call (the reason
+// on stderr: the service's own load reports it); 11 not tried (a method on a GPU delegate, an
+// input that is not a tensor, more planned memory than the service allows); 2 bad arguments.
+// A signal is the program's fault. ExecuTorch's warnings and errors go to stderr.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <executorch/runtime/platform/platform.h>
+#include <executorch/runtime/platform/runtime.h>
+
+#include "bridge_core.h"
+
+namespace {
+
+constexpr int kRan = 0;
+constexpr int kUsage = 2;
+constexpr int kRefused = 10;
+constexpr int kNotTried = 11;
+
+struct Arguments {
+  std::string program;
+  std::string method;
+  int verification = 1;
+  int cpu_threads = 0;
+  int64_t max_planned_bytes = INT64_MAX;
+  std::vector<std::string> data_files;
+  std::vector<std::string> libraries;
+  std::vector<std::string> gpu_backends;
+};
+
+bool parse(int argc, char** argv, Arguments& out) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) return false;
+    const std::string value = argv[++i];
+    if (flag == "--program") {
+      out.program = value;
+    } else if (flag == "--method") {
+      out.method = value;
+    } else if (flag == "--verification") {
+      out.verification = std::atoi(value.c_str());
+    } else if (flag == "--cpu-threads") {
+      out.cpu_threads = std::atoi(value.c_str());
+    } else if (flag == "--max-planned-bytes") {
+      out.max_planned_bytes = std::atoll(value.c_str());
+    } else if (flag == "--data") {
+      out.data_files.push_back(value);
+    } else if (flag == "--library") {
+      out.libraries.push_back(value);
+    } else if (flag == "--gpu-backend") {
+      out.gpu_backends.push_back(value);
+    } else {
+      return false;
+    }
+  }
+  return !out.program.empty() && !out.method.empty();
+}
+
+// Warnings and worse only: the service shows the last lines when the process dies.
+void emit(et_timestamp_t, et_pal_log_level_t level, const char* filename, const char*, size_t line,
+          const char* message, size_t length) {
+  if (level == kInfo || level == kDebug) return;
+  std::fprintf(stderr, "[executorch %c %s:%zu] %.*s\n", static_cast<char>(level), filename ? filename : "?",
+               line, static_cast<int>(length), message);
+}
+
+// 64-byte aligned zeros, freed at exit with the process.
+void* zeros(size_t nbytes) {
+  const size_t rounded = std::max<size_t>(64, (nbytes + 63) / 64 * 64);
+  void* p = std::aligned_alloc(64, rounded);
+  if (p != nullptr) std::memset(p, 0, rounded);
+  return p;
+}
+
+int run(const Arguments& args) {
+  // Delegates register by name when their library loads, as they do in the service.
+  for (const auto& library : args.libraries) {
+    if (dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      std::fprintf(stderr, "cannot load %s: %s\n", library.c_str(), dlerror());
+      return kNotTried;
+    }
+  }
+  etserve::cpu_threadpool_size(args.cpu_threads);
+  auto program = etserve::ProgramHandle::open(args.program, args.verification, args.data_files);
+  const auto signature = program->signature(args.method);
+  for (const auto& backend : signature.backends) {
+    if (std::find(args.gpu_backends.begin(), args.gpu_backends.end(), backend) != args.gpu_backends.end()) {
+      std::fprintf(stderr, "not tried: the method runs on %s\n", backend.c_str());
+      return kNotTried;
+    }
+  }
+  int64_t planned = 0;
+  for (int64_t bytes : signature.planned_buffers) planned += bytes;
+  if (planned > args.max_planned_bytes) {
+    std::fprintf(stderr, "not tried: the method plans %lld bytes, over %lld\n", static_cast<long long>(planned),
+                 static_cast<long long>(args.max_planned_bytes));
+    return kNotTried;
+  }
+  std::vector<etserve::InputView> inputs;
+  for (const auto& spec : signature.inputs) {
+    const size_t element = etserve::element_size(spec.dtype);
+    if (spec.tag != 1 || element == 0) {
+      std::fprintf(stderr, "not tried: an input is not a tensor the service can serve\n");
+      return kNotTried;
+    }
+    size_t count = 1;
+    for (int64_t size : spec.sizes) count *= static_cast<size_t>(std::max<int64_t>(size, 0));
+    etserve::InputView view;
+    view.capacity = count * element;
+    view.data = zeros(view.capacity);
+    view.dtype = spec.dtype;
+    view.sizes = spec.sizes;  // a dynamic input at its upper bound, the shape its memory is planned for
+    if (view.data == nullptr) {
+      std::fprintf(stderr, "not tried: no memory for an input of %zu bytes\n", view.capacity);
+      return kNotTried;
+    }
+    inputs.push_back(std::move(view));
+  }
+  etserve::InstanceHandle instance(program, args.method);
+  instance.execute(inputs, etserve::StreamSelection{});
+  return kRan;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Arguments args;
+  if (!parse(argc, argv, args)) {
+    std::fprintf(stderr,
+                 "usage: %s --program P --method M [--verification 0|1] [--data F]... [--library L]... "
+                 "[--cpu-threads N] [--gpu-backend B]... [--max-planned-bytes N]\n",
+                 argv[0]);
+    return kUsage;
+  }
+  executorch::runtime::runtime_init();
+  executorch::runtime::register_pal(executorch::runtime::PalImpl::create(&emit, __FILE__));
+  try {
+    return run(args);
+  } catch (const etserve::BridgeError& e) {
+    std::fprintf(stderr, "refused: %s\n", e.what());
+    return kRefused;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "refused: %s\n", e.what());
+    return kRefused;
+  }
+}

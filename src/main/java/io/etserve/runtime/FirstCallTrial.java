@@ -1,0 +1,198 @@
+package io.etserve.runtime;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs a program's first call in a process of its own before the service loads it.
+ *
+ * <p>ExecuTorch's verification checks the file's structure, not what its instructions and
+ * delegate payloads do: a program can pass it and still fault at method load or at its first
+ * call (a kernel index past the table, a delegate's payload read past its end). In the service's
+ * process such a fault ends the JVM and every model with it. {@code etserve-first-call} (built
+ * with the bridge, shipped beside it) loads the program with the same libraries and runs the
+ * method once on zero-filled inputs; a signal there refuses the load. A fault that depends on the
+ * input data stays out of its reach.
+ */
+public final class FirstCallTrial {
+
+    private static final Logger log = LoggerFactory.getLogger(FirstCallTrial.class);
+    /** Exit statuses of {@code etserve-first-call} (native/src/first_call_trial.cpp). */
+    private static final int RAN = 0;
+    private static final int REFUSED = 10;
+    private static final int NOT_TRIED = 11;
+    /** Java reports a process that a signal ended as 128 + the signal's number. */
+    private static final int SIGNALLED = 128;
+    private static final Map<Integer, String> SIGNALS = Map.of(4, "SIGILL", 6, "SIGABRT", 7, "SIGBUS", 8, "SIGFPE",
+            9, "SIGKILL", 11, "SIGSEGV");
+    /** The end of the process's stderr kept for a message: ExecuTorch's last errors. */
+    private static final int LOG_TAIL = 2048;
+
+    /** Which programs are tried. */
+    public enum Mode {
+        /** None: a program that faults ends the service. */
+        OFF,
+        /** Programs whose method runs on no GPU delegate: the trial costs them no device memory. */
+        CPU,
+        /** Every program; one on a GPU delegate makes a CUDA context and holds its weights twice meanwhile. */
+        ALL
+    }
+
+    /** How the trial ended. */
+    public sealed interface Outcome {
+        /** The call returned (or no trial ran): nothing stands in the load's way. */
+        record Passed(String how) implements Outcome {}
+
+        /** The process died on a signal: loading the program would end the service. */
+        record Crashed(String signal, String log) implements Outcome {}
+
+        /** The call did not end in time: the process was killed. */
+        record TimedOut(Duration limit) implements Outcome {}
+
+        /** Whether the program must not be loaded. */
+        default boolean refusesLoad() {
+            return !(this instanceof Passed);
+        }
+    }
+
+    private final Mode mode;
+    private final Duration timeout;
+    private final Set<String> gpuBackends;
+
+    /**
+     * @param gpuBackends delegates that run on a CUDA device: in {@link Mode#CPU} a method on one
+     *     of them is not tried
+     */
+    public FirstCallTrial(Mode mode, Duration timeout, Set<String> gpuBackends) {
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("the first-call trial's timeout must be positive");
+        }
+        this.mode = mode;
+        this.timeout = timeout;
+        this.gpuBackends = Set.copyOf(gpuBackends);
+    }
+
+    public static FirstCallTrial off() {
+        return new FirstCallTrial(Mode.OFF, Duration.ofMinutes(1), Set.of());
+    }
+
+    /**
+     * Tries {@code method} of {@code program} in a separate process.
+     *
+     * @param maxPlannedBytes a method planning more working memory is not tried (the load refuses it)
+     */
+    public Outcome run(Path program, List<Path> dataFiles, String method, Program.Verification verification,
+            long maxPlannedBytes) {
+        if (mode == Mode.OFF) {
+            return new Outcome.Passed("not tried (etserve.repository.first-call-trial=off)");
+        }
+        Optional<Path> executable = NativeRuntime.firstCallProgram();
+        if (executable.isEmpty()) {
+            log.warn("{} has no etserve-first-call (a library directory of an older build): {} loads untried",
+                    NativeRuntime.info().directory(), program.getFileName());
+            return new Outcome.Passed("not tried (no etserve-first-call beside the native libraries)");
+        }
+        List<String> command = new ArrayList<>(List.of(executable.get().toString(),
+                "--program", program.toAbsolutePath().toString(), "--method", method,
+                "--verification", Integer.toString(verification.ordinal()),
+                // The same pool as in the service: XNNPACK splits its work by it.
+                "--cpu-threads", Integer.toString(NativeRuntime.sizeCpuThreads(0)),
+                "--max-planned-bytes", Long.toString(maxPlannedBytes)));
+        for (Path data : dataFiles) {
+            command.add("--data");
+            command.add(data.toAbsolutePath().toString());
+        }
+        for (Path library : NativeRuntime.delegateLibraries()) {
+            command.add("--library");
+            command.add(library.toString());
+        }
+        if (mode == Mode.CPU) {
+            for (String backend : gpuBackends) {
+                command.add("--gpu-backend");
+                command.add(backend);
+            }
+        }
+        return run(command);
+    }
+
+    private Outcome run(List<String> command) {
+        Path stderr = null;
+        Process process = null;
+        long started = System.nanoTime();
+        try {
+            stderr = Files.createTempFile("etserve-first-call-", ".log");
+            process = new ProcessBuilder(command).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .redirectError(stderr.toFile()).start();
+            if (!process.waitFor(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+                process.destroyForcibly().waitFor();
+                return new Outcome.TimedOut(timeout);
+            }
+            int status = process.exitValue();
+            String tail = tail(stderr);
+            log.debug("first call of {} in a separate process: status {} after {} ms", command.get(2), status,
+                    (System.nanoTime() - started) / 1_000_000);
+            if (status > SIGNALLED) {
+                int signal = status - SIGNALLED;
+                return new Outcome.Crashed(SIGNALS.getOrDefault(signal, "signal " + signal), tail);
+            }
+            return switch (status) {
+                case RAN -> new Outcome.Passed("the call returned");
+                // ExecuTorch's own refusal: the service's load meets it again and says why.
+                case REFUSED, NOT_TRIED -> new Outcome.Passed("not tried: " + lastLine(tail));
+                default -> {
+                    log.warn("etserve-first-call ended with status {} ({}); {} loads untried", status, lastLine(tail),
+                            command.get(2));
+                    yield new Outcome.Passed("not tried: status " + status);
+                }
+            };
+        } catch (IOException e) {
+            log.warn("cannot run etserve-first-call ({}); {} loads untried", e.getMessage(), command.get(2));
+            return new Outcome.Passed("not tried: " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while trying the first call of " + command.get(2), e);
+        } finally {
+            if (process != null && process.isAlive()) {
+                process.destroyForcibly();
+            }
+            if (stderr != null) {
+                try {
+                    Files.deleteIfExists(stderr);
+                } catch (IOException ignored) {
+                    // a temporary file: the system's cleaning takes it
+                }
+            }
+        }
+    }
+
+    /** The end of what the process wrote, from a line's start. */
+    private static String tail(Path file) throws IOException {
+        try (RandomAccessFile in = new RandomAccessFile(file.toFile(), "r")) {
+            long length = in.length();
+            long from = Math.max(0, length - LOG_TAIL);
+            byte[] bytes = new byte[(int) (length - from)];
+            in.seek(from);
+            in.readFully(bytes);
+            String text = new String(bytes, StandardCharsets.UTF_8);
+            int newline = text.indexOf('\n');
+            return (from > 0 && newline >= 0 ? text.substring(newline + 1) : text).strip();
+        }
+    }
+
+    private static String lastLine(String text) {
+        int newline = text.lastIndexOf('\n');
+        return newline < 0 ? text : text.substring(newline + 1);
+    }
+}
