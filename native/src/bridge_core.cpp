@@ -139,9 +139,26 @@ ProgramHandle::~ProgramHandle() = default;
 std::shared_ptr<ProgramHandle> ProgramHandle::open(const std::string& path, int verification,
                                                    const std::vector<std::string>& data_files) {
   require_regular_file(path, "file");
+  auto program_loader = executorch::extension::MmapDataLoader::from(
+      path.c_str(), executorch::extension::MmapDataLoader::MlockConfig::NoMlock);
+  if (!program_loader.ok()) fail(program_loader.error(), "cannot load ExecuTorch program " + path);
+  std::vector<std::unique_ptr<executorch::runtime::DataLoader>> data_loaders;
+  for (const auto& file : data_files) {
+    require_regular_file(file, "data file");
+    auto loader = executorch::extension::MmapDataLoader::from(file.c_str());
+    if (!loader.ok()) fail(loader.error(), "cannot map data file " + file);
+    data_loaders.push_back(std::make_unique<executorch::extension::MmapDataLoader>(std::move(*loader)));
+  }
+  return open(std::make_unique<executorch::extension::MmapDataLoader>(std::move(*program_loader)),
+              std::move(data_loaders), path, verification, data_files);
+}
 
+std::shared_ptr<ProgramHandle> ProgramHandle::open(
+    std::unique_ptr<executorch::runtime::DataLoader> program_loader,
+    std::vector<std::unique_ptr<executorch::runtime::DataLoader>> data_loaders, const std::string& path,
+    int verification, const std::vector<std::string>& data_files) {
   auto handle = std::shared_ptr<ProgramHandle>(new ProgramHandle());
-  handle->primary_ = std::make_unique<Module>(path, Module::LoadMode::Mmap);
+  handle->primary_ = std::make_unique<Module>(std::move(program_loader));
   const auto level = verification == 0 ? Program::Verification::Minimal
                                        : Program::Verification::InternalConsistency;
   const Error err = handle->primary_->load(level);
@@ -149,16 +166,12 @@ std::shared_ptr<ProgramHandle> ProgramHandle::open(const std::string& path, int 
   handle->program_ = handle->primary_->program();
   if (!handle->program_) fail(Error::Internal, "ExecuTorch returned no program for " + path);
 
-  for (const auto& file : data_files) {
-    require_regular_file(file, "data file");
-    auto loader = executorch::extension::MmapDataLoader::from(file.c_str());
-    if (!loader.ok()) fail(loader.error(), "cannot map data file " + file);
-    auto owned_loader = std::make_unique<executorch::extension::MmapDataLoader>(std::move(*loader));
-    auto map = executorch::extension::FlatTensorDataMap::load(owned_loader.get());
-    if (!map.ok()) fail(map.error(), "cannot read data file " + file + " (not a .ptd?)");
+  for (size_t i = 0; i < data_loaders.size(); ++i) {
+    auto map = executorch::extension::FlatTensorDataMap::load(data_loaders[i].get());
+    if (!map.ok()) fail(map.error(), "cannot read data file " + data_files[i] + " (not a .ptd?)");
     handle->data_maps_.push_back(
         std::make_unique<executorch::extension::FlatTensorDataMap>(std::move(*map)));
-    handle->data_loaders_.push_back(std::move(owned_loader));
+    handle->data_loaders_.push_back(std::move(data_loaders[i]));
   }
   handle->data_files_ = data_files;
   auto embedded = handle->program_->get_named_data_map();

@@ -104,6 +104,12 @@ class ProgramHandle {
   // each is mapped once here and shared by every instance.
   static std::shared_ptr<ProgramHandle> open(const std::string& path, int verification,
                                              const std::vector<std::string>& data_files = {});
+  // The same over loaders the caller made (the first-call trial's guarded ones): one for the
+  // .pte and one per data file, in order; `path` and `data_files` name them in messages.
+  static std::shared_ptr<ProgramHandle> open(
+      std::unique_ptr<executorch::runtime::DataLoader> program_loader,
+      std::vector<std::unique_ptr<executorch::runtime::DataLoader>> data_loaders, const std::string& path,
+      int verification, const std::vector<std::string>& data_files);
 
   std::vector<std::string> method_names() const;
   MethodSignature signature(const std::string& method) const;

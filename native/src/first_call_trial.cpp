@@ -4,6 +4,12 @@
 // payload, and in the service's process that fault would end the JVM. Here it ends only this
 // process, which the service reads from the exit status.
 //
+// Whether a stray read faults depends on what happens to be mapped beside the data it strays
+// from, which differs between this small process and the JVM. So the files are not mapped here
+// as the service maps them: every segment ExecuTorch or a delegate loads is copied into pages of
+// its own with gigabytes of inaccessible address space on both sides, and a read or write that
+// leaves a segment within that distance faults here, whatever the service has mapped there.
+//
 //   etserve-first-call --program P --method M --verification 0|1 [--data F]... [--library L]...
 //                      [--cpu-threads N] [--gpu-backend B]... [--max-planned-bytes N]
 //
@@ -12,6 +18,10 @@
 // input that is not a tensor, more planned memory than the service allows); 2 bad arguments.
 // A signal is the program's fault. ExecuTorch's warnings and errors go to stderr.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -20,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include <executorch/runtime/core/data_loader.h>
 #include <executorch/runtime/platform/platform.h>
 #include <executorch/runtime/platform/runtime.h>
 
@@ -71,6 +82,97 @@ bool parse(int argc, char** argv, Arguments& out) {
   return !out.program.empty() && !out.method.empty();
 }
 
+using executorch::runtime::DataLoader;
+using executorch::runtime::Error;
+using executorch::runtime::FreeableBuffer;
+using executorch::runtime::Result;
+
+// Reads a file segment by segment, each into pages of its own fenced by inaccessible space. A
+// segment keeps its offset within a page, as a mapping of the file would, so alignment is the
+// service's.
+class FencedFileLoader final : public DataLoader {
+ public:
+  static Result<FencedFileLoader> from(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Error::AccessFailed;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      ::close(fd);
+      return Error::AccessFailed;
+    }
+    return FencedFileLoader(fd, static_cast<size_t>(st.st_size));
+  }
+  FencedFileLoader(FencedFileLoader&& other) noexcept : fd_(other.fd_), size_(other.size_) { other.fd_ = -1; }
+  FencedFileLoader(const FencedFileLoader&) = delete;
+  FencedFileLoader& operator=(const FencedFileLoader&) = delete;
+  FencedFileLoader& operator=(FencedFileLoader&&) = delete;
+  ~FencedFileLoader() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Result<FreeableBuffer> load(size_t offset, size_t size, const SegmentInfo&) const override {
+    if (offset > size_ || size > size_ - offset) return Error::InvalidArgument;
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t lead = offset % page;
+    const size_t pages = (lead + size + page - 1) / page * page;
+    const size_t total = 2 * kFence + std::max(pages, page);
+    auto* region = static_cast<uint8_t*>(
+        ::mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    if (region == MAP_FAILED) return Error::MemoryAllocationFailed;
+    uint8_t* data = region + kFence;
+    if (::mprotect(data, std::max(pages, page), PROT_READ | PROT_WRITE) != 0 ||
+        !read_fully(data + lead, offset, size) || ::mprotect(data, std::max(pages, page), PROT_READ) != 0) {
+      ::munmap(region, total);
+      return Error::AccessFailed;
+    }
+    // FreeableBuffer's free function gets the data pointer: the region is found from it.
+    return FreeableBuffer(data + lead, size, &release, reinterpret_cast<void*>(total));
+  }
+
+  Error load_into(size_t offset, size_t size, const SegmentInfo&, void* buffer) const override {
+    if (offset > size_ || size > size_ - offset) return Error::InvalidArgument;
+    return read_fully(static_cast<uint8_t*>(buffer), offset, size) ? Error::Ok : Error::AccessFailed;
+  }
+
+  Result<size_t> size() const override { return size_; }
+
+ private:
+  // Far enough that a stray offset of a few hundred megabytes still lands in it.
+  static constexpr size_t kFence = size_t{4} << 30;
+
+  FencedFileLoader(int fd, size_t size) : fd_(fd), size_(size) {}
+
+  bool read_fully(uint8_t* into, size_t offset, size_t size) const {
+    while (size > 0) {
+      ssize_t n = ::pread(fd_, into, size, static_cast<off_t>(offset));
+      if (n <= 0) return false;
+      into += n;
+      offset += static_cast<size_t>(n);
+      size -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  static void release(void* context, void* data, size_t) {
+    const size_t total = reinterpret_cast<size_t>(context);
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    auto* start = static_cast<uint8_t*>(data);
+    start -= reinterpret_cast<uintptr_t>(start) % page;
+    ::munmap(start - kFence, total);
+  }
+
+  int fd_;
+  size_t size_;
+};
+
+std::unique_ptr<DataLoader> fenced(const std::string& path) {
+  auto loader = FencedFileLoader::from(path);
+  if (!loader.ok()) {
+    throw etserve::BridgeError("AccessFailed", static_cast<int>(loader.error()), "cannot read " + path);
+  }
+  return std::make_unique<FencedFileLoader>(std::move(*loader));
+}
+
 // Warnings and worse only: the service shows the last lines when the process dies.
 void emit(et_timestamp_t, et_pal_log_level_t level, const char* filename, const char*, size_t line,
           const char* message, size_t length) {
@@ -96,7 +198,10 @@ int run(const Arguments& args) {
     }
   }
   etserve::cpu_threadpool_size(args.cpu_threads);
-  auto program = etserve::ProgramHandle::open(args.program, args.verification, args.data_files);
+  std::vector<std::unique_ptr<DataLoader>> data_loaders;
+  for (const auto& file : args.data_files) data_loaders.push_back(fenced(file));
+  auto program = etserve::ProgramHandle::open(fenced(args.program), std::move(data_loaders), args.program,
+                                              args.verification, args.data_files);
   const auto signature = program->signature(args.method);
   for (const auto& backend : signature.backends) {
     if (std::find(args.gpu_backends.begin(), args.gpu_backends.end(), backend) != args.gpu_backends.end()) {

@@ -162,6 +162,19 @@ cuda_programs() {
     first_case "$CUDA_MODELS_DIR/$m/1/reference.json" "$WORK/$m-case0.json"
   done
 
+  # The first-call trial on the GPU programs too (first-call-trial=all): each runs its first call
+  # in a process of its own, with a CUDA context of its own, before it loads; every model must
+  # still come up and answer its reference. The ready time stands beside K = 1's below.
+  cuda_repo "$repo" 1
+  start_service "$repo" --etserve.cuda.streams-per-device=1 --etserve.repository.first-call-trial=all
+  echo "first-call-trial=all: ready after $READY_MS ms, $STARTUP_CPU CPU-s" >> "$out"
+  cprog health mgmt=$MGMT models=cuda-mlp,cuda-resnet18,cuda-encoder,mixed-probe-cuda >> "$out" || status=1
+  for m in "${CUDA_REAL_MODELS[@]}" mixed-probe-cuda; do
+    cuda_load "$m" "$CUDA_MODELS_DIR/$m/1/reference.json" binary 1 "first-call-trial=all verify" --warmup 0 \
+      --duration 60 --requests 16 >> "$out" || status=1
+  done
+  stop_service
+
   # K = 1, 4, 8 streams: correctness over REST (JSON, binary) and gRPC, then batch-1 throughput.
   for k in 1 4 8; do
     cuda_repo "$repo" "$k"

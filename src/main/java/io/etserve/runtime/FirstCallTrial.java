@@ -127,7 +127,8 @@ public final class FirstCallTrial {
         return run(command);
     }
 
-    private Outcome run(List<String> command) {
+    /** Runs {@code command} as the trial's process and reads its end (the trial's program; tests: others). */
+    Outcome run(List<String> command) {
         Path stderr = null;
         Process process = null;
         long started = System.nanoTime();
