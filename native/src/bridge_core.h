@@ -104,7 +104,7 @@ class ProgramHandle {
   // each is mapped once here and shared by every instance.
   static std::shared_ptr<ProgramHandle> open(const std::string& path, int verification,
                                              const std::vector<std::string>& data_files = {});
-  // The same over loaders the caller made (the first-call trial's guarded ones): one for the
+  // The same over loaders the caller made (the first-call trial's fenced ones): one for the
   // .pte and one per data file, in order; `path` and `data_files` name them in messages.
   static std::shared_ptr<ProgramHandle> open(
       std::unique_ptr<executorch::runtime::DataLoader> program_loader,
