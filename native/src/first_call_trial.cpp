@@ -11,7 +11,9 @@
 // leaves a segment within that distance faults here, whatever the service has mapped there.
 //
 //   etserve-first-call --program P --method M --verification 0|1 [--data F]... [--library L]...
-//                      [--cpu-threads N] [--gpu-backend B]... [--max-planned-bytes N]
+//                      [--cpu-threads N] [--gpu-backend B]... [--max-planned-bytes N] [--mapped 1]
+//
+// --mapped 1 maps the files as the service does, without fences (bench/fuzz-programs.py compares).
 //
 // Exit status: 0 the call returned; 10 ExecuTorch refused the program or the call (the reason
 // on stderr: the service's own load reports it); 11 not tried (a method on a GPU delegate, an
@@ -49,6 +51,7 @@ struct Arguments {
   int verification = 1;
   int cpu_threads = 0;
   int64_t max_planned_bytes = INT64_MAX;
+  bool mapped = false;
   std::vector<std::string> data_files;
   std::vector<std::string> libraries;
   std::vector<std::string> gpu_backends;
@@ -69,6 +72,8 @@ bool parse(int argc, char** argv, Arguments& out) {
       out.cpu_threads = std::atoi(value.c_str());
     } else if (flag == "--max-planned-bytes") {
       out.max_planned_bytes = std::atoll(value.c_str());
+    } else if (flag == "--mapped") {
+      out.mapped = value == "1";
     } else if (flag == "--data") {
       out.data_files.push_back(value);
     } else if (flag == "--library") {
@@ -198,10 +203,15 @@ int run(const Arguments& args) {
     }
   }
   etserve::cpu_threadpool_size(args.cpu_threads);
-  std::vector<std::unique_ptr<DataLoader>> data_loaders;
-  for (const auto& file : args.data_files) data_loaders.push_back(fenced(file));
-  auto program = etserve::ProgramHandle::open(fenced(args.program), std::move(data_loaders), args.program,
-                                              args.verification, args.data_files);
+  std::shared_ptr<etserve::ProgramHandle> program;
+  if (args.mapped) {
+    program = etserve::ProgramHandle::open(args.program, args.verification, args.data_files);
+  } else {
+    std::vector<std::unique_ptr<DataLoader>> data_loaders;
+    for (const auto& file : args.data_files) data_loaders.push_back(fenced(file));
+    program = etserve::ProgramHandle::open(fenced(args.program), std::move(data_loaders), args.program,
+                                           args.verification, args.data_files);
+  }
   const auto signature = program->signature(args.method);
   for (const auto& backend : signature.backends) {
     if (std::find(args.gpu_backends.begin(), args.gpu_backends.end(), backend) != args.gpu_backends.end()) {
@@ -248,7 +258,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: %s --program P --method M [--verification 0|1] [--data F]... [--library L]... "
-                 "[--cpu-threads N] [--gpu-backend B]... [--max-planned-bytes N]\n",
+                 "[--cpu-threads N] [--gpu-backend B]... [--max-planned-bytes N] [--mapped 1]\n",
                  argv[0]);
     return kUsage;
   }
