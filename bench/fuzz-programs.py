@@ -73,7 +73,7 @@ def main():
             if not any(faulted):
                 counts["%s: %s" % (mode, outcomes[0])] += 1
                 continue
-            kind = "faults in every setting" if all(faulted) else "faults in some settings"
+            kind = "faults or hangs in every setting" if all(faulted) else "faults or hangs in some settings"
             counts["%s: %s" % (mode, kind)] += 1
             print("byte %d -> %d, %s: %s" % (offset, value, mode, ", ".join(
                 "%s %s" % (name, o) for (name, _, _), o in zip(settings, outcomes))), flush=True)
