@@ -262,6 +262,13 @@ int main(int argc, char** argv) {
                  argv[0]);
     return kUsage;
   }
+  // A program may allocate without bound (one changed byte made XNNPACK plan gigabytes): under
+  // memory pressure the kernel then ends this process first, not the service. Raising one's own
+  // score needs no privilege.
+  if (FILE* oom = std::fopen("/proc/self/oom_score_adj", "w")) {
+    std::fputs("1000", oom);
+    std::fclose(oom);
+  }
   executorch::runtime::runtime_init();
   executorch::runtime::register_pal(executorch::runtime::PalImpl::create(&emit, __FILE__));
   try {
