@@ -187,8 +187,12 @@ class PackagedJarIT {
                     "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"data\":" + zeros + "}]}");
             assertThat(r.status()).isEqualTo(200);
             try (var files = Files.list(tmp.resolve("native"))) {
-                assertThat(files.toList()).as("extracted once, content-addressed").hasSize(1);
+                List<Path> extracted = files.toList();
+                assertThat(extracted).as("extracted once, content-addressed").hasSize(1);
+                // The first-call trial's program came out runnable, and the demo programs were tried.
+                assertThat(Files.isExecutable(extracted.get(0).resolve("etserve-first-call"))).isTrue();
             }
+            assertThat(Files.readString(log)).doesNotContain("loads untried");
             assertThat(Http.local(mgmt).get("/actuator/health/readiness").status()).isEqualTo(200);
             if (awaitInLog != null) {
                 java.util.regex.Pattern wanted = java.util.regex.Pattern.compile(awaitInLog);
