@@ -321,7 +321,7 @@ public record EtServeProperties(
      *     {@link io.etserve.repository.ProgramIntegrity})
      * @param firstCallTrial which programs run their first call in a process of their own before
      *     they load, so that one that faults is refused instead of ending the service
-     *     ({@link FirstCallTrial}): {@code cpu} (those on no GPU delegate), {@code all}, {@code off}
+     *     ({@link FirstCallTrial}): {@code cpu} (those on no GPU delegate, not placed on a GPU), {@code all}, {@code off}
      * @param firstCallTrialTimeout how long that call may take before the program is refused
      */
     public record Repository(

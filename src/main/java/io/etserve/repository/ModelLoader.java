@@ -133,7 +133,8 @@ public final class ModelLoader {
                 ProgramIntegrity.checkDataFile(data.get(i), served.dataFiles().get(i), integrity.digestRequired());
             }
             FirstCallTrial.Outcome trial = firstCall.run(served.program(), served.dataFiles(), config.method(),
-                    verdict.verification(), config.maxPlannedMemory().orElse(plannedLimits.perInstance()));
+                    verdict.verification(), config.maxPlannedMemory().orElse(plannedLimits.perInstance()),
+                    config.placement().orElse(null) == ModelConfig.Placement.GPU);
             if (trial.refusesLoad()) {
                 closeQuietly(served);
                 return new ModelVersionState.Failed(name, version, inRepository(refusal(file, trial), served, file));

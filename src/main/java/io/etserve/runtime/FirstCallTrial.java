@@ -44,7 +44,7 @@ public final class FirstCallTrial {
     public enum Mode {
         /** None: a program that faults ends the service. */
         OFF,
-        /** Programs whose method runs on no GPU delegate: the trial costs them no device memory. */
+        /** Programs whose method runs on no GPU delegate, not placed on a GPU: the trial costs no device memory. */
         CPU,
         /** Every program; one on a GPU delegate makes a CUDA context and holds its weights twice meanwhile. */
         ALL
@@ -92,11 +92,15 @@ public final class FirstCallTrial {
      * Tries {@code method} of {@code program} in a separate process.
      *
      * @param maxPlannedBytes a method planning more working memory is not tried (the load refuses it)
+     * @param placedOnGpu the model's configuration places it on a GPU: in {@link Mode#CPU} not tried
      */
     public Outcome run(Path program, List<Path> dataFiles, String method, Program.Verification verification,
-            long maxPlannedBytes) {
+            long maxPlannedBytes, boolean placedOnGpu) {
         if (mode == Mode.OFF) {
             return new Outcome.Passed("not tried (etserve.repository.first-call-trial=off)");
+        }
+        if (mode == Mode.CPU && placedOnGpu) {
+            return new Outcome.Passed("not tried (placed on a GPU; etserve.repository.first-call-trial=all tries it)");
         }
         Optional<Path> executable = NativeRuntime.firstCallProgram();
         if (executable.isEmpty()) {

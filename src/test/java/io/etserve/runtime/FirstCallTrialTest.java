@@ -36,13 +36,13 @@ class FirstCallTrialTest {
     }
 
     private FirstCallTrial.Outcome tryCpu(String file) {
-        return cpu.run(CORRUPT.resolve(file), List.of(), "forward", CHECKED, LIMIT);
+        return cpu.run(CORRUPT.resolve(file), List.of(), "forward", CHECKED, LIMIT, false);
     }
 
     @Test
     void theProgramShipsBesideTheLibrariesAndPassesAHealthyProgram() {
         assertThat(NativeRuntime.firstCallProgram()).isPresent();
-        assertThat(cpu.run(DEMO_XNNPACK, List.of(), "forward", CHECKED, LIMIT))
+        assertThat(cpu.run(DEMO_XNNPACK, List.of(), "forward", CHECKED, LIMIT, false))
                 .isEqualTo(new FirstCallTrial.Outcome.Passed("the call returned"));
     }
 
@@ -81,12 +81,20 @@ class FirstCallTrialTest {
     void inCpuModeAMethodOnAGpuDelegateIsNotTried() {
         var gpu = Set.of("XnnpackBackend");  // stands in for a GPU delegate: the flag is by name
         FirstCallTrial.Outcome cpuOnly = new FirstCallTrial(FirstCallTrial.Mode.CPU, Duration.ofSeconds(60), gpu)
-                .run(DEMO_XNNPACK, List.of(), "forward", CHECKED, LIMIT);
+                .run(DEMO_XNNPACK, List.of(), "forward", CHECKED, LIMIT, false);
         assertThat(cpuOnly).isInstanceOfSatisfying(FirstCallTrial.Outcome.Passed.class,
                 passed -> assertThat(passed.how()).contains("runs on XnnpackBackend"));
         assertThat(new FirstCallTrial(FirstCallTrial.Mode.ALL, Duration.ofSeconds(60), gpu)
-                .run(DEMO_XNNPACK, List.of(), "forward", CHECKED, LIMIT))
+                .run(DEMO_XNNPACK, List.of(), "forward", CHECKED, LIMIT, false))
                 .isEqualTo(new FirstCallTrial.Outcome.Passed("the call returned"));
+    }
+
+    @Test
+    void inCpuModeAModelPlacedOnAGpuIsNotTried() {
+        FirstCallTrial.Outcome outcome = cpu.run(CORRUPT.resolve("op-index-out-of-range.pte"), List.of(), "forward",
+                CHECKED, LIMIT, true);
+        assertThat(outcome).isInstanceOfSatisfying(FirstCallTrial.Outcome.Passed.class,
+                passed -> assertThat(passed.how()).contains("placed on a GPU"));
     }
 
     @Test
@@ -111,6 +119,6 @@ class FirstCallTrialTest {
     @Test
     void offTriesNothing() {
         assertThat(FirstCallTrial.off().run(CORRUPT.resolve("op-index-out-of-range.pte"), List.of(), "forward",
-                CHECKED, LIMIT).refusesLoad()).isFalse();
+                CHECKED, LIMIT, false).refusesLoad()).isFalse();
     }
 }
