@@ -22,9 +22,10 @@ import org.slf4j.LoggerFactory;
  * delegate payloads do: a program can pass it and still fault at method load or at its first
  * call (a kernel index past the table, a delegate's payload read past its end). In the service's
  * process such a fault ends the JVM and every model with it. {@code etserve-first-call} (built
- * with the bridge, shipped beside it) loads the program with the same libraries and runs the
- * method once on zero-filled inputs; a signal there refuses the load. A fault that depends on the
- * input data stays out of its reach.
+ * with the bridge, shipped beside it) loads the program with the same libraries, each of its
+ * segments between inaccessible pages (so that a stray read faults there whatever the JVM has
+ * mapped next to it), and runs the method once on zero-filled inputs; a signal there refuses the
+ * load. A fault that depends on the input data stays out of its reach.
  */
 public final class FirstCallTrial {
 
