@@ -11,13 +11,18 @@
 // leaves a segment within that distance faults here, whatever the service has mapped there.
 //
 //   etserve-first-call --program P --method M --verification 0|1 [--data F]... [--library L]...
-//                      [--cpu-threads N] [--gpu-backend B]... [--max-planned-bytes N] [--mapped 1]
+//                      [--cpu-threads N] [--gpu-backend B]... [--device D] [--max-planned-bytes N]
+//                      [--mapped 1]
 //
+// A method on one of the --gpu-backend delegates runs on CUDA device D (its planned device
+// memory there, its host memory page-locked, as a GPU instance of the service), and is not
+// tried without --device.
 // --mapped 1 maps the files as the service does, without fences (bench/fuzz-programs.py compares).
 //
 // Exit status: 0 the call returned; 10 ExecuTorch refused the program or the call (the reason
 // on stderr: the service's own load reports it); 11 not tried (a method on a GPU delegate, an
-// input that is not a tensor, more planned memory than the service allows); 2 bad arguments.
+// input that is not a tensor, more planned memory than the service allows, a GPU method without
+// --device); 2 bad arguments.
 // A signal is the program's fault. ExecuTorch's warnings and errors go to stderr.
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -50,6 +55,7 @@ struct Arguments {
   std::string method;
   int verification = 1;
   int cpu_threads = 0;
+  int device = -1;
   int64_t max_planned_bytes = INT64_MAX;
   bool mapped = false;
   std::vector<std::string> data_files;
@@ -68,6 +74,8 @@ bool parse(int argc, char** argv, Arguments& out) {
       out.method = value;
     } else if (flag == "--verification") {
       out.verification = std::atoi(value.c_str());
+    } else if (flag == "--device") {
+      out.device = std::atoi(value.c_str());
     } else if (flag == "--cpu-threads") {
       out.cpu_threads = std::atoi(value.c_str());
     } else if (flag == "--max-planned-bytes") {
@@ -213,10 +221,14 @@ int run(const Arguments& args) {
                                            args.verification, args.data_files);
   }
   const auto signature = program->signature(args.method);
+  int device = -1;
   for (const auto& backend : signature.backends) {
     if (std::find(args.gpu_backends.begin(), args.gpu_backends.end(), backend) != args.gpu_backends.end()) {
-      std::fprintf(stderr, "not tried: the method runs on %s\n", backend.c_str());
-      return kNotTried;
+      if (args.device < 0) {
+        std::fprintf(stderr, "not tried: the method runs on %s\n", backend.c_str());
+        return kNotTried;
+      }
+      device = args.device;
     }
   }
   int64_t planned = 0;
@@ -246,7 +258,7 @@ int run(const Arguments& args) {
     }
     inputs.push_back(std::move(view));
   }
-  etserve::InstanceHandle instance(program, args.method);
+  etserve::InstanceHandle instance(program, args.method, device);
   instance.execute(inputs, etserve::StreamSelection{});
   return kRan;
 }
@@ -258,7 +270,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: %s --program P --method M [--verification 0|1] [--data F]... [--library L]... "
-                 "[--cpu-threads N] [--gpu-backend B]... [--max-planned-bytes N] [--mapped 1]\n",
+                 "[--cpu-threads N] [--gpu-backend B]... [--device D] [--max-planned-bytes N] [--mapped 1]\n",
                  argv[0]);
     return kUsage;
   }

@@ -1,6 +1,7 @@
 package io.etserve.config;
 
 import io.etserve.cuda.CudaRuntime;
+import io.etserve.cuda.StreamPool;
 import io.etserve.cuda.StreamPools;
 import io.etserve.cuda.TensorRtProbe;
 import io.etserve.health.CallerStreamCheck;
@@ -49,8 +50,10 @@ class ModelRepositoryConfiguration {
         DecodeLimits limits = new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs());
         InferRequestDecoder decoder = new InferRequestDecoder();
         var gpuBackends = new HashSet<>(props.cuda().gpuBackends());
+        // A GPU program's trial runs on the first device served (CUDA's ordinal 0 where none is).
+        int trialDevice = pools.all().stream().mapToInt(StreamPool::device).findFirst().orElse(0);
         var firstCall = new FirstCallTrial(props.repository().firstCallTrial(),
-                props.repository().firstCallTrialTimeout(), gpuBackends);
+                props.repository().firstCallTrialTimeout(), gpuBackends, trialDevice);
         ModelLoader loader = new ModelLoader(new ProgramIntegrity.Policy(verification, props.repository().requireDigest()),
                 firstCall, pools, node,
                 new ModelLoader.Instances(props.inference().defaultInstances(), props.cuda().defaultInstances()),

@@ -71,18 +71,25 @@ public final class FirstCallTrial {
     private final Mode mode;
     private final Duration timeout;
     private final Set<String> gpuBackends;
+    private final int device;
 
     /**
      * @param gpuBackends delegates that run on a CUDA device: in {@link Mode#CPU} a method on one
      *     of them is not tried
+     * @param device the CUDA device a method on one of them is tried on in {@link Mode#ALL}
      */
-    public FirstCallTrial(Mode mode, Duration timeout, Set<String> gpuBackends) {
+    public FirstCallTrial(Mode mode, Duration timeout, Set<String> gpuBackends, int device) {
         if (timeout.isNegative() || timeout.isZero()) {
             throw new IllegalArgumentException("the first-call trial's timeout must be positive");
         }
         this.mode = mode;
         this.timeout = timeout;
         this.gpuBackends = Set.copyOf(gpuBackends);
+        this.device = device;
+    }
+
+    public FirstCallTrial(Mode mode, Duration timeout, Set<String> gpuBackends) {
+        this(mode, timeout, gpuBackends, 0);
     }
 
     public static FirstCallTrial off() {
@@ -123,11 +130,14 @@ public final class FirstCallTrial {
             command.add("--library");
             command.add(library.toString());
         }
-        if (mode == Mode.CPU) {
-            for (String backend : gpuBackends) {
-                command.add("--gpu-backend");
-                command.add(backend);
-            }
+        for (String backend : gpuBackends) {
+            command.add("--gpu-backend");
+            command.add(backend);
+        }
+        if (mode == Mode.ALL) {
+            // A GPU method's instance needs its device: its planned device memory lives there.
+            command.add("--device");
+            command.add(Integer.toString(device));
         }
         return run(command);
     }

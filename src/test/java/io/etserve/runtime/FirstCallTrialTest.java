@@ -78,13 +78,20 @@ class FirstCallTrialTest {
     }
 
     @Test
-    void inCpuModeAMethodOnAGpuDelegateIsNotTried() {
+    void aMethodOnAGpuDelegateIsTriedOnItsDeviceInAllModeOnly() {
         var gpu = Set.of("XnnpackBackend");  // stands in for a GPU delegate: the flag is by name
         FirstCallTrial.Outcome cpuOnly = new FirstCallTrial(FirstCallTrial.Mode.CPU, Duration.ofSeconds(60), gpu)
                 .run(DEMO_XNNPACK, List.of(), "forward", CHECKED, LIMIT, false);
         assertThat(cpuOnly).isInstanceOfSatisfying(FirstCallTrial.Outcome.Passed.class,
                 passed -> assertThat(passed.how()).contains("runs on XnnpackBackend"));
-        assertThat(new FirstCallTrial(FirstCallTrial.Mode.ALL, Duration.ofSeconds(60), gpu)
+        // All: its instance goes to the device, as a GPU instance of the service's would; this
+        // host has none, which is a clean refusal, left to the load.
+        FirstCallTrial.Outcome all = new FirstCallTrial(FirstCallTrial.Mode.ALL, Duration.ofSeconds(60), gpu, 0)
+                .run(DEMO_XNNPACK, List.of(), "forward", CHECKED, LIMIT, false);
+        assertThat(all).isInstanceOfSatisfying(FirstCallTrial.Outcome.Passed.class,
+                passed -> assertThat(passed.how()).contains("cudaSetDevice(0)"));
+        // Without GPU delegates, all runs a program as cpu does.
+        assertThat(new FirstCallTrial(FirstCallTrial.Mode.ALL, Duration.ofSeconds(60), Set.of("CudaBackend"), 0)
                 .run(DEMO_XNNPACK, List.of(), "forward", CHECKED, LIMIT, false))
                 .isEqualTo(new FirstCallTrial.Outcome.Passed("the call returned"));
     }
