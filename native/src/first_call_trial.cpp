@@ -231,8 +231,10 @@ int run(const Arguments& args) {
       device = args.device;
     }
   }
-  int64_t planned = 0;
-  for (int64_t bytes : signature.planned_buffers) planned += bytes;
+  int64_t planned = 0;  // saturating: a file's sizes may be negative or sum past int64
+  for (int64_t bytes : signature.planned_buffers) {
+    planned = bytes < 0 || bytes > INT64_MAX - planned ? INT64_MAX : planned + bytes;
+  }
   if (planned > args.max_planned_bytes) {
     std::fprintf(stderr, "not tried: the method plans %lld bytes, over %lld\n", static_cast<long long>(planned),
                  static_cast<long long>(args.max_planned_bytes));
