@@ -229,11 +229,12 @@ public final class TensorChecks {
 
     /** A client's text in a message: quoted, shortened, control and formatting characters escaped. */
     static String quote(String s) {
-        return "'" + UntrustedText.abbreviate(s, MAX_QUOTED_LENGTH) + "'";
+        return "'" + abbreviate(s) + "'";
     }
 
+    /** A client's text in a message, unquoted: shortened, control and formatting characters escaped. */
     static String abbreviate(String s) {
-        return s.length() <= MAX_QUOTED_LENGTH ? s : s.substring(0, MAX_QUOTED_LENGTH) + "...";
+        return UntrustedText.abbreviate(s, MAX_QUOTED_LENGTH);
     }
 
     /**

@@ -2,6 +2,7 @@ package io.etserve.triton;
 
 import io.etserve.grpc.protocol.ModelInput;
 import io.etserve.grpc.protocol.ModelOutput;
+import io.etserve.inference.UntrustedText;
 import io.etserve.modelconfig.DynamicBatching;
 import io.etserve.modelconfig.ModelConfig;
 import io.etserve.modelconfig.VersionPolicy;
@@ -137,14 +138,14 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
                 case "name" -> {
                     String name = string(key, v);
                     if (!name.isEmpty() && !name.equals(model)) {
-                        throw invalid(key, "is '" + abbreviate(name) + "'; a load's configuration must name the model it"
-                                + " loads ('" + abbreviate(model) + "')");
+                        throw invalid(key, "is '" + UntrustedText.abbreviate(name) + "'; a load's configuration must name the model it"
+                                + " loads ('" + UntrustedText.abbreviate(model) + "')");
                     }
                 }
                 case "platform", "backend" -> {
                     String p = string(key, v);
                     if (!p.isEmpty() && !p.equals(TritonModelConfig.PLATFORM)) {
-                        throw invalid(key, "is '" + abbreviate(p) + "'; this server runs ExecuTorch programs only ('"
+                        throw invalid(key, "is '" + UntrustedText.abbreviate(p) + "'; this server runs ExecuTorch programs only ('"
                                 + TritonModelConfig.PLATFORM + "')");
                     }
                 }
@@ -254,7 +255,7 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
 
     private static void check(TensorEntry e, String type, List<Long> dims, Set<String> names) {
         if (type == null) {
-            throw invalid(e.field() + ".name", "is '" + abbreviate(e.name()) + "'; the model's are " + names);
+            throw invalid(e.field() + ".name", "is '" + UntrustedText.abbreviate(e.name()) + "'; the model's are " + names);
         }
         if (e.dataType().isPresent() && !e.dataType().get().equals(type)) {
             throw invalid(e.field() + ".data_type", "is " + e.dataType().get() + "; '" + e.name() + "' is " + type);
@@ -329,7 +330,7 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
             }
             case "KIND_MODEL" -> throw invalid(at + ".kind", "is KIND_MODEL; etserve places instances itself"
                     + " (KIND_CPU, KIND_GPU or KIND_AUTO)");
-            default -> throw invalid(at + ".kind", "is '" + abbreviate(kind) + "'; expected KIND_AUTO, KIND_CPU or"
+            default -> throw invalid(at + ".kind", "is '" + UntrustedText.abbreviate(kind) + "'; expected KIND_AUTO, KIND_CPU or"
                     + " KIND_GPU");
         };
         Optional<List<Integer>> devices = Optional.empty();
@@ -414,7 +415,7 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
             }
             String name = string(at + ".name", f.get("name"));
             if (out.stream().anyMatch(e -> e.name().equals(name))) {
-                throw invalid(at + ".name", "is '" + abbreviate(name) + "' a second time");
+                throw invalid(at + ".name", "is '" + UntrustedText.abbreviate(name) + "' a second time");
             }
             Optional<String> type = f.containsKey("data_type")
                     ? Optional.of(string(at + ".data_type", f.get("data_type"))) : Optional.empty();
@@ -467,7 +468,7 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
     private static void only(String key, Map<String, JsonNode> fields, Set<String> allowed) {
         for (String name : fields.keySet()) {
             if (!allowed.contains(name)) {
-                throw invalid(key + "." + abbreviate(name), "is not a field etserve knows there");
+                throw invalid(key + "." + UntrustedText.abbreviate(name), "is not a field etserve knows there");
             }
         }
     }
@@ -545,12 +546,6 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
 
     private static InvalidOverrideException invalid(String field, String what) {
         return new InvalidOverrideException("config parameter: '" + field + "' " + what);
-    }
-
-    static String abbreviate(String s) {
-        String clean = s.codePoints().limit(64).map(c -> Character.isISOControl(c) ? '?' : c)
-                .collect(StringBuilder::new, StringBuilder::appendCodePoint, StringBuilder::append).toString();
-        return s.codePointCount(0, s.length()) > 64 ? clean + "..." : clean;
     }
 
     @Override

@@ -5,6 +5,7 @@ import io.etserve.grpc.protocol.ModelStatisticsResponse;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
+import io.etserve.inference.UntrustedText;
 import io.etserve.metrics.TritonMetrics;
 import io.etserve.modelconfig.DynamicBatching;
 import io.etserve.modelconfig.VersionPolicy;
@@ -100,7 +101,7 @@ public final class TritonExtensions {
                             : Optional.empty(),
                     VersionPolicy.ALL, "cpu", 1)));
         } catch (ConfigOverride.InvalidOverrideException e) {
-            throw new RepositoryControl.RefusedException("load of '" + ConfigOverride.abbreviate(model) + "' refused: "
+            throw new RepositoryControl.RefusedException("load of '" + UntrustedText.abbreviate(model) + "' refused: "
                     + e.getMessage());
         }
         repository.load(model, override);
@@ -189,7 +190,7 @@ public final class TritonExtensions {
         for (String key : doc.propertyNames()) {
             if (!key.equals("parameters")) {
                 throw new RepositoryControl.RefusedException("the load request's body has '"
-                        + ConfigOverride.abbreviate(key) + "'; it may hold parameters only");
+                        + UntrustedText.abbreviate(key) + "'; it may hold parameters only");
             }
         }
         JsonNode parameters = parameters(doc, "load");
@@ -213,12 +214,12 @@ public final class TritonExtensions {
         for (String name : names) {
             if (name.startsWith("file:")) {
                 throw new RepositoryControl.RefusedException("the load request's parameter '"
-                        + ConfigOverride.abbreviate(name) + "' carries a model file; etserve loads models from its"
+                        + UntrustedText.abbreviate(name) + "' carries a model file; etserve loads models from its"
                         + " repository only");
             }
             if (!name.equals("config")) {
                 throw new RepositoryControl.RefusedException("the load request's parameter '"
-                        + ConfigOverride.abbreviate(name) + "' is not supported (only config is)");
+                        + UntrustedText.abbreviate(name) + "' is not supported (only config is)");
             }
         }
     }

@@ -55,6 +55,13 @@ class ConfigOverrideTest {
     }
 
     @Test
+    void aNameQuotedInARefusalHasItsControlAndFormattingCharactersEscaped() {
+        // A line break and a right-to-left override: neither may forge a log line or reorder the message.
+        assertThatThrownBy(() -> ConfigOverride.parse("m", "{\"platform\": \"x\\nERROR forged\\u202e\"}", Set.of()))
+                .hasMessageContaining("'x\\u000AERROR forged\\u202E'").message().doesNotContain("\n", "\u202e");
+    }
+
+    @Test
     void aTensorNamedTwiceIsRefused() {
         assertThatThrownBy(() -> ConfigOverride.parse("m", "{\"input\": [{\"name\": \"x\"}, {\"name\": \"x\"}]}",
                 Set.of())).hasMessageContaining("'input[1].name'").hasMessageContaining("'x' a second time");
