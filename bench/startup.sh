@@ -4,7 +4,7 @@
 #   bench/startup.sh [N=5] [extra java options or --app.args ...]
 #
 # Starts `java -jar target/etserve-*.jar` (JAVA, JAR and JAVA_OPTS override) on the bundled
-# demo models, polls /actuator/health/readiness with bash's /dev/tcp (no process per poll, so
+# demo models (ETSERVE_BENCH_REPOSITORY names another repository), polls /actuator/health/readiness with bash's /dev/tcp (no process per poll, so
 # polling costs the starting JVM nothing), and reports the wall time from exec to the first
 # 200 and the CPU-seconds the process used until then (/proc/PID/stat utime+stime).
 set -euo pipefail
@@ -20,7 +20,7 @@ ms=() cpu=()
 for i in $(seq 1 "$N"); do
   t0="$(date +%s%N)"
   "$JAVA" --enable-native-access=ALL-UNNAMED "${OPTS[@]}" -jar "$JAR" --server.port="$PORT" \
-    --management.server.port="$MGMT" --etserve.model-repository="$ROOT/models" "$@" >/tmp/etserve-startup.log 2>&1 &
+    --management.server.port="$MGMT" --etserve.model-repository="${ETSERVE_BENCH_REPOSITORY:-$ROOT/models}" "$@" >/tmp/etserve-startup.log 2>&1 &
   pid=$!
   code=000
   for _ in $(seq 1 6000); do

@@ -333,7 +333,8 @@ public record EtServeProperties(
             @DefaultValue("") String privateCopyDir,
             @DefaultValue("false") boolean requireDigest,
             @DefaultValue("cpu") FirstCallTrial.Mode firstCallTrial,
-            @DefaultValue("60s") Duration firstCallTrialTimeout) {
+            @DefaultValue("60s") Duration firstCallTrialTimeout,
+            @DefaultValue("4") int loadThreads) {
 
         public Repository {
             if (pollInterval.isNegative() || pollInterval.isZero()) {
@@ -341,6 +342,9 @@ public record EtServeProperties(
             }
             if (firstCallTrialTimeout.isNegative() || firstCallTrialTimeout.isZero()) {
                 throw new IllegalArgumentException("etserve.repository.first-call-trial-timeout must be positive");
+            }
+            if (loadThreads < 1) {
+                throw new IllegalArgumentException("etserve.repository.load-threads must be at least 1: " + loadThreads);
             }
         }
 

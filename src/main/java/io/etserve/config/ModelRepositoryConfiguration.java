@@ -67,6 +67,7 @@ class ModelRepositoryConfiguration {
         }
         ModelRegistry registry = new ModelRegistry(props.modelRepository(), loader, metrics);
         registry.setDrainTimeout(props.repository().drainTimeout());
+        registry.setLoadThreads(props.repository().loadThreads());
         registry.setUnreleasedDeviceMemory(new UnreleasedDeviceMemory(props.repository().unreleasedDeviceMemory()));
         return registry;
     }

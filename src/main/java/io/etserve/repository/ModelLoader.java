@@ -122,6 +122,14 @@ public final class ModelLoader {
         this.plannedLimits = plannedLimits;
     }
 
+    /**
+     * Whether the models' devices depend on the order they load in: {@code spread} over several
+     * served devices gives each GPU model the next device in turn.
+     */
+    public boolean placesInLoadOrder() {
+        return placement == DevicePlacement.Policy.SPREAD && streamPools.all().size() > 1;
+    }
+
     public ModelVersionState load(String name, String version, Path file, ModelConfig config) {
         PrivateCopies.Copy served = null;
         Program program;

@@ -36,8 +36,13 @@ import java.util.SortedSet;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongPredicate;
 import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
@@ -46,8 +51,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The model repository: {@code <root>/<model>/[config.yml]} and {@code <root>/<model>/<version>/model.pte}.
- * Loads everything at startup; a model that fails to load is reported and skipped while the
- * others serve. {@link #load} and {@link #unload} change one model while the rest serve (the
+ * Loads everything at startup, several models at a time ({@link #setLoadThreads}); a model that
+ * fails to load is reported and skipped while the others serve. {@link #load} and {@link #unload} change one model while the rest serve (the
  * repository extension), and {@link #poll} follows the directory (the poll mode).
  *
  * <p>A version that fails to load never replaces one that serves: a new version that fails stays
@@ -81,6 +86,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
     private final AtomicBoolean loading = new AtomicBoolean();
     private volatile boolean loaded;
     private volatile String repositoryError;
+    private volatile int loadThreads = 4;
 
     /**
      * One model as it stands, replaced whole, never changed in place: each version's entry
@@ -135,6 +141,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
             log.error(repositoryError);
             return;
         }
+        List<Path> modelDirs = new ArrayList<>();
         for (Path modelDir : list(root)) {
             String name = modelDir.getFileName().toString();
             if (!Files.isDirectory(modelDir) || name.startsWith(".")) {
@@ -144,8 +151,85 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
                 log.warn("skipping {}: not a valid model name", modelDir);
                 continue;
             }
-            reconcile(name, modelDir, snapshot(modelDir), v -> true, true, UnaryOperator.identity());
+            modelDirs.add(modelDir);
         }
+        // Models that spread over several devices take them in the repository's order: one at a time.
+        int threads = loader.placesInLoadOrder() ? 1 : Math.min(loadThreads, modelDirs.size());
+        if (threads <= 1) {
+            modelDirs.forEach(this::loadAtStartup);
+            return;
+        }
+        // Each model on a thread of its own: reconcile touches only its model's entry, the
+        // concurrent map and the observer, and nothing else holds the monitor meanwhile.
+        AtomicInteger n = new AtomicInteger();
+        ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
+            Thread t = new Thread(r, "model-load-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+        try {
+            List<Future<?>> loads = new ArrayList<>();
+            for (Path modelDir : modelDirs) {
+                loads.add(pool.submit(() -> loadAtStartup(modelDir)));
+            }
+            RuntimeException first = null;
+            for (Future<?> load : loads) {
+                try {
+                    awaitUninterruptibly(load);
+                } catch (ExecutionException e) {
+                    // As a serial start-up: what the load threw ends the start-up, once all have ended.
+                    if (e.getCause() instanceof Error error) {
+                        throw error;
+                    }
+                    if (first == null) {
+                        first = e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+                    }
+                }
+            }
+            if (first != null) {
+                throw first;
+            }
+        } finally {
+            pool.shutdown();
+        }
+    }
+
+    private void loadAtStartup(Path modelDir) {
+        reconcile(modelDir.getFileName().toString(), modelDir, snapshot(modelDir), v -> true, true,
+                UnaryOperator.identity());
+    }
+
+    /**
+     * Waits for a start-up load, through interrupts: a load running native code cannot be
+     * stopped halfway, and the registry must not go on while one still installs its model.
+     */
+    private static void awaitUninterruptibly(Future<?> load) throws ExecutionException {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    load.get();
+                    return;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * How many models load at once at start-up (default 4, as Triton's
+     * {@code --model-load-thread-count}); 1 loads them one after another.
+     */
+    public void setLoadThreads(int threads) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("load threads must be at least 1: " + threads);
+        }
+        this.loadThreads = threads;
     }
 
     /** How long an unloaded version may take to finish the requests it has (default 30 s). */

@@ -15,11 +15,16 @@ public final class CpuModelLoaders {
     private CpuModelLoaders() {}
 
     public static ModelLoader create() {
-        return new ModelLoader(Program.Verification.INTERNAL_CONSISTENCY, StreamPools.none("CPU test"),
+        return create(StreamPools.none("CPU test"), DevicePlacement.Policy.SPREAD);
+    }
+
+    /** As {@link #create()}, on a node serving {@code pools} (models run on the CPU all the same). */
+    public static ModelLoader create(StreamPools pools, DevicePlacement.Policy placement) {
+        return new ModelLoader(Program.Verification.INTERNAL_CONSISTENCY, pools,
                 new NodeCapabilities(registeredBackends(), CudaRuntime.unavailable("CPU test"),
                         new TensorRtProbe(false, null, "CPU test")),
                 new ModelLoader.Instances(1, 1), Set.of("TensorRTBackend", "CudaBackend"), 1 << 24,
-                DevicePlacement.Policy.SPREAD, new ModelLoader.PlannedMemoryLimits(1L << 31, 1L << 33),
+                placement, new ModelLoader.PlannedMemoryLimits(1L << 31, 1L << 33),
                 body -> new InferRequestDecoder().decode(body, null, new DecodeLimits(1 << 24, 64)));
     }
 
