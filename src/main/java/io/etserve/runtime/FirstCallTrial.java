@@ -12,6 +12,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReadWriteLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,6 +41,8 @@ public final class FirstCallTrial {
     private static final int SIGNALLED = 128;
     private static final Map<Integer, String> SIGNALS = Map.of(4, "SIGILL", 6, "SIGABRT", 7, "SIGBUS", 8, "SIGFPE",
             9, "SIGKILL", 11, "SIGSEGV");
+    /** What a process killed from outside its own code (by the OOM killer, by someone) ended with. */
+    public static final String KILLED = "SIGKILL";
     /** The end of the process's stderr kept for a message: ExecuTorch's last errors. */
     private static final int LOG_TAIL = 2048;
 
@@ -68,6 +73,8 @@ public final class FirstCallTrial {
         }
     }
 
+    /** Trials run beside each other (shared), a retry of a killed one alone (exclusive). */
+    private final ReadWriteLock beside = new ReentrantReadWriteLock();
     private final Mode mode;
     private final Duration timeout;
     private final Set<String> gpuBackends;
@@ -142,8 +149,32 @@ public final class FirstCallTrial {
         return run(command);
     }
 
-    /** Runs {@code command} as the trial's process and reads its end (the trial's program; tests: others). */
+    /**
+     * Runs {@code command} as the trial's process and reads its end (the trial's program; tests:
+     * others). A process killed from outside (SIGKILL: the kernel's OOM killer, which takes the
+     * trial's process first, with models loading beside each other) is tried once more with no
+     * other trial running; killed again, it refuses the load.
+     */
     Outcome run(List<String> command) {
+        Outcome outcome = under(beside.readLock(), command);
+        if (outcome instanceof Outcome.Crashed c && c.signal().equals(KILLED)) {
+            log.warn("the first-call trial of {} was killed (SIGKILL, most likely for memory): trying it again with"
+                    + " no other trial beside it", command.get(2));
+            outcome = under(beside.writeLock(), command);
+        }
+        return outcome;
+    }
+
+    private Outcome under(Lock lock, List<String> command) {
+        lock.lock();
+        try {
+            return runOnce(command);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private Outcome runOnce(List<String> command) {
         Path stderr = null;
         Process process = null;
         long started = System.nanoTime();

@@ -3,12 +3,14 @@ package io.etserve.runtime;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.etserve.support.TestPaths;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The first-call trial on the real runtime, with the program the build ships. The two faulting
@@ -121,6 +123,41 @@ class FirstCallTrialTest {
         assertThat(cpu.run(List.of("sh", "-c", "kill -BUS $$"))).isEqualTo(new FirstCallTrial.Outcome.Crashed("SIGBUS", ""));
         // Any other status is no verdict: the load goes on and meets whatever ExecuTorch says.
         assertThat(cpu.run(List.of("sh", "-c", "echo 'no such library' >&2; exit 127")).refusesLoad()).isFalse();
+    }
+
+    @Test
+    void aProcessKilledFromOutsideIsTriedOnceMoreAndRefusedWhenKilledAgain(@TempDir Path dir) throws Exception {
+        Path runs = dir.resolve("runs");
+        // killed every time: twice, then a refusal
+        assertThat(cpu.run(List.of("sh", "-c", "echo run >> " + runs + "; kill -KILL $$")))
+                .isEqualTo(new FirstCallTrial.Outcome.Crashed(FirstCallTrial.KILLED, ""));
+        assertThat(Files.readAllLines(runs)).hasSize(2);
+        // killed once (as the OOM killer would under loads beside each other), then it runs: no verdict against it
+        Path once = dir.resolve("killed-once");
+        assertThat(cpu.run(List.of("sh", "-c", "if [ -e " + once + " ]; then exit 0; fi; touch " + once
+                + "; kill -KILL $$"))).isInstanceOf(FirstCallTrial.Outcome.Passed.class);
+        // a process that faults is not tried again
+        Path faults = dir.resolve("faults");
+        assertThat(cpu.run(List.of("sh", "-c", "echo run >> " + faults + "; kill -SEGV $$")).refusesLoad()).isTrue();
+        assertThat(Files.readAllLines(faults)).hasSize(1);
+    }
+
+    @Test
+    void theSecondTryOfAKilledProcessWaitsForTheTrialsBesideIt(@TempDir Path dir) throws Exception {
+        Path events = dir.resolve("events");
+        Path once = dir.resolve("killed-once");
+        Thread beside = new Thread(() -> cpu.run(List.of("sh", "-c",
+                "echo beside-start >> " + events + "; sleep 3; echo beside-end >> " + events)));
+        beside.start();
+        while (!Files.exists(events)) {
+            Thread.sleep(10);
+        }
+        FirstCallTrial.Outcome outcome = cpu.run(List.of("sh", "-c", "if [ -e " + once + " ]; then echo retry >> "
+                + events + "; exit 0; fi; touch " + once + "; echo first >> " + events + "; kill -KILL $$"));
+        beside.join();
+        assertThat(outcome).isInstanceOf(FirstCallTrial.Outcome.Passed.class);
+        // the first try ran beside the other trial, the second only once that one had ended
+        assertThat(Files.readAllLines(events)).containsExactly("beside-start", "first", "beside-end", "retry");
     }
 
     @Test
