@@ -52,8 +52,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The model repository: {@code <root>/<model>/[config.yml]} and {@code <root>/<model>/<version>/model.pte}.
  * Loads everything at startup, several models at a time ({@link #setLoadThreads}); a model that
- * fails to load is reported and skipped while the others serve. {@link #load} and {@link #unload} change one model while the rest serve (the
- * repository extension), and {@link #poll} follows the directory (the poll mode).
+ * fails to load is reported and skipped while the others serve. {@link #load} and
+ * {@link #unload} change one model while the rest serve (the repository extension), and
+ * {@link #poll} follows the directory (the poll mode).
  *
  * <p>A version that fails to load never replaces one that serves: a new version that fails stays
  * beside the versions that serve, FAILED with its reason; a changed version whose new files fail
@@ -157,10 +158,17 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
         int threads = loader.placesInLoadOrder() ? 1 : Math.min(loadThreads, modelDirs.size());
         if (threads <= 1) {
             modelDirs.forEach(this::loadAtStartup);
-            return;
+        } else {
+            loadBesideEachOther(modelDirs, threads);
         }
-        // Each model on a thread of its own: reconcile touches only its model's entry, the
-        // concurrent map and the observer, and nothing else holds the monitor meanwhile.
+    }
+
+    /**
+     * Each model's reconcile on a thread of {@code threads}: it touches only its own model's
+     * entry, the concurrent map and the observer, and the caller holds the monitor meanwhile, so
+     * no repository request or poll runs beside them.
+     */
+    private void loadBesideEachOther(List<Path> modelDirs, int threads) {
         AtomicInteger n = new AtomicInteger();
         ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
             Thread t = new Thread(r, "model-load-" + n.incrementAndGet());
@@ -172,22 +180,20 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
             for (Path modelDir : modelDirs) {
                 loads.add(pool.submit(() -> loadAtStartup(modelDir)));
             }
-            RuntimeException first = null;
+            Throwable first = null;
             for (Future<?> load : loads) {
                 try {
                     awaitUninterruptibly(load);
                 } catch (ExecutionException e) {
-                    // As a serial start-up: what the load threw ends the start-up, once all have ended.
-                    if (e.getCause() instanceof Error error) {
-                        throw error;
-                    }
-                    if (first == null) {
-                        first = e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
-                    }
+                    first = first == null ? e.getCause() : first;
                 }
             }
-            if (first != null) {
-                throw first;
+            // As in a serial start-up, what a load threw ends the start-up: once every load has ended.
+            if (first instanceof RuntimeException e) {
+                throw e;
+            }
+            if (first instanceof Error e) {
+                throw e;
             }
         } finally {
             pool.shutdown();
