@@ -51,8 +51,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The model repository: {@code <root>/<model>/[config.yml]} and {@code <root>/<model>/<version>/model.pte}.
- * Loads everything at startup, several models at a time ({@link #setLoadThreads}); a model that
- * fails to load is reported and skipped while the others serve. {@link #load} and
+ * Loads everything at startup, several models at a time ({@link #setLoadThreads}, as a poll
+ * loads the models that changed); a model that fails to load is reported and skipped while the
+ * others serve. {@link #load} and
  * {@link #unload} change one model while the rest serve (the repository extension), and
  * {@link #poll} follows the directory (the poll mode).
  *
@@ -154,21 +155,21 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
             }
             modelDirs.add(modelDir);
         }
-        // Models that spread over several devices take them in the repository's order: one at a time.
-        int threads = loader.placesInLoadOrder() ? 1 : Math.min(loadThreads, modelDirs.size());
-        if (threads <= 1) {
-            modelDirs.forEach(this::loadAtStartup);
-        } else {
-            loadBesideEachOther(modelDirs, threads);
-        }
+        runBesideEachOther(modelDirs.stream().<Runnable>map(dir -> () -> loadAtStartup(dir)).toList());
     }
 
     /**
-     * Each model's reconcile on a thread of {@code threads}: it touches only its own model's
-     * entry, the concurrent map and the observer, and the caller holds the monitor meanwhile, so
-     * no repository request or poll runs beside them.
+     * Runs one reconcile per model, {@code load-threads} at a time. A reconcile touches only its
+     * own model's entry, the concurrent map and the observer, and the caller holds the monitor
+     * meanwhile, so no repository request or poll runs beside them. Models that spread over
+     * several devices take them in the order they load: one at a time, in the repository's order.
      */
-    private void loadBesideEachOther(List<Path> modelDirs, int threads) {
+    private void runBesideEachOther(List<Runnable> reconciles) {
+        int threads = loader.placesInLoadOrder() ? 1 : Math.min(loadThreads, reconciles.size());
+        if (threads <= 1) {
+            reconciles.forEach(Runnable::run);
+            return;
+        }
         AtomicInteger n = new AtomicInteger();
         ExecutorService pool = Executors.newFixedThreadPool(threads, r -> {
             Thread t = new Thread(r, "model-load-" + n.incrementAndGet());
@@ -177,8 +178,8 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
         });
         try {
             List<Future<?>> loads = new ArrayList<>();
-            for (Path modelDir : modelDirs) {
-                loads.add(pool.submit(() -> loadAtStartup(modelDir)));
+            for (Runnable reconcile : reconciles) {
+                loads.add(pool.submit(reconcile));
             }
             Throwable first = null;
             for (Future<?> load : loads) {
@@ -188,7 +189,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
                     first = first == null ? e.getCause() : first;
                 }
             }
-            // As in a serial start-up, what a load threw ends the start-up: once every load has ended.
+            // As when they run one after another, what one threw is the caller's: once every one has ended.
             if (first instanceof RuntimeException e) {
                 throw e;
             }
@@ -206,7 +207,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
     }
 
     /**
-     * Waits for a start-up load, through interrupts: a load running native code cannot be
+     * Waits for a load, through interrupts: a load running native code cannot be
      * stopped halfway, and the registry must not go on while one still installs its model.
      */
     private static void awaitUninterruptibly(Future<?> load) throws ExecutionException {
@@ -228,7 +229,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
     }
 
     /**
-     * How many models load at once at start-up (default 4, as Triton's
+     * How many models load at once at start-up and at a poll (default 4, as Triton's
      * {@code --model-load-thread-count}); 1 loads them one after another.
      */
     public void setLoadThreads(int threads) {
@@ -318,6 +319,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
             return;
         }
         Set<String> present = new HashSet<>();
+        List<Runnable> changed = new ArrayList<>();
         for (Path modelDir : modelDirs) {
             String name = modelDir.getFileName().toString();
             if (!isModelDirectory(modelDir)) {
@@ -339,15 +341,19 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
             if (previous == null || !previous.config().equals(now.config())) {
                 continue;  // a model directory that just appeared, or a config.yml being written
             }
-            try {
-                reconcile(name, modelDir, now, v -> Objects.equals(previous.versions().get(v), now.versions().get(v)),
-                        false, UnaryOperator.identity());
-            } catch (RepositoryControl.RefusedException e) {
-                // It keeps serving what it loaded; told once per change on disk.
-                models.put(name, new Model(current.versions(), now));
-                log.warn("{}", e.getMessage());
-            }
+            changed.add(() -> {
+                try {
+                    reconcile(name, modelDir, now, v -> Objects.equals(previous.versions().get(v),
+                            now.versions().get(v)), false, UnaryOperator.identity());
+                } catch (RepositoryControl.RefusedException e) {
+                    // It keeps serving what it loaded; told once per change on disk.
+                    models.put(name, new Model(current.versions(), now));
+                    log.warn("{}", e.getMessage());
+                }
+            });
         }
+        // The changed models load (and their old versions drain) beside each other, as at start-up.
+        runBesideEachOther(changed);
         lastPoll.keySet().retainAll(present);
         for (String name : List.copyOf(models.keySet())) {
             Model current = models.get(name);

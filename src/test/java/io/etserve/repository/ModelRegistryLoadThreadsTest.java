@@ -9,6 +9,7 @@ import io.etserve.execution.InferenceObserver;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.OpaqueStreamFactory;
 import io.etserve.support.TestPaths;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -17,10 +18,15 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
-/** Start-up loads: several models at a time, one at a time when asked or when devices are spread. */
-class ModelRegistryStartupLoadsTest {
+/**
+ * Models load several at a time at start-up and at a poll; one at a time when asked, or when
+ * models spread over several devices.
+ */
+class ModelRegistryLoadThreadsTest {
 
     /** Each model's index row, and the thread that wrote it. */
     private record Indexed(String model, String thread) {}
@@ -28,9 +34,9 @@ class ModelRegistryStartupLoadsTest {
     /** Records who indexed what; {@code whileIndexing} runs first, on the loading thread. */
     private static final class Recorder implements InferenceObserver {
         final List<Indexed> rows = new CopyOnWriteArrayList<>();
-        private final java.util.function.Consumer<String> whileIndexing;
+        private final Consumer<String> whileIndexing;
 
-        Recorder(java.util.function.Consumer<String> whileIndexing) {
+        Recorder(Consumer<String> whileIndexing) {
             this.whileIndexing = whileIndexing;
         }
 
@@ -129,6 +135,40 @@ class ModelRegistryStartupLoadsTest {
         try (StreamPools one = new StreamPools(Map.of(0, new StreamPool(0, 1, 0,
                 new OpaqueStreamFactory(List.of(0)), n -> {})), null, Duration.ofSeconds(1))) {
             assertThat(CpuModelLoaders.create(one, DevicePlacement.Policy.SPREAD).placesInLoadOrder()).isFalse();
+        }
+    }
+
+    @Test
+    void aPollLoadsTheModelsThatChangedBesideEachOther() throws Exception {
+        CyclicBarrier together = new CyclicBarrier(2);
+        AtomicBoolean armed = new AtomicBoolean();
+        Recorder recorder = new Recorder(model -> {
+            if (armed.get() && !model.equals("c")) {
+                try {
+                    together.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException | BrokenBarrierException | TimeoutException e) {
+                    throw new AssertionError("model " + model + " reloaded alone", e);
+                }
+            }
+        });
+        ModelRepositoryFixture repo = threeModels();
+        try (ModelRegistry registry = new ModelRegistry(repo.root(), CpuModelLoaders.create(), recorder)) {
+            registry.setLoadThreads(2);
+            registry.loadAll();
+            registry.poll();  // what the directories hold now
+            for (String model : List.of("a", "b")) {
+                Files.createDirectories(repo.root().resolve(model + "/2"));
+                Files.copy(repo.root().resolve(model + "/1/model.pte"),
+                        repo.root().resolve(model + "/2/model.pte"));
+            }
+            registry.poll();  // seen changing
+            recorder.rows.clear();
+            armed.set(true);
+            registry.poll();  // settled: both load version 2, each on a thread of the poll's
+            armed.set(false);
+            assertThat(registry.resolve("a", null).version()).isEqualTo("2");
+            assertThat(registry.resolve("b", null).version()).isEqualTo("2");
+            assertThat(recorder.rows).extracting(Indexed::thread).allMatch(t -> t.startsWith("model-load-"));
         }
     }
 
