@@ -23,8 +23,40 @@ public class ExecuTorchException extends RuntimeException {
     }
 
     private static String compose(String name, String message, String log) {
-        String base = printable(message) + " (" + name + ")";
-        return log == null || log.isBlank() ? base : base + ": " + printable(log.strip().replace('\n', ';'));
+        String base = printable(withoutFileBytes(message)) + " (" + name + ")";
+        return log == null || log.isBlank() ? base
+                : base + ": " + printable(withoutFileBytes(log.strip().replace('\n', ';')));
+    }
+
+    /** What ExecuTorch writes before a file's own four identifier bytes (a program, a .ptd). */
+    private static final String IDENTIFIER = " identifier '";
+    private static final String EXPECTED = "' != expected '";
+
+    /**
+     * {@code s} without the four bytes ExecuTorch quotes from a file that is not what it should be
+     * ({@code Program identifier 'xxxx' != expected 'ET12'}): a {@code model.pte} linked to
+     * another file would show a piece of that file to whoever reads the load's reason.
+     */
+    static String withoutFileBytes(String s) {
+        if (s == null) {
+            return null;
+        }
+        StringBuilder b = null;
+        int from = 0;
+        for (int at = s.indexOf(IDENTIFIER); at >= 0; at = s.indexOf(IDENTIFIER, from)) {
+            int bytes = at + IDENTIFIER.length();
+            int end = s.indexOf(EXPECTED, bytes);
+            if (end < 0 || end - bytes > 4) {
+                from = bytes;
+                continue;
+            }
+            if (b == null) {
+                b = new StringBuilder(s.length());
+            }
+            b.append(s, from, at).append(" identifier (bytes 4-7 of the file, not shown) != expected '");
+            from = end + EXPECTED.length();
+        }
+        return b == null ? s : b.append(s, from, s.length()).toString();
     }
 
     /**

@@ -113,6 +113,15 @@ class ProgramTest {
     }
 
     @Test
+    void aFileThatIsNotAProgramIsRefusedWithoutQuotingItsBytes(@TempDir Path dir) throws IOException {
+        // A model.pte linked to some other file: the refusal must not show a piece of it.
+        Path other = Files.writeString(dir.resolve("other.txt"), "root:SECRET:0:0:" + "x".repeat(200));
+        assertThatThrownBy(() -> Program.load(other, Program.Verification.INTERNAL_CONSISTENCY))
+                .isInstanceOf(ExecuTorchException.class).hasMessageContaining("not shown")
+                .hasMessageNotContaining("SECR").hasMessageNotContaining(":SEC").hasMessageNotContaining("t:SE");
+    }
+
+    @Test
     void badFilesFailWithTheirErrorName(@TempDir Path dir) throws IOException {
         byte[] good = Files.readAllBytes(DEMO);
         Path empty = Files.write(dir.resolve("empty.pte"), new byte[0]);
