@@ -28,6 +28,8 @@ import org.springframework.boot.convert.ApplicationConversionService;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.util.unit.DataSize;
 import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.error.Mark;
+import org.yaml.snakeyaml.error.MarkedYAMLException;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
 
@@ -128,9 +130,32 @@ public final class ModelConfigFile {
             throw new InvalidModelConfigException("cannot read " + file + ": " + e.getMessage());
         } catch (InvalidModelConfigException e) {
             throw e;
+        } catch (MarkedYAMLException e) {
+            throw new InvalidModelConfigException("invalid YAML in " + file + ": " + withoutSnippet(e));
         } catch (RuntimeException e) {
             throw new InvalidModelConfigException("invalid YAML in " + file + ": " + e.getMessage());
         }
+    }
+
+    /**
+     * What SnakeYAML found and where, without the lines of the file it quotes: a config.yml linked
+     * to another file would show them to whoever reads the load's reason, and a reason is one line.
+     */
+    static String withoutSnippet(MarkedYAMLException e) {
+        StringBuilder b = new StringBuilder();
+        if (e.getContext() != null) {
+            b.append(e.getContext()).append(e.getContextMark() == null ? "" : " at " + where(e.getContextMark()))
+                    .append(": ");
+        }
+        b.append(e.getProblem() == null ? "not YAML" : e.getProblem());
+        if (e.getProblemMark() != null) {
+            b.append(" at ").append(where(e.getProblemMark()));
+        }
+        return b.toString();
+    }
+
+    private static String where(Mark mark) {
+        return "line " + (mark.getLine() + 1) + ", column " + (mark.getColumn() + 1);
     }
 
     /**

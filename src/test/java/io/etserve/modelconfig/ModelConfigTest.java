@@ -140,6 +140,19 @@ class ModelConfigTest {
     }
 
     @Test
+    void invalidYamlIsRefusedWithWhereNotWithTheFilesLines() throws Exception {
+        // A config.yml that is some other file (a link): the reason says where, on one line, and
+        // quotes none of it.
+        assertThatThrownBy(() -> read("method: forward\nuser: {x: SECRET-VALUE\n")).satisfies(e -> {
+            assertThat(e).isInstanceOf(ModelConfig.InvalidModelConfigException.class)
+                    .hasMessageContaining("invalid YAML in").hasMessageContaining("line 2, column")
+                    .hasMessageNotContaining("SECRET").hasMessageNotContaining("\n");
+        });
+        assertThatThrownBy(() -> read("a: b: SECRET-VALUE\n")).hasMessageContaining("line 1, column")
+                .hasMessageNotContaining("SECRET");
+    }
+
+    @Test
     void versionPolicyIsAllLatestOrSpecific() throws Exception {
         assertThat(read("instances: 1\n").versionPolicy()).isEqualTo(VersionPolicy.ALL);
         assertThat(read("version-policy: all\n").versionPolicy()).isEqualTo(VersionPolicy.ALL);
