@@ -19,6 +19,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.TokenStreamLocation;
 
 /** Runs a model's {@link Warmup} on every instance of a freshly loaded version, before it reports ready. */
 public final class WarmupCalls {
@@ -125,6 +127,12 @@ public final class WarmupCalls {
         try {
             return TensorContract.bindInputs(model, maxElementsPerTensor, decoder.decode(body));
         } catch (RuntimeException e) {
+            if (e.getCause() instanceof JacksonException json) {
+                // Where, not Jackson's words: they quote the file's text (a link to another file would show it).
+                TokenStreamLocation at = json.getLocation();
+                throw new IllegalStateException("warm-up file " + path.getFileName() + " is not valid JSON"
+                        + (at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")"), e);
+            }
             // A refusal of the decoder (protocol) or of the contract: the request's own words.
             throw new IllegalStateException("warm-up file " + path.getFileName() + ": " + e.getMessage(), e);
         }

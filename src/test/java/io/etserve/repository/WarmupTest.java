@@ -136,8 +136,9 @@ class WarmupTest {
             // The REST decoder's refusals, in its words.
             assertThatThrownBy(() -> WarmupCalls.fromFile(dir.resolve("twice.json"), model, 1 << 20, DECODER))
                     .hasMessage("warm-up file twice.json: Input 'x' appears more than once.");
+            // Not JSON: where, without quoting the file (it may be a link to another one).
             assertThatThrownBy(() -> WarmupCalls.fromFile(dir.resolve("not-json.json"), model, 1 << 20, DECODER))
-                    .hasMessageStartingWith("warm-up file not-json.json: The request is not valid JSON");
+                    .hasMessage("warm-up file not-json.json is not valid JSON (line 1, column 1)");  // the bad token starts there
             // The contract's: the method's dtype, its inputs, the model's element limit.
             assertThatThrownBy(() -> WarmupCalls.fromFile(dir.resolve("ints.json"), model, 1 << 20, DECODER))
                     .hasMessage("warm-up file ints.json: input 'x' must be FP32, got INT32");
