@@ -516,8 +516,10 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
             try {
                 n = Long.parseLong(v.asString());
             } catch (NumberFormatException e) {
-                throw invalid(key, "must be a whole number");
+                throw invalid(key, "must be " + min + ".." + max + ", got a larger number");
             }
+        } else if (v != null && (v.isIntegralNumber() || v.isString() && v.asString().matches("-?[0-9]+"))) {
+            throw invalid(key, "must be " + min + ".." + max + ", got a larger number");  // past 64 bits
         } else {
             throw invalid(key, "must be a whole number");
         }
