@@ -28,10 +28,10 @@ import org.springframework.boot.convert.ApplicationConversionService;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.util.unit.DataSize;
 import org.yaml.snakeyaml.LoaderOptions;
-import org.yaml.snakeyaml.error.Mark;
-import org.yaml.snakeyaml.error.MarkedYAMLException;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
+import org.yaml.snakeyaml.error.Mark;
+import org.yaml.snakeyaml.error.MarkedYAMLException;
 
 /**
  * Reads a model's {@code config.yml} (documented on {@link ModelConfig}) in three steps:

@@ -53,9 +53,8 @@ import org.slf4j.LoggerFactory;
  * The model repository: {@code <root>/<model>/[config.yml]} and {@code <root>/<model>/<version>/model.pte}.
  * Loads everything at startup, several models at a time ({@link #setLoadThreads}, as a poll
  * loads the models that changed); a model that fails to load is reported and skipped while the
- * others serve. {@link #load} and
- * {@link #unload} change one model while the rest serve (the repository extension), and
- * {@link #poll} follows the directory (the poll mode).
+ * others serve. {@link #load} and {@link #unload} change one model while the rest serve (the
+ * repository extension), and {@link #poll} follows the directory (the poll mode).
  *
  * <p>A version that fails to load never replaces one that serves: a new version that fails stays
  * beside the versions that serve, FAILED with its reason; a changed version whose new files fail

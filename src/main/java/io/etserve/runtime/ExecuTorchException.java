@@ -42,21 +42,22 @@ public class ExecuTorchException extends RuntimeException {
             return null;
         }
         StringBuilder b = null;
-        int from = 0;
-        for (int at = s.indexOf(IDENTIFIER); at >= 0; at = s.indexOf(IDENTIFIER, from)) {
+        int copied = 0;  // s up to here is in b (once there is a b)
+        for (int at = s.indexOf(IDENTIFIER); at >= 0; ) {
             int bytes = at + IDENTIFIER.length();
             int end = s.indexOf(EXPECTED, bytes);
             if (end < 0 || end - bytes > 4) {
-                from = bytes;
+                at = s.indexOf(IDENTIFIER, bytes);
                 continue;
             }
             if (b == null) {
                 b = new StringBuilder(s.length());
             }
-            b.append(s, from, at).append(" identifier (bytes 4-7 of the file, not shown) != expected '");
-            from = end + EXPECTED.length();
+            b.append(s, copied, at).append(" identifier (bytes 4-7 of the file, not shown) != expected '");
+            copied = end + EXPECTED.length();
+            at = s.indexOf(IDENTIFIER, copied);
         }
-        return b == null ? s : b.append(s, from, s.length()).toString();
+        return b == null ? s : b.append(s, copied, s.length()).toString();
     }
 
     /**

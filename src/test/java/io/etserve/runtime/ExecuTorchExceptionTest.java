@@ -30,5 +30,9 @@ class ExecuTorchExceptionTest {
         assertThat(ExecuTorchException.withoutFileBytes("input identifier 'too long' != expected 'x'"))
                 .isEqualTo("input identifier 'too long' != expected 'x'");
         assertThat(ExecuTorchException.withoutFileBytes("identifier 'ab")).isEqualTo("identifier 'ab");
+        // ... also before one that is replaced
+        assertThat(ExecuTorchException.withoutFileBytes("A identifier 'too long' != expected 'x'; B identifier 'ab'"
+                + " != expected 'ET12' C")).isEqualTo("A identifier 'too long' != expected 'x'; B identifier (bytes 4-7"
+                + " of the file, not shown) != expected 'ET12' C");
     }
 }
