@@ -4,7 +4,8 @@
 #   bench/startup.sh [N=5] [extra java options or --app.args ...]
 #
 # Starts `java -jar target/etserve-*.jar` (JAVA, JAR and JAVA_OPTS override) on the bundled
-# demo models (ETSERVE_BENCH_REPOSITORY names another repository), polls /actuator/health/readiness with bash's /dev/tcp (no process per poll, so
+# demo models (ETSERVE_BENCH_REPOSITORY names another repository), polls
+# /actuator/health/readiness with bash's /dev/tcp (no process per poll, so
 # polling costs the starting JVM nothing), and reports the wall time from exec to the first
 # 200 and the CPU-seconds the process used until then (/proc/PID/stat utime+stime).
 set -euo pipefail
