@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
@@ -100,9 +101,18 @@ class ModelRegistryLoadThreadsTest {
 
     @Test
     void whatALoadThrowsEndsTheStartUpOnceEveryLoadHasEnded() {
+        CountDownLatch aThrew = new CountDownLatch(1);
         Recorder recorder = new Recorder(model -> {
             if (model.equals("a")) {
+                aThrew.countDown();
                 throw new IllegalStateException("observer of a broke");
+            }
+            try {
+                // b and c end well after a failed: a start-up that did not wait for them would be gone by then
+                aThrew.await(30, TimeUnit.SECONDS);
+                Thread.sleep(300);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
             }
         });
         try (ModelRegistry registry = new ModelRegistry(threeModels().root(), CpuModelLoaders.create(), recorder)) {
