@@ -27,11 +27,18 @@ public final class JsonErrorHandler extends ErrorHandler {
         return true;
     }
 
+    /** Jetty's words for a TLS request whose Host the certificate does not hold (SecureRequestCustomizer). */
+    static final String INVALID_SNI = "Invalid SNI";
+
     @Override
     protected void generateResponse(Request request, Response response, int code, String message, Throwable cause,
             Callback callback) {
         response.getHeaders().put(JSON);
-        response.write(true, ByteBuffer.wrap(body(code)), callback);
+        // Jetty's own words otherwise stay out: they may quote the request. This one quotes nothing.
+        byte[] body = code == 400 && INVALID_SNI.equals(message) ? ErrorBody.error("the request's host is not a name"
+                + " the server's TLS certificate holds (a request by IP address, or by another name): connect by a"
+                + " name in the certificate") : body(code);
+        response.write(true, ByteBuffer.wrap(body), callback);
     }
 
     /** Requests refused while parsing, before any handler runs. */
