@@ -39,10 +39,10 @@ public final class FirstCallTrial {
     private static final int NOT_TRIED = 11;
     /** Java reports a process that a signal ended as 128 + the signal's number. */
     private static final int SIGNALLED = 128;
-    private static final Map<Integer, String> SIGNALS = Map.of(4, "SIGILL", 6, "SIGABRT", 7, "SIGBUS", 8, "SIGFPE",
-            9, "SIGKILL", 11, "SIGSEGV");
     /** What a process killed from outside its own code (by the OOM killer, by someone) ended with. */
     public static final String KILLED = "SIGKILL";
+    private static final Map<Integer, String> SIGNALS = Map.of(4, "SIGILL", 6, "SIGABRT", 7, "SIGBUS", 8, "SIGFPE",
+            9, KILLED, 11, "SIGSEGV");
     /** The end of the process's stderr kept for a message: ExecuTorch's last errors. */
     private static final int LOG_TAIL = 2048;
 

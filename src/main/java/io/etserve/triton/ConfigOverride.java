@@ -512,13 +512,13 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
         long n;
         if (v != null && v.isIntegralNumber() && v.canConvertToLong()) {
             n = v.asLong();
-        } else if (v != null && v.isString() && v.asString().matches("-?[0-9]{1,19}")) {
+        } else if (v != null && v.isString() && v.asString().matches("-?[0-9]+")) {
             try {
                 n = Long.parseLong(v.asString());
             } catch (NumberFormatException e) {
-                throw invalid(key, "must be " + min + ".." + max + ", got a larger number");
+                throw invalid(key, "must be " + min + ".." + max + ", got a larger number");  // past 64 bits
             }
-        } else if (v != null && (v.isIntegralNumber() || v.isString() && v.asString().matches("-?[0-9]+"))) {
+        } else if (v != null && v.isIntegralNumber()) {
             throw invalid(key, "must be " + min + ".." + max + ", got a larger number");  // past 64 bits
         } else {
             throw invalid(key, "must be a whole number");
