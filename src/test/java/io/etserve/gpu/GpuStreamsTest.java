@@ -120,13 +120,21 @@ class GpuStreamsTest {
                         }
                         CompletionWaits.Ended how = probe.lastAdaptiveWait();
                         assertThat(how).as("call %d, slice %s", i, slice).isNotEqualTo(CompletionWaits.Ended.NONE);
-                        if (i >= 30) {
-                            ended.merge(how, 1, Integer::sum);
-                        }
+                        ended.merge(how, 1, Integer::sum);
                     }
-                    assertThat(probe.stats().total()).isEqualTo(60);
-                    // Once it has learned the 1 ms of work, most waits see the completion in the spin.
-                    assertThat(ended.getOrDefault(CompletionWaits.Ended.IN_SPIN, 0)).as("%s", ended).isGreaterThan(15);
+                    // Each call's own report and the instance's counters agree, kind by kind. How many
+                    // end in the spin depends on the host's sleeps and the GPU's clocks: the C++ tests
+                    // check the learning on a fake clock, the GPU benchmark reports the mix
+                    // (its "ended" column), so no share is asserted here.
+                    CompletionWaits counted = probe.stats();
+                    assertThat(counted.total()).isEqualTo(60);
+                    assertThat(new long[] {counted.atStart(), counted.overslept(), counted.inSpin(),
+                            counted.inBackoff()})
+                            .as("slice %s, per call %s", slice, ended)
+                            .containsExactly(count(ended, CompletionWaits.Ended.AT_START),
+                                    count(ended, CompletionWaits.Ended.OVERSLEPT),
+                                    count(ended, CompletionWaits.Ended.IN_SPIN),
+                                    count(ended, CompletionWaits.Ended.IN_BACKOFF));
                 }
                 pool.close(Duration.ofSeconds(5));
             }
@@ -225,5 +233,9 @@ class GpuStreamsTest {
         assertThat(cs.ok()).as(cs.summary()).isTrue();
         System.out.println(cs.summary());
         pools.close();
+    }
+
+    private static long count(Map<CompletionWaits.Ended, Integer> ended, CompletionWaits.Ended kind) {
+        return ended.getOrDefault(kind, 0);
     }
 }
