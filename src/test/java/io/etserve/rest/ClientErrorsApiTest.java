@@ -234,6 +234,42 @@ class ClientErrorsApiTest {
         }
     }
 
+    /**
+     * Paths Jetty refuses before any handler of the service runs (its URI compliance checks and
+     * its decoding of escapes): each 400 says what is wrong with the path, not just "Bad Request".
+     * The words come from Jetty's messages, so this also fails when a new Jetty changes them.
+     */
+    @Test
+    void aPathJettyRefusesIsAnswered400WithWhatIsWrongWithIt() throws Exception {
+        String[][] refused = {
+            {M + "%2F..%2F/infer", "an escaped '/' (%2F)"},
+            {"/v2/repository/models/%2e%2e/load", "an escaped '.' or '..' segment"},
+            {"/v2/models//infer", "an empty segment ('//')"},
+            {M + "/versions//ready", "an empty segment ('//')"},
+            {"/v2/models/a%25b/infer", "an escaped '%' (%25)"},
+            {"/v2/models/%E9/infer", "are not UTF-8"},
+            {"/v2/models/a%E2%82/infer", "are not UTF-8"},
+            {"/v2/models/a%u0041/infer", "a UTF-16 escape (%uXXXX)"},
+            {"/v2/models/a%zzb/infer", "a '%' that is not followed by two hexadecimal digits"},
+            {"/v2/models/a%2/infer", "a '%' that is not followed by two hexadecimal digits"},
+            {"/v2/models/a%00b/infer", "a character no model's name may hold"},
+            {"/v2/models/a%0Ab/infer", "a character no model's name may hold"},
+            {"/v2/models/a\\b/infer", "a character no model's name may hold"},
+        };
+        List<String> failures = new ArrayList<>();
+        for (String[] c : refused) {
+            for (String method : new String[] {"GET", "POST"}) {
+                RawConnection.Response r = exchange(request(method, c[0], "application/json", null, INFER_BODY));
+                assertRefused(failures, method + " " + c[0], r, 400);
+                if (r.status() == 400 && !r.text().contains(c[1])) {
+                    failures.add(method + " " + c[0] + " -> " + r.text() + " (expected it to say " + c[1] + ")");
+                }
+            }
+        }
+        assertThat(failures).isEmpty();
+        assertThat(Http.local(port).post(M + "/infer", INFER_BODY).status()).isEqualTo(200);
+    }
+
     @Test
     void gzipAndDeflateJsonBodiesAreInflatedOnBothInferPathsAndAnswerAsUncompressed() throws Exception {
         Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
