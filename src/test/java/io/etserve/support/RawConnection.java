@@ -72,7 +72,7 @@ public final class RawConnection implements Closeable {
         return read();
     }
 
-    /** Reads one response (Content-Length or chunked body). */
+    /** Reads one response (a Content-Length, chunked or, on a closing connection, close-delimited body). */
     public Response read() throws IOException {
         String status = line();
         if (!status.startsWith("HTTP/1.1 ")) {
@@ -93,8 +93,12 @@ public final class RawConnection implements Closeable {
                 // trailers
             }
             body = all.toByteArray();
+        } else if (headers.containsKey("content-length")) {
+            body = exactly(Integer.parseInt(headers.get("content-length")));
+        } else if ("close".equalsIgnoreCase(headers.get("connection"))) {
+            body = in.readAllBytes(); // HTTP/1.1's third framing: the body ends where the connection does
         } else {
-            body = exactly(Integer.parseInt(headers.getOrDefault("content-length", "0")));
+            body = new byte[0];
         }
         return new Response(Integer.parseInt(status.substring(9, 12)), headers, body);
     }
