@@ -270,6 +270,44 @@ class ClientErrorsApiTest {
         assertThat(Http.local(port).post(M + "/infer", INFER_BODY).status()).isEqualTo(200);
     }
 
+    /** Request heads Jetty's parser refuses: each 400 says what is wrong, in the service's words. */
+    @Test
+    void aMalformedRequestHeadIsAnswered400WithWhatIsWrongWithIt() throws Exception {
+        String infer = " " + M + "/infer HTTP/1.1\r\n";
+        String length = "Content-Length: " + INFER_BODY.length() + "\r\n";
+        String[][] refused = {
+            {"POST" + infer + "Host: x\r\n" + length + "Content-Length: 5\r\n\r\n" + INFER_BODY,
+                "more than one Content-Length"},
+            {"POST" + infer + "Host: x\r\nContent-Length: 1x\r\n\r\n" + INFER_BODY, "Content-Length is not a number"},
+            {"POST" + infer + "Host: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                "both Transfer-Encoding and Content-Length"},
+            {"POST" + infer + "Host: x\r\nTransfer-Encoding: gzip\r\n\r\n", "must end with 'chunked'"},
+            {"POST" + infer + length + "\r\n" + INFER_BODY, "needs a Host header"},
+            {"POST" + infer + "Host: a\r\nHost: b\r\n" + length + "\r\n" + INFER_BODY, "more than one Host header"},
+            {"POST http://elsewhere" + M + "/infer HTTP/1.1\r\nHost: x\r\n" + length + "\r\n" + INFER_BODY,
+                "names a host other than its Host header"},
+            {"POST http://u:p@x" + M + "/infer HTTP/1.1\r\nHost: x\r\n" + length + "\r\n" + INFER_BODY,
+                "user information"},
+            {"POST " + M + "/infer#f HTTP/1.1\r\nHost: x\r\n" + length + "\r\n" + INFER_BODY, "a fragment"},
+            {"POST" + infer + "Host: x\r\nX: a\r\n b\r\n" + length + "\r\n" + INFER_BODY, "line folding"},
+            {"POST" + infer + "Host: x\r\nBad Header: y\r\n" + length + "\r\n" + INFER_BODY,
+                "a character HTTP does not allow there"},
+            {"POST" + infer + "Host: x\r\nX: a\u0001b\r\n" + length + "\r\n" + INFER_BODY,
+                "a character HTTP does not allow there"},
+        };
+        List<String> failures = new ArrayList<>();
+        for (String[] c : refused) {
+            String what = c[0].substring(0, c[0].indexOf("\r\n\r\n")).replace("\r\n", " | ");
+            RawConnection.Response r = exchange(c[0]);
+            assertRefused(failures, what, r, 400);
+            if (r.status() == 400 && !r.text().contains(c[1])) {
+                failures.add(what + " -> " + r.text() + " (expected it to say " + c[1] + ")");
+            }
+        }
+        assertThat(failures).isEmpty();
+        assertThat(Http.local(port).post(M + "/infer", INFER_BODY).status()).isEqualTo(200);
+    }
+
     @Test
     void gzipAndDeflateJsonBodiesAreInflatedOnBothInferPathsAndAnswerAsUncompressed() throws Exception {
         Reference ref = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
