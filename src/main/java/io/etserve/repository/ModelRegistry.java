@@ -10,18 +10,14 @@ import io.etserve.inference.ModelUnavailableException;
 import io.etserve.inference.UntrustedText;
 import io.etserve.modelconfig.ModelConfig;
 import io.etserve.modelconfig.VersionPolicy;
+import io.etserve.repository.RepositoryFiles.Snapshot;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.DirectoryIteratorException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
@@ -31,7 +27,6 @@ import java.util.NavigableMap;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.SortedMap;
 import java.util.SortedSet;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -40,7 +35,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongPredicate;
@@ -104,19 +98,6 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
     /** One version: where it stands, and the files (config.yml's and its directory's) of its last load. */
     private record Entry(ModelVersionState state, String files) {}
 
-    /**
-     * Names, sizes, modification times and file ids of a model's config.yml and of the files of
-     * each version directory: what the poll mode compares. Other files and directories (a
-     * {@code .staging} directory a version is written in before it is renamed into place) are
-     * not part of it.
-     */
-    record Snapshot(String config, SortedMap<Long, String> versions) {
-        /** The files a load of {@code version} reads. */
-        String files(long version) {
-            return config + "\n" + versions.get(version);
-        }
-    }
-
     /** @param observer told of every version that loads and unloads (its metric series live that long) */
     public ModelRegistry(Path root, ModelLoader loader, InferenceObserver observer) {
         this.root = root;
@@ -143,7 +124,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
             return;
         }
         List<Path> modelDirs = new ArrayList<>();
-        for (Path modelDir : list(root)) {
+        for (Path modelDir : RepositoryFiles.entries(root)) {
             String name = modelDir.getFileName().toString();
             if (!Files.isDirectory(modelDir) || name.startsWith(".")) {
                 continue;
@@ -201,7 +182,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
     }
 
     private void loadAtStartup(Path modelDir) {
-        reconcile(modelDir.getFileName().toString(), modelDir, snapshot(modelDir), v -> true, true,
+        reconcile(modelDir.getFileName().toString(), modelDir, RepositoryFiles.snapshot(modelDir), v -> true, true,
                 UnaryOperator.identity());
     }
 
@@ -277,7 +258,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
         if (override != null) {
             override.apply(ModelConfig.read(dir));
         }
-        return reconcile(name, dir, snapshot(dir), v -> true, true,
+        return reconcile(name, dir, RepositoryFiles.snapshot(dir), v -> true, true,
                 override == null ? UnaryOperator.identity() : override);
     }
 
@@ -312,7 +293,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
         // network file system's hiccup) is not an empty one: nothing unloads for it.
         List<Path> modelDirs;
         try {
-            modelDirs = listing(root);
+            modelDirs = RepositoryFiles.readEntries(root);
         } catch (IOException e) {
             log.warn("cannot read the model repository {}: this poll changes nothing ({})", root, e.toString());
             return;
@@ -327,7 +308,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
             present.add(name);
             Snapshot now;
             try {
-                now = snapshot(modelDir, ModelRegistry::listing);
+                now = RepositoryFiles.readSnapshot(modelDir);
             } catch (IOException e) {
                 log.warn("cannot read model directory {}: it stays as it is this poll ({})", modelDir, e.toString());
                 continue;
@@ -618,76 +599,6 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
         log.info("model {} version {} unloaded", model.name(), model.version());
     }
 
-    /** What a model directory holds now (see {@link Snapshot}). */
-    static Snapshot snapshot(Path modelDir) {
-        try {
-            return snapshot(modelDir, ModelRegistry::list);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);  // list() logs what it cannot read and throws nothing
-        }
-    }
-
-    /** A directory's entries in name order. */
-    private interface Lister {
-        List<Path> list(Path dir) throws IOException;
-    }
-
-    /**
-     * As {@link #snapshot(Path)}, listing with {@code lister}: the poll's throws when the model's
-     * directory or a version directory cannot be read, rather than reading it as empty.
-     */
-    private static Snapshot snapshot(Path modelDir, Lister lister) throws IOException {
-        TreeMap<Long, String> versions = new TreeMap<>();
-        for (Path dir : lister.list(modelDir)) {
-            String version = dir.getFileName().toString();
-            if (ModelNames.isValidVersion(version) && Files.isDirectory(dir)) {
-                StringBuilder b = new StringBuilder();
-                for (Path f : lister.list(dir)) {
-                    b.append(describe(f));
-                }
-                versions.put(Long.parseLong(version), b.toString());
-            }
-        }
-        return new Snapshot(describe(modelDir.resolve(ModelConfig.FILE_NAME)), versions);
-    }
-
-    /** One file's name, size, modification time and file id (a file replaced by a rename has another). */
-    private static String describe(Path f) {
-        try {
-            BasicFileAttributes a = Files.readAttributes(f, BasicFileAttributes.class);
-            if (!a.isRegularFile()) {
-                return "";
-            }
-            return f.getFileName() + ":" + a.size() + ":" + a.lastModifiedTime().to(TimeUnit.NANOSECONDS) + ":"
-                    + a.fileKey() + "\n";
-        } catch (IOException e) {
-            return f.getFileName() + ":-\n";
-        }
-    }
-
-    private static List<Path> list(Path dir) {
-        try {
-            return listing(dir);
-        } catch (IOException e) {
-            log.error("cannot list {}: {}", dir, e.getMessage());
-            return List.of();
-        }
-    }
-
-    /** {@code dir}'s entries in name order; throws when it cannot be read. */
-    private static List<Path> listing(Path dir) throws IOException {
-        List<Path> out = new ArrayList<>();
-        try (DirectoryStream<Path> s = Files.newDirectoryStream(dir)) {
-            for (Path p : s) {
-                out.add(p);
-            }
-        } catch (DirectoryIteratorException e) {
-            throw e.getCause();
-        }
-        out.sort(Comparator.naturalOrder());
-        return out;
-    }
-
     /** True once every model's load has concluded (ready, unavailable or failed). */
     public boolean isLoaded() {
         return loaded;
@@ -711,7 +622,7 @@ public final class ModelRegistry implements ModelLookup, AutoCloseable {
             return List.of();
         }
         List<String> names = new ArrayList<>();
-        for (Path modelDir : list(root)) {
+        for (Path modelDir : RepositoryFiles.entries(root)) {
             if (isModelDirectory(modelDir)) {
                 names.add(modelDir.getFileName().toString());
             }

@@ -281,15 +281,15 @@ class ModelRegistryPollTest {
 
     // which serving versions a change may retire: what the unreleased-device-memory policy is asked about
 
-    static ModelRegistry.Snapshot snapshot(long... versions) {
+    static RepositoryFiles.Snapshot snapshot(long... versions) {
         TreeMap<Long, String> v = new TreeMap<>();
         for (long n : versions) {
             v.put(n, "files of " + n);
         }
-        return new ModelRegistry.Snapshot("config", v);
+        return new RepositoryFiles.Snapshot("config", v);
     }
 
-    static Map<Long, String> tried(ModelRegistry.Snapshot s, long... versions) {
+    static Map<Long, String> tried(RepositoryFiles.Snapshot s, long... versions) {
         Map<Long, String> out = new TreeMap<>();
         for (long n : versions) {
             out.put(n, s.files(n));
@@ -297,7 +297,7 @@ class ModelRegistryPollTest {
         return out;
     }
 
-    static Set<Long> mayRetire(Set<Long> serving, Map<Long, String> tried, ModelRegistry.Snapshot now,
+    static Set<Long> mayRetire(Set<Long> serving, Map<Long, String> tried, RepositoryFiles.Snapshot now,
             LongPredicate settled, boolean force, VersionPolicy policy) {
         return ModelRegistry.mayRetire(serving, tried, new TreeSet<>(now.versions().keySet()), now, settled, force,
                 policy);
@@ -305,7 +305,7 @@ class ModelRegistryPollTest {
 
     @Test
     void aNewVersionMayRetireTheOnesBelowItOnlyUnderLatest() {
-        ModelRegistry.Snapshot now = snapshot(1, 2);
+        RepositoryFiles.Snapshot now = snapshot(1, 2);
         Map<Long, String> tried = tried(now, 1);
         assertThat(mayRetire(Set.of(1L), tried, now, v -> true, false, VersionPolicy.latest(1))).containsExactly(1L);
         assertThat(mayRetire(Set.of(1L), tried, now, v -> true, false, VersionPolicy.ALL)).isEmpty();
@@ -315,14 +315,14 @@ class ModelRegistryPollTest {
 
     @Test
     void aChangedGoneOrForcedVersionMayBeRetired() {
-        ModelRegistry.Snapshot before = snapshot(1, 2);
+        RepositoryFiles.Snapshot before = snapshot(1, 2);
         Map<Long, String> tried = tried(before, 1, 2);
         assertThat(mayRetire(Set.of(1L, 2L), tried, before, v -> true, false, VersionPolicy.ALL)).isEmpty();
         assertThat(mayRetire(Set.of(1L, 2L), tried, before, v -> true, true, VersionPolicy.ALL)).containsExactly(1L, 2L);
         assertThat(mayRetire(Set.of(1L, 2L), tried, snapshot(1), v -> true, false, VersionPolicy.ALL)).containsExactly(2L);
         TreeMap<Long, String> changed = new TreeMap<>(before.versions());
         changed.put(1L, "new files of 1");
-        ModelRegistry.Snapshot now = new ModelRegistry.Snapshot("config", changed);
+        RepositoryFiles.Snapshot now = new RepositoryFiles.Snapshot("config", changed);
         assertThat(mayRetire(Set.of(1L, 2L), tried, now, v -> true, false, VersionPolicy.ALL)).containsExactly(1L);
     }
 
