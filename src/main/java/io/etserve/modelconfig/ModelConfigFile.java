@@ -9,12 +9,17 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.lang.reflect.ParameterizedType;
+import java.lang.reflect.RecordComponent;
+import java.lang.reflect.Type;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.springframework.boot.context.properties.bind.BindException;
 import org.springframework.boot.context.properties.bind.BindHandler;
@@ -32,6 +37,7 @@ import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
 import org.yaml.snakeyaml.error.Mark;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
+import org.yaml.snakeyaml.reader.ReaderException;
 
 /**
  * Reads a model's {@code config.yml} (documented on {@link ModelConfig}) in three steps:
@@ -132,6 +138,11 @@ public final class ModelConfigFile {
             throw e;
         } catch (MarkedYAMLException e) {
             throw new InvalidModelConfigException("invalid YAML in " + file + ": " + withoutSnippet(e));
+        } catch (ReaderException e) {
+            // Its message says only "special characters are not allowed": say which and where.
+            throw new InvalidModelConfigException("invalid YAML in " + file + ": a character YAML does not allow ("
+                    + String.format(Locale.ROOT, "U+%04X", e.getCodePoint()) + ") at character "
+                    + (e.getPosition() + 1));
         } catch (RuntimeException e) {
             throw new InvalidModelConfigException("invalid YAML in " + file + ": " + e.getMessage());
         }
@@ -246,7 +257,7 @@ public final class ModelConfigFile {
                 if (t instanceof UnboundConfigurationPropertiesException unbound) {
                     String name = unbound.getUnboundProperties().stream().map(ConfigurationProperty::getName)
                             .map(Object::toString).sorted().findFirst().orElse("?");
-                    throw invalid("unknown key '" + UntrustedText.abbreviate(key(name)) + "'");
+                    throw invalid(whyUnbound(key(name)));
                 }
             }
             String key = key(e.getName().toString());
@@ -254,6 +265,56 @@ public final class ModelConfigFile {
             String expected = EXPECTED.getOrDefault(key.replaceAll("\\[[0-9]+]", ""), "has an invalid value");
             throw invalid("'" + key + "' " + expected + ", got '" + UntrustedText.abbreviate(String.valueOf(value)) + "'");
         }
+    }
+
+    /**
+     * Every path of {@link Document} ({@code []} for a list's items), true where one value goes:
+     * what tells a misspelt key from a value written as a list or mapping where one goes.
+     */
+    private static final Map<String, Boolean> PATHS = paths("", Document.class, new HashMap<>());
+    /** A property name's segments: its first key, then {@code .key} or {@code [index]}. */
+    private static final Pattern SEGMENT = Pattern.compile("\\.?([^.\\[]+)|\\[[0-9]+]");
+
+    private static Map<String, Boolean> paths(String path, Type type, Map<String, Boolean> out) {
+        if (type instanceof ParameterizedType list && list.getRawType() == List.class) {
+            out.put(path, false);
+            paths(path + "[]", list.getActualTypeArguments()[0], out);
+        } else if (type instanceof Class<?> record && record.isRecord()) {
+            out.put(path, false);
+            for (RecordComponent c : record.getRecordComponents()) {
+                String kebab = c.getName().replaceAll("([A-Z])", "-$1").toLowerCase(Locale.ROOT);
+                paths(path.isEmpty() ? kebab : path + "." + kebab, c.getGenericType(), out);
+            }
+        } else {
+            out.put(path, true);
+        }
+        return out;
+    }
+
+    /**
+     * Why {@code name} did not bind: the first of its keys config.yml does not have ("unknown key
+     * 'instance'"), or a list or mapping written where one value goes ({@code sha256: [ab..]}
+     * binds as {@code sha256[0]}, which is no key either).
+     */
+    static String whyUnbound(String name) {
+        StringBuilder shown = new StringBuilder();
+        StringBuilder path = new StringBuilder();
+        Matcher m = SEGMENT.matcher(name);
+        while (m.lookingAt()) {
+            if (Boolean.TRUE.equals(PATHS.get(path.toString()))) {
+                // A list's item does not get its list's words ("must be a list of ...").
+                String expected = path.toString().endsWith("[]") ? null : EXPECTED.get(path.toString().replace("[]", ""));
+                return "'" + UntrustedText.abbreviate(shown.toString()) + "' takes one value, not a list or mapping"
+                        + (expected == null ? "" : ": it " + expected);
+            }
+            shown.append(m.group());
+            path.append(m.group(1) == null ? "[]" : m.group());
+            if (!PATHS.containsKey(path.toString())) {
+                return "unknown key '" + UntrustedText.abbreviate(shown.toString()) + "'";
+            }
+            m.region(m.end(), name.length());
+        }
+        return "unknown key '" + UntrustedText.abbreviate(name) + "'";
     }
 
     /** {@code a: {b: [x, y]}} becomes {@code a.b[0]=x, a.b[1]=y}; an empty list or map binds as empty. */

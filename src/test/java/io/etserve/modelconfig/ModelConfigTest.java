@@ -179,6 +179,31 @@ class ModelConfigTest {
     }
 
     @Test
+    void aListOrMappingWhereOneValueGoesIsSaidSoAndAnUnknownKeyOrBadCharacterIsNamedAsWritten() {
+        String[][] refused = {
+            {"sha256: [ab]\n", "'sha256' takes one value, not a list or mapping"},
+            {"instances: { count: 2 }\n", "'instances' takes one value, not a list or mapping: it must be a positive"
+                    + " integer"},
+            {"method: [forward]\n", "'method' takes one value"},
+            {"inputs: [ { name: [x] } ]\n", "'inputs[0].name' takes one value"},
+            {"inputs: [ { name: x, dims: [[1, 16]] } ]\n", "'inputs[0].dims[0]' takes one value"},
+            {"warmup: { samples: 2, data: { kind: zeros } }\n", "'warmup.data' takes one value"},
+            {"dynamic-batching: { max-batch-size: 8, max-queue-delay: [1ms] }\n",
+                "'dynamic-batching.max-queue-delay' takes one value"},
+            // A key of a section written at the top: the key as written, without the list's index.
+            {"preferred-batch-sizes: [8, 16]\n", "unknown key 'preferred-batch-sizes'"},
+        };
+        for (String[] c : refused) {
+            assertThatThrownBy(() -> read(c[0])).as(c[0]).hasMessageContaining(c[1]);
+        }
+        assertThatThrownBy(() -> read("method: for\u0000ward\n"))
+                .hasMessageEndingWith("a character YAML does not allow (U+0000) at character 12");
+        // A list's item: its list's words ("must be a list of ...") would not fit it.
+        assertThatThrownBy(() -> read("devices: [[0]]\n"))
+                .hasMessageEndingWith("'devices[0]' takes one value, not a list or mapping");
+    }
+
+    @Test
     void valuesConvertAsInApplicationYmlAndRefusalsNameTheKeyAndValue() throws Exception {
         ModelConfig c = read("""
                 inputs: [x, y]
