@@ -117,6 +117,14 @@ class ClientErrorsApiTest {
                 e.readsBody ? e.body() : null)).status();
     }
 
+    /** A 400 with the protocol's JSON error body, whose message says {@code reason}. */
+    static void assertRefusedSaying(List<String> failures, String what, RawConnection.Response r, String reason) {
+        assertRefused(failures, what, r, 400);
+        if (r.status() == 400 && !r.text().contains(reason)) {
+            failures.add(what + " -> " + r.text() + " (expected it to say " + reason + ")");
+        }
+    }
+
     /** A refusal: the expected status and the protocol's JSON error body. */
     static void assertRefused(List<String> failures, String what, RawConnection.Response r, int expected) {
         String seen = what + " -> " + r.status() + " " + r.header("content-type") + " " + r.text();
@@ -260,10 +268,7 @@ class ClientErrorsApiTest {
         for (String[] c : refused) {
             for (String method : new String[] {"GET", "POST"}) {
                 RawConnection.Response r = exchange(request(method, c[0], "application/json", null, INFER_BODY));
-                assertRefused(failures, method + " " + c[0], r, 400);
-                if (r.status() == 400 && !r.text().contains(c[1])) {
-                    failures.add(method + " " + c[0] + " -> " + r.text() + " (expected it to say " + c[1] + ")");
-                }
+                assertRefusedSaying(failures, method + " " + c[0], r, c[1]);
             }
         }
         assertThat(failures).isEmpty();
@@ -298,11 +303,7 @@ class ClientErrorsApiTest {
         List<String> failures = new ArrayList<>();
         for (String[] c : refused) {
             String what = c[0].substring(0, c[0].indexOf("\r\n\r\n")).replace("\r\n", " | ");
-            RawConnection.Response r = exchange(c[0]);
-            assertRefused(failures, what, r, 400);
-            if (r.status() == 400 && !r.text().contains(c[1])) {
-                failures.add(what + " -> " + r.text() + " (expected it to say " + c[1] + ")");
-            }
+            assertRefusedSaying(failures, what, exchange(c[0]), c[1]);
         }
         assertThat(failures).isEmpty();
         assertThat(Http.local(port).post(M + "/infer", INFER_BODY).status()).isEqualTo(200);
