@@ -5,13 +5,13 @@ import io.etserve.modelconfig.ModelConfig.InvalidModelConfigException;
 import io.etserve.modelconfig.ModelConfig.Placement;
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.reflect.ParameterizedType;
+import java.lang.reflect.RecordComponent;
+import java.lang.reflect.Type;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.lang.reflect.ParameterizedType;
-import java.lang.reflect.RecordComponent;
-import java.lang.reflect.Type;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -296,14 +296,15 @@ public final class ModelConfigFile {
      * 'instance'"), or a list or mapping written where one value goes ({@code sha256: [ab..]}
      * binds as {@code sha256[0]}, which is no key either).
      */
-    static String whyUnbound(String name) {
+    private static String whyUnbound(String name) {
         StringBuilder shown = new StringBuilder();
         StringBuilder path = new StringBuilder();
         Matcher m = SEGMENT.matcher(name);
         while (m.lookingAt()) {
             if (Boolean.TRUE.equals(PATHS.get(path.toString()))) {
                 // A list's item does not get its list's words ("must be a list of ...").
-                String expected = path.toString().endsWith("[]") ? null : EXPECTED.get(path.toString().replace("[]", ""));
+                String expected = path.toString().endsWith("[]") ? null
+                        : EXPECTED.get(path.toString().replace("[]", ""));
                 return "'" + UntrustedText.abbreviate(shown.toString()) + "' takes one value, not a list or mapping"
                         + (expected == null ? "" : ": it " + expected);
             }

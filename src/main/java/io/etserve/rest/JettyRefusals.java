@@ -28,7 +28,8 @@ final class JettyRefusals {
             Map.entry("Ambiguous URI empty segment", "the path has an empty segment ('//'): a model's name or version"
                     + " is missing"),
             Map.entry("Ambiguous URI path parameter", "the path has a parameter (';'): the protocol's paths have none"),
-            Map.entry("Ambiguous URI path encoding", "the path has an escaped '%' (%25): a model's name cannot hold one"),
+            Map.entry("Ambiguous URI path encoding", "the path has an escaped '%' (%25): a model's name cannot hold"
+                    + " one"),
             Map.entry("Bad UTF-8 encoding", NOT_UTF8),
             Map.entry("Truncated UTF-8 encoding", NOT_UTF8),
             Map.entry("UTF-16 encoding", "the path has a UTF-16 escape (%uXXXX): escape a name's UTF-8 bytes as %XX"),
