@@ -97,7 +97,6 @@ class MutatedRequestsApiTest {
                 r = post(path, "application/json", Map.of(), bytes(valid));
             }
             String problem = problem(r);
-            if (r.status() == 400 && what.equals("path")) System.out.println("PATHRESP " + path.substring(0, Math.min(60, path.length())) + " :: " + r.text());
             if (problem != null) {
                 problems.add("#" + i + " " + path.substring(0, Math.min(path.length(), 80)) + " " + problem + "; sent "
                         + what.substring(0, Math.min(what.length(), 400)));
