@@ -173,12 +173,13 @@ public final class ModelLoader {
     private static String refusal(Path file, FirstCallTrial.Outcome trial) {
         String what = file.getFileName() + " was not loaded: its first call, tried in a separate process on "
                 + "zero-filled inputs, ";
-        if (trial instanceof FirstCallTrial.Outcome.Crashed c && c.signal().equals(FirstCallTrial.KILLED)) {
-            return what + "was killed (SIGKILL) twice, the second time with no other trial beside it: the kernel's OOM"
-                    + " killer ends the trial's process first when the host or pod runs short of memory, so loading it"
-                    + " here would most likely end the service (its call needs more memory than is free)";
-        }
         if (trial instanceof FirstCallTrial.Outcome.Crashed c) {
+            if (c.signal().equals(FirstCallTrial.KILLED)) {
+                return what + "was killed (SIGKILL) twice, the second time with no other trial beside it: the"
+                        + " kernel's OOM killer ends the trial's process first when the host or pod runs short of"
+                        + " memory, so loading it here would most likely end the service (its call needs more memory"
+                        + " than is free)";
+            }
             return what + "ended that process with " + c.signal() + "; in this one it would end the service"
                     + (c.log().isEmpty() ? "" : " (" + lastLines(c.log()) + ")");
         }

@@ -85,8 +85,9 @@ final class JettyRefusals {
             if (words != null && words.startsWith("!hex")) {
                 return ESCAPE; // a percent escape's digit that is not hexadecimal (Jetty's TypeUtil)
             }
-            if (words != null && EXPLAINED.containsKey(words)) {
-                return EXPLAINED.get(words);
+            String explained = words == null ? null : EXPLAINED.get(words);
+            if (explained != null) {
+                return explained;
             }
         }
         return null;

@@ -6,6 +6,7 @@ import io.etserve.inference.UntrustedText;
 import io.etserve.modelconfig.DynamicBatching;
 import io.etserve.modelconfig.ModelConfig;
 import io.etserve.modelconfig.VersionPolicy;
+import java.math.BigInteger;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -509,20 +510,18 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
 
     /** A whole number in {@code [min, max]}: a JSON integer, or a string of one (protobuf JSON's 64-bit form). */
     private static long integer(String key, JsonNode v, long min, long max) {
-        long n;
-        if (v != null && v.isIntegralNumber() && v.canConvertToLong()) {
-            n = v.asLong();
+        BigInteger whole;
+        if (v != null && v.isIntegralNumber()) {
+            whole = v.bigIntegerValue();
         } else if (v != null && v.isString() && v.asString().matches("-?[0-9]+")) {
-            try {
-                n = Long.parseLong(v.asString());
-            } catch (NumberFormatException e) {
-                throw invalid(key, "must be " + min + ".." + max + ", got a larger number");  // past 64 bits
-            }
-        } else if (v != null && v.isIntegralNumber()) {
-            throw invalid(key, "must be " + min + ".." + max + ", got a larger number");  // past 64 bits
+            whole = new BigInteger(v.asString());
         } else {
             throw invalid(key, "must be a whole number");
         }
+        if (whole.bitLength() > 63) {
+            throw invalid(key, "must be " + min + ".." + max + ", got a larger number");  // past 64 bits
+        }
+        long n = whole.longValue();
         if (n < min || n > max) {
             throw invalid(key, "must be " + min + ".." + max + ", got " + n);
         }
