@@ -5,13 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.RawConnection;
-import io.etserve.support.Reference;
 import io.etserve.support.RequestMutator;
 import io.etserve.support.TestPaths;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Value;
@@ -37,7 +37,6 @@ class MutatedLoadRequestsApiTest {
 
     static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-mutated-load-")
             .copy(TestPaths.demoModels(), "demo-portable");
-    static final Reference REF = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
     static final long SEED = Long.getLong("etserve.test.mutation-seed", 20261207L);
     static final String LOAD = "/v2/repository/models/demo-portable/load";
 
@@ -80,12 +79,7 @@ class MutatedLoadRequestsApiTest {
             if (kind == 2) {
                 body = mutator.mutate(body);
             }
-            RawConnection.Response r;
-            try (RawConnection c = RawConnection.open(port, 60_000)) {
-                r = c.send(("POST " + LOAD + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                        + "Content-Length: " + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII))
-                        .send(body).read();
-            }
+            RawConnection.Response r = MutatedRequestsApiTest.post(port, LOAD, "application/json", Map.of(), body);
             String problem = MutatedRequestsApiTest.problem(r);
             if (problem != null) {
                 String sent = new String(body, StandardCharsets.UTF_8);
@@ -98,13 +92,6 @@ class MutatedLoadRequestsApiTest {
         assertThat(loaded).as("variants that still load").isPositive();
         assertThat(output.getAll()).doesNotContain(" ERROR ");
         assertThat(Http.local(port).post(LOAD, "{}").status()).isEqualTo(200);
-        Http.Response answer = Http.local(port).post("/v2/models/demo-portable/infer",
-                MutatedRequestsApiTest.validRequest().toString());
-        assertThat(answer.status()).as(answer.text()).isEqualTo(200);
-        JsonNode data = answer.json().path("outputs").get(0).path("data");
-        List<Double> expected = REF.cases().get(0).outputs().get(0).data();
-        for (int k = 0; k < expected.size(); k++) {
-            assertThat(REF.close(data.get(k).asDouble(), expected.get(k))).as("output %d", k).isTrue();
-        }
+        MutatedRequestsApiTest.assertReferenceAnswer(port);
     }
 }

@@ -81,20 +81,20 @@ class MutatedRequestsApiTest {
             if (kind < 4) {
                 JsonNode body = mutator.mutate(valid);
                 what = "json " + body;
-                r = post(path, "application/json", Map.of(), bytes(body));
+                r = post(port, path, "application/json", Map.of(), bytes(body));
             } else if (kind < 6) {
                 byte[] body = mutator.mutate(bytes(valid));
                 what = "json bytes " + new String(body, StandardCharsets.ISO_8859_1);
-                r = post(path, "application/json", Map.of(), body);
+                r = post(port, path, "application/json", Map.of(), body);
             } else if (kind < 9) {
                 Binary b = binary(mutator);
                 what = "binary " + b.describe();
-                r = post(path, "application/octet-stream",
+                r = post(port, path, "application/octet-stream",
                         Map.of("Inference-Header-Content-Length", b.headerLength()), b.body());
             } else {
                 path = HOSTILE_PATHS.get(mutator.random().nextInt(HOSTILE_PATHS.size()));
                 what = "path";
-                r = post(path, "application/json", Map.of(), bytes(valid));
+                r = post(port, path, "application/json", Map.of(), bytes(valid));
             }
             String problem = problem(r);
             if (problem != null) {
@@ -108,7 +108,7 @@ class MutatedRequestsApiTest {
         // Some variants still are valid requests (an unknown parameter, an extra output list entry).
         assertThat(answered).as("answered variants").isPositive();
         assertThat(output.getAll()).doesNotContain(" ERROR ");
-        assertReferenceAnswer();
+        assertReferenceAnswer(port);
     }
 
     /** What is wrong with an answer to a malformed request, or null when it is a clear one. */
@@ -135,7 +135,8 @@ class MutatedRequestsApiTest {
         }
     }
 
-    private RawConnection.Response post(String path, String type, Map<String, String> headers, byte[] body)
+    /** A POST of {@code body} on its own connection, with the headers as given (a hostile path as written). */
+    static RawConnection.Response post(int port, String path, String type, Map<String, String> headers, byte[] body)
             throws IOException {
         StringBuilder head = new StringBuilder("POST ").append(path).append(" HTTP/1.1\r\nHost: 127.0.0.1\r\n")
                 .append("Connection: close\r\nContent-Type: ").append(type).append("\r\nContent-Length: ")
@@ -204,7 +205,8 @@ class MutatedRequestsApiTest {
         return request;
     }
 
-    private void assertReferenceAnswer() {
+    /** demo-portable answers the reference's first case within its tolerance. */
+    static void assertReferenceAnswer(int port) {
         Http.Response r = Http.local(port).post(PATHS.get(0), validRequest().toString());
         assertThat(r.status()).as(r.text()).isEqualTo(200);
         JsonNode data = r.json().path("outputs").get(0).path("data");
