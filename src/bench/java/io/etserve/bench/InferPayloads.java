@@ -18,10 +18,17 @@ import tools.jackson.databind.node.ObjectNode;
  * The {@code /infer} requests the load generator sends, pre-encoded from a model's
  * reference.json, and the check of every response against the reference outputs (values
  * PyTorch computed at export time, not anything the service produced).
+ *
+ * <p>{@link Format#SHM}: Triton's system shared-memory extension, as a client on the server's
+ * host uses it. Each case's inputs are written once into a POSIX shared-memory object of their
+ * own (under /dev/shm), each worker's outputs go to an object of the worker's own, both
+ * registered as regions; the request is a small JSON body naming them, the answer a small JSON
+ * body, and the outputs are checked where the service wrote them. The service must allow
+ * registration ({@code --etserve.shared-memory.enabled=true}).
  */
-final class InferPayloads {
+final class InferPayloads implements AutoCloseable {
 
-    enum Format { JSON, BINARY, GRPC }
+    enum Format { JSON, BINARY, GRPC, SHM }
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -31,15 +38,32 @@ final class InferPayloads {
     private final List<io.etserve.grpc.protocol.ModelInferRequest> grpcRequests = new ArrayList<>();
     private final List<Integer> bodyLengths = new ArrayList<>();
     private final List<Long> tensorBytes = new ArrayList<>();
+    /** SHM: requests by case, then by worker (each names its worker's output region). */
+    private final List<List<byte[]>> shmRequests = new ArrayList<>();
+    private final SharedMemoryObjects shm;
 
     InferPayloads(Reference reference, Format format, String model, int port) {
+        this(reference, format, model, port, 1);
+    }
+
+    /** @param workers how many workers send requests (SHM gives each its own output region) */
+    InferPayloads(Reference reference, Format format, String model, int port, int workers) {
         if (reference.cases().isEmpty()) {
             throw new IllegalArgumentException("the reference has no cases");
         }
         this.reference = reference;
         this.format = format;
-        for (Reference.Case c : reference.cases()) {
-            if (format == Format.GRPC) {
+        this.shm = format == Format.SHM ? new SharedMemoryObjects(reference, port, workers) : null;
+        for (int i = 0; i < reference.cases().size(); i++) {
+            Reference.Case c = reference.cases().get(i);
+            if (format == Format.SHM) {
+                List<byte[]> perWorker = new ArrayList<>();
+                for (int w = 0; w < workers; w++) {
+                    perWorker.add(http(shm.request(c, i, w), model, port, false, 0));
+                }
+                shmRequests.add(perWorker);
+                bodyLengths.add(perWorker.get(0).length - headEnd(perWorker.get(0)));
+            } else if (format == Format.GRPC) {
                 io.etserve.grpc.protocol.ModelInferRequest request = grpcRequest(c, model);
                 grpcRequests.add(request);
                 bodyLengths.add(request.getSerializedSize());
@@ -143,13 +167,34 @@ final class InferPayloads {
 
     /** The full HTTP request for reference case {@code i}. */
     byte[] request(int i) {
-        return requests.get(i);
+        return request(i, 0);
     }
 
     /** Null when the response matches case {@code i}; otherwise why it does not. */
     String check(int i, LoopbackHttpConnection.Response response) {
+        return check(i, 0, response);
+    }
+
+    /** The full HTTP request for reference case {@code i}, sent by worker {@code worker}. */
+    byte[] request(int i, int worker) {
+        return format == Format.SHM ? shmRequests.get(i).get(worker) : requests.get(i);
+    }
+
+    /** Unregisters and deletes the shared-memory objects (SHM); nothing otherwise. */
+    @Override
+    public void close() {
+        if (shm != null) {
+            shm.close();
+        }
+    }
+
+    /** Null when the response to worker {@code worker} matches case {@code i}; otherwise why it does not. */
+    String check(int i, int worker, LoopbackHttpConnection.Response response) {
         if (response.status() != 200) {
             return "HTTP " + response.status() + ": " + abbreviate(new String(response.body(), StandardCharsets.UTF_8));
+        }
+        if (format == Format.SHM) {
+            return checkShared(i, worker, response);
         }
         Reference.Case expected = reference.cases().get(i);
         byte[] body = response.body();
@@ -219,6 +264,34 @@ final class InferPayloads {
         return null;
     }
 
+    /** An answer whose outputs are in the worker's region: names, types and shapes only, the values there. */
+    private String checkShared(int i, int worker, LoopbackHttpConnection.Response response) {
+        Reference.Case expected = reference.cases().get(i);
+        JsonNode outputs = JSON.readTree(response.body()).path("outputs");
+        if (outputs.size() != expected.outputs().size()) {
+            return "expected " + expected.outputs().size() + " outputs, got " + outputs.size();
+        }
+        byte[] written = shm.outputs(worker);
+        int offset = 0;
+        for (int o = 0; o < outputs.size(); o++) {
+            Reference.TensorValue want = expected.outputs().get(o);
+            JsonNode out = outputs.get(o);
+            if (!want.name().equals(out.path("name").asString()) || !shapeMatches(out.path("shape"), want.shape())
+                    || out.has("data") || out.has("parameters")) {
+                return "output " + o + " is " + out;
+            }
+            int size = want.bytes().remaining();
+            List<Double> got = decode(want.datatype(), written, offset, size);
+            offset += size;
+            for (int k = 0; want.compared() && got != null && k < got.size(); k++) {
+                if (!reference.close(got.get(k), want.data().get(k))) {
+                    return "output " + want.name() + "[" + k + "] = " + got.get(k) + ", reference " + want.data().get(k);
+                }
+            }
+        }
+        return null;
+    }
+
     private static byte[] encode(Reference.Case c, Format format, String model, int port) {
         ObjectNode root = JSON.createObjectNode();
         ArrayNode inputs = root.putArray("inputs");
@@ -249,17 +322,26 @@ final class InferPayloads {
                 node.putObject("parameters").put("binary_data", true);
             }
         }
-        byte[] json = JSON.writeValueAsBytes(root);
+        return http(JSON.writeValueAsBytes(root), model, port, format == Format.BINARY, binary.size(), binary);
+    }
+
+    private static byte[] http(byte[] json, String model, int port, boolean binaryFormat, int binaryBytes) {
+        return http(json, model, port, binaryFormat, binaryBytes, new ByteArrayOutputStream());
+    }
+
+    /** The whole HTTP request: head, JSON, the binary sections. */
+    private static byte[] http(byte[] json, String model, int port, boolean binaryFormat, int binaryBytes,
+            ByteArrayOutputStream binary) {
         StringBuilder head = new StringBuilder()
                 .append("POST /v2/models/").append(model).append("/infer HTTP/1.1\r\n")
                 .append("Host: 127.0.0.1:").append(port).append("\r\n");
-        if (format == Format.BINARY) {
+        if (binaryFormat) {
             head.append("Content-Type: application/octet-stream\r\n")
                     .append("Inference-Header-Content-Length: ").append(json.length).append("\r\n");
         } else {
             head.append("Content-Type: application/json\r\n");
         }
-        head.append("Content-Length: ").append(json.length + binary.size()).append("\r\n\r\n");
+        head.append("Content-Length: ").append(json.length + binaryBytes).append("\r\n\r\n");
         ByteArrayOutputStream request = new ByteArrayOutputStream();
         request.writeBytes(LoopbackHttpConnection.ascii(head.toString()));
         request.writeBytes(json);

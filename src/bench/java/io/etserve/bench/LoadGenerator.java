@@ -53,6 +53,7 @@ public final class LoadGenerator {
 
     /** One worker's tallies; only its own thread writes them until the run ends. */
     private static final class Worker {
+        final int index;
         long[] latenciesNanos = new long[1 << 14];
         int measured;
         long errors;
@@ -64,6 +65,10 @@ public final class LoadGenerator {
         LoopbackHttpConnection connection;
         io.grpc.ManagedChannel channel;  // --format grpc: one HTTP/2 connection per worker
         io.etserve.grpc.protocol.GRPCInferenceServiceGrpc.GRPCInferenceServiceBlockingStub grpc;
+
+        Worker(int index) {
+            this.index = index;
+        }
 
         void record(long nanos) {
             if (measured == latenciesNanos.length) {
@@ -98,7 +103,13 @@ public final class LoadGenerator {
     }
 
     static Map<String, Object> run(Options o) throws InterruptedException {
-        InferPayloads payloads = new InferPayloads(Reference.load(o.reference()), o.format(), o.model(), o.port());
+        try (InferPayloads payloads = new InferPayloads(Reference.load(o.reference()), o.format(), o.model(), o.port(),
+                o.concurrency())) {
+            return run(o, payloads);
+        }
+    }
+
+    private static Map<String, Object> run(Options o, InferPayloads payloads) throws InterruptedException {
         long start = System.nanoTime();
         long warmEnd = start + (long) (o.warmupSeconds() * 1e9);
         long end = warmEnd + (long) (o.durationSeconds() * 1e9);
@@ -107,7 +118,7 @@ public final class LoadGenerator {
         Worker[] workers = new Worker[o.concurrency()];
         Thread[] threads = new Thread[o.concurrency()];
         for (int w = 0; w < workers.length; w++) {
-            Worker worker = new Worker();
+            Worker worker = new Worker(w);
             if (o.format() == InferPayloads.Format.GRPC) {
                 worker.channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", o.grpcPort(),
                         io.grpc.InsecureChannelCredentials.create()).maxInboundMessageSize(256 << 20).build();
@@ -178,10 +189,10 @@ public final class LoadGenerator {
             long done = System.nanoTime();
             return new Exchanged(checkValues ? payloads.checkGrpc(c, response) : null, response.getSerializedSize(), done);
         }
-        LoopbackHttpConnection.Response response = worker.connection.exchange(payloads.request(c));
+        LoopbackHttpConnection.Response response = worker.connection.exchange(payloads.request(c, worker.index));
         long done = System.nanoTime();
         String error = o.echo() ? payloads.checkEcho(c, response)
-                : checkValues ? payloads.check(c, response)
+                : checkValues ? payloads.check(c, worker.index, response)
                 : response.status() == 200 ? null : "HTTP " + response.status();
         return new Exchanged(error, response.body().length, done);
     }
@@ -383,7 +394,8 @@ public final class LoadGenerator {
             case "json" -> InferPayloads.Format.JSON;
             case "binary" -> InferPayloads.Format.BINARY;
             case "grpc" -> InferPayloads.Format.GRPC;
-            default -> throw new IllegalArgumentException("--format is json, binary or grpc");
+            case "shm" -> InferPayloads.Format.SHM;
+            default -> throw new IllegalArgumentException("--format is json, binary, grpc or shm");
         };
         int concurrency = (int) bounded(a, "concurrency", 1, 1, MAX_CONCURRENCY);
         double warmup = boundedSeconds(a, "warmup", 5, MAX_WARMUP_S);
@@ -421,11 +433,13 @@ public final class LoadGenerator {
     }
 
     private static String usage() {
-        return "usage: LoadGenerator [--url http://127.0.0.1:8080] [--model demo-portable] [--format json|binary|grpc]\n"
+        return "usage: LoadGenerator [--url http://127.0.0.1:8080] [--model demo-portable] [--format json|binary|grpc|shm]\n"
                 + "  [--concurrency 1] [--warmup 5] [--duration 10] [--requests N] [--timeout-ms 10000]\n"
                 + "  [--reference models/<model>/1/reference.json] [--label rest] [--json-out FILE] [--server-pid PID]\n"
                 + "  [--echo true (the target is bench EchoServer: the request body comes back)] [--check-every N]\n"
                 + "  [--grpc-port 8001 (--format grpc: raw tensors to inference.GRPCInferenceService on 127.0.0.1)]\n"
+                + "  [--format shm: each tensor in a /dev/shm region, the service started with"
+                + " --etserve.shared-memory.enabled=true]\n"
                 + "  [--grpc-deadline false (true: each gRPC call carries --timeout-ms as its deadline)]\n"
                 + "  [--pause-us 0 (each client waits this long after each answer before its next request)]";
     }

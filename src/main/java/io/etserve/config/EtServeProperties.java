@@ -40,7 +40,8 @@ public record EtServeProperties(
         @DefaultValue Repository repository,
         @DefaultValue Api api,
         @DefaultValue Http http,
-        @DefaultValue Startup startup) {
+        @DefaultValue Startup startup,
+        @DefaultValue SharedMemory sharedMemory) {
 
     /** Where these properties live. */
     public static final String PREFIX = "etserve";
@@ -360,7 +361,8 @@ public record EtServeProperties(
 
     /**
      * @param restricted API groups (Triton's names: {@code health}, {@code metadata},
-     *     {@code inference}, {@code model-repository}, {@code model-config}, {@code statistics})
+     *     {@code inference}, {@code model-repository}, {@code model-config}, {@code statistics},
+     *     {@code shared-memory})
      *     that need a header with a value over REST and gRPC; a group whose {@code header} is
      *     empty is open
      */
@@ -386,6 +388,22 @@ public record EtServeProperties(
                 }
             }
             return new RestrictedApis(keys);
+        }
+    }
+
+    /**
+     * Triton's system shared-memory extension (docs/api.md#shared-memory).
+     *
+     * @param enabled whether clients may register regions of POSIX shared-memory objects (as
+     *     Triton's {@code --allow-client-shm}): any client that reaches a port could then read and
+     *     write every such object the service's user may open, so it is off unless set
+     * @param maxRegions most regions registered at once
+     */
+    public record SharedMemory(@DefaultValue("false") boolean enabled, @DefaultValue("64") int maxRegions) {
+        public SharedMemory {
+            if (maxRegions < 0) {
+                throw new IllegalArgumentException("etserve.shared-memory.max-regions must be >= 0, was " + maxRegions);
+            }
         }
     }
 

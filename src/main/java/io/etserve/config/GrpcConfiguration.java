@@ -16,6 +16,7 @@ import io.etserve.runtime.DirectBufferPool;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.security.RestrictedApis;
+import io.etserve.sharedmemory.SharedMemoryRegions;
 import io.etserve.tracing.GrpcTracingInterceptor;
 import io.etserve.triton.TritonExtensions;
 import io.grpc.BindableService;
@@ -37,6 +38,7 @@ class GrpcConfiguration {
             ServerReadiness readiness, ProbeHealth probes, PublicMessages messages, ProtocolMetrics metrics,
             RepositoryControl repository, RestrictedApis restricted, TritonExtensions triton,
             ObjectProvider<GrpcTracingInterceptor> tracing, DirectBufferPool tensorBuffers, InflightBytes inflight,
+            SharedMemoryRegions sharedMemory,
             @Value("${spring.lifecycle.timeout-per-shutdown-phase:30s}") Duration drainTimeout) {
         EtServeProperties.Grpc grpc = props.grpc();
         EtServeProperties.Inference limits = props.inference();
@@ -46,7 +48,7 @@ class GrpcConfiguration {
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
                 RestConfiguration.serverVersion(), TritonExtensions.EXTENSIONS, metrics, repository, triton,
-                tensorBuffers, inPlace);
+                tensorBuffers, inPlace, sharedMemory, inflight);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), grpc.eventLoopsFor(Runtime.getRuntime().availableProcessors()), drainTimeout,
                 traced(RestrictedApiInterceptor.guard(service, restricted), tracing.getIfAvailable()),

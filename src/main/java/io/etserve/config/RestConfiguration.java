@@ -17,6 +17,7 @@ import io.etserve.rest.InferBodyFilter;
 import io.etserve.rest.InferenceProtocolController;
 import io.etserve.rest.RestRequestMetricsFilter;
 import io.etserve.runtime.DirectBufferPool;
+import io.etserve.sharedmemory.SharedMemoryRegions;
 import io.micrometer.observation.ObservationPredicate;
 import jakarta.servlet.DispatcherType;
 import org.springframework.beans.factory.ObjectProvider;
@@ -43,9 +44,10 @@ class RestConfiguration {
     @Bean
     InferenceProtocolController inferenceProtocolController(ModelRegistry registry, InferenceService inference,
             ServerReadiness readiness, ProbeHealth probes, EtServeProperties props, InflightBytes inflight,
-            DirectBufferPool tensorBuffers, PublicMessages messages, ClientConnections clients) {
-        return new InferenceProtocolController(registry, inference, readiness, probes, new InferRequestDecoder(),
-                new InferResponseEncoder(),
+            DirectBufferPool tensorBuffers, PublicMessages messages, ClientConnections clients,
+            SharedMemoryRegions sharedMemory) {
+        return new InferenceProtocolController(registry, inference, readiness, probes,
+                new InferRequestDecoder(sharedMemory), new InferResponseEncoder(), sharedMemory,
                 new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
                 props.inference().maxRequestSize().toBytes(), serverVersion(), inflight, tensorBuffers, messages,
                 clients);

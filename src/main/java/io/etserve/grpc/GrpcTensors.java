@@ -9,9 +9,11 @@ import io.etserve.grpc.protocol.ModelInferResponse;
 import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
+import io.etserve.inference.SharedMemoryReference;
 import io.etserve.inference.Tensor;
 import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.InvalidRequestException;
+import io.etserve.protocol.SharedMemoryInputs;
 import io.etserve.protocol.TensorChecks;
 import io.etserve.runtime.BufferLease;
 import java.nio.ByteBuffer;
@@ -20,6 +22,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.IntFunction;
 import java.util.function.IntToLongFunction;
 
 /**
@@ -37,23 +40,42 @@ import java.util.function.IntToLongFunction;
  */
 final class GrpcTensors {
 
-    private static final String SHARED_MEMORY_REGION = "shared_memory_region";
     private static final String CLASSIFICATION = "classification";
 
     private final DecodeLimits limits;
+    private final SharedMemoryInputs sharedMemory;
 
-    GrpcTensors(DecodeLimits limits) {
+    /** @param sharedMemory where inputs that name a system shared-memory region are read */
+    GrpcTensors(DecodeLimits limits, SharedMemoryInputs sharedMemory) {
         this.limits = limits;
+        this.sharedMemory = sharedMemory;
     }
 
-    /** The request's tensors, their data in buffers of {@code buffers}. */
+    /**
+     * The request's tensors, their data in buffers of {@code buffers}. As Triton's, the
+     * {@code raw_input_contents} belong in order to the inputs not in shared memory.
+     */
     InferenceRequest decode(ModelInferRequest request, BufferLease buffers) {
+        return decode(request, buffers, buffers::acquire);
+    }
+
+    /** As {@link #decode(ModelInferRequest, BufferLease)}, inputs in shared memory read into {@code sharedMemoryBuffers}. */
+    InferenceRequest decode(ModelInferRequest request, BufferLease buffers, IntFunction<ByteBuffer> sharedMemoryBuffers) {
         int count = request.getInputsCount();
         boolean raw = request.getRawInputContentsCount() > 0;
-        if (raw && request.getRawInputContentsCount() != count) {
-            throw new InvalidRequestException("raw_input_contents has " + request.getRawInputContentsCount()
-                    + " entries for " + count + " inputs; give one per input, in order.");
+        if (raw) {
+            int carried = 0;
+            for (int i = 0; i < count; i++) {
+                carried += request.getInputs(i).getParametersMap().containsKey(TensorChecks.SHARED_MEMORY_REGION) ? 0 : 1;
+            }
+            if (request.getRawInputContentsCount() != carried) {
+                throw new InvalidRequestException("raw_input_contents has " + request.getRawInputContentsCount()
+                        + " entries for " + carried + " inputs" + (carried == count ? "" : " not in shared memory")
+                        + "; give one per " + (carried == count ? "input" : "such input") + ", in order.");
+            }
         }
+        int nextRaw = 0;
+        long sharedMemoryBytes = 0;
         List<Tensor> inputs = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             TensorChecks.requireInputSlot(i, limits);
@@ -65,20 +87,29 @@ final class GrpcTensors {
             TensorChecks.requireFirstUse(inputs, in.getName());
             DataType type = TensorChecks.dataType(label, in.getDatatype());
             TensorChecks.requireRank(label, in.getShapeCount());
-            if (in.getParametersMap().containsKey(SHARED_MEMORY_REGION)) {
-                throw TensorChecks.sharedMemoryRefused(label);
-            }
             long[] shape = new long[in.getShapeCount()];
             for (int d = 0; d < shape.length; d++) {
                 shape[d] = in.getShape(d);
             }
             long elements = TensorChecks.elementCount(label, shape, limits);
-            if (raw && in.hasContents()) {
-                throw new InvalidRequestException(label + " has contents, but the request uses raw_input_contents;"
-                        + " use one or the other.");
+            SharedMemoryReference at = sharedMemoryReference(label, in.getParametersMap());
+            ByteBuffer data;
+            if (at != null) {
+                if (in.hasContents()) {
+                    throw new InvalidRequestException(label + " has contents and " + TensorChecks.SHARED_MEMORY_REGION
+                            + "; give one of them.");
+                }
+                data = sharedMemory.readInput(label, type, shape, elements, at, sharedMemoryBytes, sharedMemoryBuffers);
+                sharedMemoryBytes += data.remaining();
+            } else if (raw) {
+                if (in.hasContents()) {
+                    throw new InvalidRequestException(label + " has contents, but the request uses raw_input_contents;"
+                            + " use one or the other.");
+                }
+                data = fromRaw(label, type, shape, elements, request.getRawInputContents(nextRaw++), buffers);
+            } else {
+                data = fromContents(label, type, shape, elements, in.getContents(), buffers);
             }
-            ByteBuffer data = raw ? fromRaw(label, type, shape, elements, request.getRawInputContents(i), buffers)
-                    : fromContents(label, type, shape, elements, in.getContents(), buffers);
             inputs.add(new Tensor(in.getName(), type, shape, data));
         }
         return new InferenceRequest(request.getId().isEmpty() ? null : request.getId(),
@@ -99,18 +130,30 @@ final class GrpcTensors {
             if (out.getParametersMap().containsKey(CLASSIFICATION)) {
                 throw TensorChecks.classificationRefused(label);
             }
-            if (out.getParametersMap().containsKey(SHARED_MEMORY_REGION)) {
-                throw TensorChecks.sharedMemoryRefused(label);
-            }
+            SharedMemoryReference at = sharedMemoryReference(label, out.getParametersMap());
             names = TensorChecks.requireRequestedOnce(outputs, names, out.getName(), label);
             // Every output travels as a raw section over gRPC (Triton's way): binary_data is moot.
-            outputs.add(new InferenceRequest.RequestedOutput(out.getName(), Boolean.TRUE));
+            outputs.add(new InferenceRequest.RequestedOutput(out.getName(), Boolean.TRUE, at));
         }
         return outputs;
     }
 
 
-    /** Every output as a raw section (what Triton's gRPC endpoint does), straight from its buffer. */
+    /** A tensor's place in shared memory from its parameters, or null when they name no region. */
+    private static SharedMemoryReference sharedMemoryReference(String label, Map<String, InferParameter> parameters) {
+        if (parameters.isEmpty()) {
+            return null;  // the usual tensor
+        }
+        return TensorChecks.sharedMemoryReference(label, value(parameters.get(TensorChecks.SHARED_MEMORY_REGION)),
+                value(parameters.get(TensorChecks.SHARED_MEMORY_BYTE_SIZE)),
+                value(parameters.get(TensorChecks.SHARED_MEMORY_OFFSET)));
+    }
+
+    /**
+     * Every output as a raw section (what Triton's gRPC endpoint does), straight from its buffer;
+     * one written to shared memory has an empty section, which keeps the sections' indexes the
+     * outputs' (Triton's clients read them so).
+     */
     static ModelInferResponse encode(InferenceResponse response) {
         ModelInferResponse.Builder b = ModelInferResponse.newBuilder().setModelName(response.modelName());
         if (response.modelVersion() != null) {
@@ -127,7 +170,8 @@ final class GrpcTensors {
             }
             // The buffer is this call's alone, written no more, and given back only once the
             // message is serialized (grpc-java does that inside onNext). data() is a view already.
-            b.addRawOutputContents(UnsafeByteOperations.unsafeWrap(t.data()));
+            b.addRawOutputContents(response.sharedMemoryOutputs().contains(t.name()) ? ByteString.EMPTY
+                    : UnsafeByteOperations.unsafeWrap(t.data()));
         }
         return b.build();
     }
@@ -234,15 +278,26 @@ final class GrpcTensors {
         }
         Map<String, Object> out = new LinkedHashMap<>();
         in.forEach((k, p) -> {
-            switch (p.getParameterChoiceCase()) {
-                case BOOL_PARAM -> out.put(k, p.getBoolParam());
-                case INT64_PARAM -> out.put(k, p.getInt64Param());
-                case STRING_PARAM -> out.put(k, p.getStringParam());
-                case DOUBLE_PARAM -> out.put(k, p.getDoubleParam());
-                case UINT64_PARAM -> out.put(k, Long.toUnsignedString(p.getUint64Param()));
-                default -> { }
+            Object v = value(p);
+            if (v != null) {
+                out.put(k, v);
             }
         });
         return out;
+    }
+
+    /** A parameter's value as the REST decoder reads JSON's (uint64 as its digits), or null when unset or absent. */
+    private static Object value(InferParameter p) {
+        if (p == null) {
+            return null;
+        }
+        return switch (p.getParameterChoiceCase()) {
+            case BOOL_PARAM -> p.getBoolParam();
+            case INT64_PARAM -> p.getInt64Param();
+            case STRING_PARAM -> p.getStringParam();
+            case DOUBLE_PARAM -> p.getDoubleParam();
+            case UINT64_PARAM -> Long.toUnsignedString(p.getUint64Param());
+            default -> null;
+        };
     }
 }

@@ -26,10 +26,18 @@ import io.etserve.grpc.protocol.ServerMetadataRequest;
 import io.etserve.grpc.protocol.ServerMetadataResponse;
 import io.etserve.grpc.protocol.ServerReadyRequest;
 import io.etserve.grpc.protocol.ServerReadyResponse;
+import io.etserve.grpc.protocol.SystemSharedMemoryRegisterRequest;
+import io.etserve.grpc.protocol.SystemSharedMemoryRegisterResponse;
+import io.etserve.grpc.protocol.SystemSharedMemoryStatusRequest;
+import io.etserve.grpc.protocol.SystemSharedMemoryStatusResponse;
+import io.etserve.grpc.protocol.SystemSharedMemoryUnregisterRequest;
+import io.etserve.grpc.protocol.SystemSharedMemoryUnregisterResponse;
 import io.etserve.health.ProbeHealth;
 import io.etserve.health.ServerReadiness;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
+import io.etserve.inference.InflightBytes;
+import io.etserve.inference.InvalidInputException;
 import io.etserve.inference.ModelDescription;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.TensorMetadata;
@@ -42,13 +50,16 @@ import io.etserve.repository.ModelVersionState;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.runtime.BufferLease;
 import io.etserve.runtime.DirectBufferPool;
+import io.etserve.sharedmemory.SharedMemoryRegions;
 import io.etserve.triton.TritonExtensions;
 import io.grpc.Context;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.IntFunction;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 
@@ -73,17 +84,25 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     private final TritonExtensions triton;
     private final DirectBufferPool tensorBuffers;
     private final InPlaceRequests inPlace;
+    private final SharedMemoryRegions sharedMemory;
+    private final InflightBytes inflight;
 
-    /** @param inPlace how the server holds the buffers of ModelInfer requests parsed in place */
+    /**
+     * @param inPlace how the server holds the buffers of ModelInfer requests parsed in place
+     * @param sharedMemory the system shared-memory regions, REST's too
+     * @param inflight the in-flight byte budget, which inputs read from shared memory count in
+     *     (messages are counted by {@link InflightMessages})
+     */
     public InferenceGrpcService(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             ProbeHealth probes, DecodeLimits limits, PublicMessages messages, String version, List<String> extensions,
             ProtocolMetrics metrics, RepositoryControl repository, TritonExtensions triton,
-            DirectBufferPool tensorBuffers, InPlaceRequests inPlace) {
+            DirectBufferPool tensorBuffers, InPlaceRequests inPlace, SharedMemoryRegions sharedMemory,
+            InflightBytes inflight) {
         this.registry = registry;
         this.inference = inference;
         this.readiness = readiness;
         this.probes = probes;
-        this.tensors = new GrpcTensors(limits);
+        this.tensors = new GrpcTensors(limits, sharedMemory);
         this.statuses = new GrpcStatuses(messages);
         this.version = version;
         this.extensions = List.copyOf(extensions);
@@ -93,6 +112,59 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         this.triton = triton;
         this.tensorBuffers = tensorBuffers;
         this.inPlace = inPlace;
+        this.sharedMemory = sharedMemory;
+        this.inflight = inflight;
+    }
+
+    /** Every region, or the one named (NOT_FOUND when it is not registered), by name as Triton's. */
+    @Override
+    public void systemSharedMemoryStatus(SystemSharedMemoryStatusRequest request,
+            StreamObserver<SystemSharedMemoryStatusResponse> out) {
+        answer(out, () -> {
+            List<SharedMemoryRegions.Status> regions;
+            try {
+                regions = request.getName().isEmpty() ? sharedMemory.status() : List.of(sharedMemory.status(request.getName()));
+            } catch (SharedMemoryRegions.UnknownRegionException e) {
+                throw Status.NOT_FOUND.withDescription(e.getMessage()).asRuntimeException();
+            }
+            SystemSharedMemoryStatusResponse.Builder b = SystemSharedMemoryStatusResponse.newBuilder();
+            for (SharedMemoryRegions.Status r : regions) {
+                b.putRegions(r.name(), SystemSharedMemoryStatusResponse.RegionStatus.newBuilder().setName(r.name())
+                        .setKey(r.key()).setOffset(r.offset()).setByteSize(r.byteSize()).build());
+            }
+            return b.build();
+        });
+    }
+
+    /** UNIMPLEMENTED while registration is off (as Triton's without --allow-client-shm). */
+    @Override
+    public void systemSharedMemoryRegister(SystemSharedMemoryRegisterRequest request,
+            StreamObserver<SystemSharedMemoryRegisterResponse> out) {
+        answer(out, () -> {
+            if (request.getOffset() < 0 || request.getByteSize() < 0) {
+                throw new InvalidInputException("A shared memory region's offset and byte_size must be below 2^63.");
+            }
+            try {
+                sharedMemory.register(request.getName(), request.getKey(), request.getOffset(), request.getByteSize());
+            } catch (SharedMemoryRegions.RegistrationOffException e) {
+                throw Status.UNIMPLEMENTED.withDescription(e.getMessage()).asRuntimeException();
+            }
+            return SystemSharedMemoryRegisterResponse.getDefaultInstance();
+        });
+    }
+
+    /** The region named, or every region when no name is given; a name not registered is no error. */
+    @Override
+    public void systemSharedMemoryUnregister(SystemSharedMemoryUnregisterRequest request,
+            StreamObserver<SystemSharedMemoryUnregisterResponse> out) {
+        answer(out, () -> {
+            if (request.getName().isEmpty()) {
+                sharedMemory.unregisterAll();
+            } else {
+                sharedMemory.unregister(request.getName());
+            }
+            return SystemSharedMemoryUnregisterResponse.getDefaultInstance();
+        });
     }
 
     @Override
@@ -214,7 +286,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
             if (refused.isPresent()) {
                 throw statuses.status(Status.UNAVAILABLE, "server is not ready: " + refused.get(), Duration.ofSeconds(1));
             }
-            decoded = tensors.decode(request, buffers);
+            decoded = tensors.decode(request, buffers, sharedMemoryBuffers(buffers));
         } catch (RuntimeException e) {
             buffers.close();
             counted.onError(statuses.of(e));
@@ -276,6 +348,19 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     }
 
     /**
+     * Buffers of {@code buffers} for inputs read from shared memory, their bytes reserved in the
+     * in-flight budget (RESOURCE_EXHAUSTED when it is spent) until the buffers go back.
+     */
+    private IntFunction<ByteBuffer> sharedMemoryBuffers(BufferLease buffers) {
+        return bytes -> {
+            InflightBytes.Reservation held = inflight.open();
+            buffers.closeWith(held);
+            held.grow(bytes);
+            return buffers.acquire(bytes);
+        };
+    }
+
+    /**
      * Runs a decoded request, answers it and gives its buffers back. On the event loop
      * ({@code handOver} not null) it runs only on an instance free now; none is, and the rest
      * goes to a worker, where it may wait.
@@ -285,9 +370,9 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         try {
             ModelInferResponse answer;
             try {
-                InferenceResponse response = inference.infer(request.getModelName(),
+                InferenceResponse response = sharedMemory.deliver(decoded, inference.infer(request.getModelName(),
                         emptyToNull(request.getModelVersion()), decoded, buffers,
-                        new GrpcCaller(Context.current(), handOver == null), arrivedNanos);
+                        new GrpcCaller(Context.current(), handOver == null), arrivedNanos));
                 try (var span = inference.spans().encode(response.modelName(), "grpc")) {
                     answer = GrpcTensors.encode(response);
                 }

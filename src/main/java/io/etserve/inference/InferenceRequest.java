@@ -25,6 +25,24 @@ public record InferenceRequest(
         outputs = outputs == null ? List.of() : List.copyOf(outputs);
     }
 
-    /** An output named in the request; {@code binary} is its {@code binary_data} parameter. */
-    public record RequestedOutput(String name, Boolean binary) {}
+    /** Whether an output asked for goes to shared memory: then the answer carries only its name, type and shape. */
+    public boolean anyOutputInSharedMemory() {
+        for (RequestedOutput o : outputs) {
+            if (o.sharedMemory() != null) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * An output named in the request; {@code binary} is its {@code binary_data} parameter,
+     * {@code sharedMemory} where it is to be written instead of into the answer (null: the answer).
+     */
+    public record RequestedOutput(String name, Boolean binary, SharedMemoryReference sharedMemory) {
+
+        public RequestedOutput(String name, Boolean binary) {
+            this(name, binary, null);
+        }
+    }
 }

@@ -3,6 +3,7 @@ package io.etserve.protocol;
 import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceRequest.RequestedOutput;
 import io.etserve.inference.InferenceRequest;
+import io.etserve.inference.SharedMemoryReference;
 import io.etserve.inference.Tensor;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
@@ -31,7 +32,9 @@ import tools.jackson.core.ObjectReadContext;
  * <p>This class reads the envelope (the request object, its inputs' names, datatypes, shapes and
  * parameters, the outputs asked for); {@link JsonTensorData} parses JSON {@code data} straight
  * into a direct buffer, and {@link BinaryTensorData} hands out binary sections as views of the
- * body's buffer, so the native bridge reads every input in place.
+ * body's buffer, so the native bridge reads every input in place. An input that names a system
+ * shared-memory region is read from there ({@link SharedMemoryInputs}), and a requested output
+ * that names one carries it in its {@link RequestedOutput}.
  *
  * <p>Every problem with the body, however malformed, surfaces as an
  * {@link InvalidRequestException}; sizes are checked against {@link DecodeLimits} and against the
@@ -46,6 +49,18 @@ public final class InferRequestDecoder {
     private static final NumberedLabels INPUT_LABELS = new NumberedLabels("Input #");
     private static final NumberedLabels REQUESTED_OUTPUT_LABELS = new NumberedLabels("Requested output #");
 
+    private final SharedMemoryInputs sharedMemory;
+
+    /** A decoder for requests that cannot name shared-memory regions (a model's warm-up files, tools). */
+    public InferRequestDecoder() {
+        this(SharedMemoryInputs.NONE);
+    }
+
+    /** @param sharedMemory where inputs that name a system shared-memory region are read */
+    public InferRequestDecoder(SharedMemoryInputs sharedMemory) {
+        this.sharedMemory = Objects.requireNonNull(sharedMemory, "sharedMemory");
+    }
+
     /**
      * A whole body in one array (a model's warm-up file, tests and tools): the binary sections are copied once into a
      * fresh direct buffer, so the inputs do not depend on {@code body} afterwards.
@@ -55,8 +70,7 @@ public final class InferRequestDecoder {
         int headerLength = headerLength(body.length, inferenceHeaderContentLength);
         ByteBuffer binary = ByteBuffer.allocateDirect(body.length - headerLength)
                 .put(body, headerLength, body.length - headerLength).flip();
-        return decode(body, headerLength, inferenceHeaderContentLength, binary, limits,
-                bytes -> ByteBuffer.allocateDirect(bytes));
+        return decode(body, headerLength, inferenceHeaderContentLength, binary, limits, ByteBuffer::allocateDirect);
     }
 
     /**
@@ -67,6 +81,16 @@ public final class InferRequestDecoder {
      */
     public InferenceRequest decode(byte[] json, int jsonLength, Integer inferenceHeaderContentLength, ByteBuffer binary,
             DecodeLimits limits, IntFunction<ByteBuffer> tensorBuffers) {
+        return decode(json, jsonLength, inferenceHeaderContentLength, binary, limits, tensorBuffers, tensorBuffers);
+    }
+
+    /**
+     * As {@link #decode(byte[], int, Integer, ByteBuffer, DecodeLimits, IntFunction)}, inputs read
+     * from shared memory into buffers from {@code sharedMemoryBuffers}: the transport counts them
+     * in its in-flight budget, as the bytes of a body (a JSON tensor is bounded by its text).
+     */
+    public InferenceRequest decode(byte[] json, int jsonLength, Integer inferenceHeaderContentLength, ByteBuffer binary,
+            DecodeLimits limits, IntFunction<ByteBuffer> tensorBuffers, IntFunction<ByteBuffer> sharedMemoryBuffers) {
         Objects.requireNonNull(json, "json");
         Objects.requireNonNull(limits, "limits");
         long total = (long) jsonLength + binary.remaining();
@@ -75,7 +99,8 @@ public final class InferRequestDecoder {
             throw new IllegalArgumentException("the JSON part is " + jsonLength + " bytes, its header says " + headerLength);
         }
         requireUtf8(json, headerLength);
-        return new Decoding(json, headerLength, binary, inferenceHeaderContentLength != null, limits, tensorBuffers).run();
+        return new Decoding(json, headerLength, binary, inferenceHeaderContentLength != null, limits, tensorBuffers,
+                sharedMemory, sharedMemoryBuffers).run();
     }
 
     private static int headerLength(long bodyLength, Integer declared) {
@@ -119,18 +144,25 @@ public final class InferRequestDecoder {
         private final BinaryTensorData binary;  // null without the binary extension
         private final DecodeLimits limits;
         private final IntFunction<ByteBuffer> tensorBuffers;
+        private final SharedMemoryInputs sharedMemory;
+        private final IntFunction<ByteBuffer> sharedMemoryBuffers;
+        /** Bytes the inputs decoded so far read from shared memory. */
+        private long sharedMemoryBytes;
         /** What is being read, for the message when Jackson rejects the JSON. */
         private String context = "The request";
         /** One input's or requested output's parameters at a time. */
         private final TensorParameters tensorParameters = new TensorParameters();
 
         Decoding(byte[] body, int headerLength, ByteBuffer binary, boolean hasBinarySection, DecodeLimits limits,
-                IntFunction<ByteBuffer> tensorBuffers) {
+                IntFunction<ByteBuffer> tensorBuffers, SharedMemoryInputs sharedMemory,
+                IntFunction<ByteBuffer> sharedMemoryBuffers) {
             this.body = body;
             this.headerLength = headerLength;
             this.binary = hasBinarySection ? new BinaryTensorData(binary) : null;
             this.limits = limits;
             this.tensorBuffers = tensorBuffers;
+            this.sharedMemory = sharedMemory;
+            this.sharedMemoryBuffers = sharedMemoryBuffers;
         }
 
         InferenceRequest run() {
@@ -252,17 +284,24 @@ public final class InferRequestDecoder {
             if (shape == null) {
                 throw new InvalidRequestException(label + " has no 'shape'.");
             }
-            if (parameters.sharedMemory) {
-                throw TensorChecks.sharedMemoryRefused(label);
-            }
             Object binarySize = parameters.binaryDataSize;
-            if (binarySize != null) {
+            SharedMemoryReference inSharedMemory = parameters.sharedMemory(label);
+            if (inSharedMemory != null) {
+                if (hasData || binarySize != null) {
+                    throw new InvalidRequestException(label + " has " + (hasData ? "'data'" : "binary_data_size")
+                            + " and " + TensorChecks.SHARED_MEMORY_REGION + "; give one of them.");
+                }
+                data = sharedMemory.readInput(label, type, shape, TensorChecks.elementCount(label, shape, limits),
+                        inSharedMemory, sharedMemoryBytes, sharedMemoryBuffers);
+                sharedMemoryBytes += data.remaining();
+            } else if (binarySize != null) {
                 if (hasData) {
                     throw new InvalidRequestException(label + " has both 'data' and binary_data_size.");
                 }
                 data = readBinaryData(label, type, shape, binarySize);
             } else if (!hasData) {
-                throw new InvalidRequestException(label + " has neither 'data' nor binary_data_size.");
+                throw new InvalidRequestException(label + " has neither 'data' nor binary_data_size nor "
+                        + TensorChecks.SHARED_MEMORY_REGION + ".");
             } else if (data == null) {
                 data = readDeferredJsonData(deferredDataOffset, label, type, shape);
             }
@@ -368,15 +407,17 @@ public final class InferRequestDecoder {
                 if (parameters.classification) {
                     throw TensorChecks.classificationRefused(label);
                 }
-                if (parameters.sharedMemory) {
-                    throw TensorChecks.sharedMemoryRefused(label);
-                }
                 Object binary = parameters.binaryData;
                 if (binary != null && !(binary instanceof Boolean)) {
                     throw new InvalidRequestException(label + " parameter 'binary_data' must be a boolean.");
                 }
+                SharedMemoryReference inSharedMemory = parameters.sharedMemory(label);
+                if (inSharedMemory != null && Boolean.TRUE.equals(binary)) {
+                    throw new InvalidRequestException(label + " asks for binary_data and " + TensorChecks.SHARED_MEMORY_REGION
+                            + "; give one of them.");
+                }
                 names = TensorChecks.requireRequestedOnce(outputs, names, name, label);
-                outputs.add(new RequestedOutput(name, (Boolean) binary));
+                outputs.add(new RequestedOutput(name, (Boolean) binary, inSharedMemory));
             }
             return outputs;
         }
@@ -413,7 +454,9 @@ public final class InferRequestDecoder {
                 switch (key) {
                     case "binary_data_size" -> into.binaryDataSize = value;
                     case "binary_data" -> into.binaryData = value;
-                    case "shared_memory_region" -> into.sharedMemory = true;
+                    case TensorChecks.SHARED_MEMORY_REGION -> into.sharedMemoryRegion = value;
+                    case TensorChecks.SHARED_MEMORY_BYTE_SIZE -> into.sharedMemoryByteSize = value;
+                    case TensorChecks.SHARED_MEMORY_OFFSET -> into.sharedMemoryOffset = value;
                     case "classification" -> into.classification = true;
                     default -> { }
                 }
@@ -490,7 +533,9 @@ public final class InferRequestDecoder {
 
         Object binaryDataSize;
         Object binaryData;
-        boolean sharedMemory;
+        Object sharedMemoryRegion;
+        Object sharedMemoryByteSize;
+        Object sharedMemoryOffset;
         boolean classification;
         private final String[] keys = new String[FEW_KEYS];
         private int keyCount;
@@ -499,12 +544,19 @@ public final class InferRequestDecoder {
         TensorParameters reset() {
             binaryDataSize = null;
             binaryData = null;
-            sharedMemory = false;
+            sharedMemoryRegion = null;
+            sharedMemoryByteSize = null;
+            sharedMemoryOffset = null;
             classification = false;
             Arrays.fill(keys, 0, keyCount, null);
             keyCount = 0;
             manyKeys = null;
             return this;
+        }
+
+        /** Where in shared memory the tensor is, or null when its parameters name no region. */
+        SharedMemoryReference sharedMemory(String label) {
+            return TensorChecks.sharedMemoryReference(label, sharedMemoryRegion, sharedMemoryByteSize, sharedMemoryOffset);
         }
 
         /** Records {@code key}; false when this tensor's parameters had it already. */

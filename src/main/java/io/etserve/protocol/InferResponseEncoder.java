@@ -24,6 +24,9 @@ import java.util.OptionalInt;
  * not asked to: FP16/BF16, which the protocol allows only as binary data, and BYTES outputs whose
  * elements are not valid UTF-8, which a JSON string cannot carry.
  *
+ * <p>Outputs in {@link InferenceResponse#sharedMemoryOutputs()} were written to the client's
+ * shared memory: as Triton answers them, they carry their name, datatype and shape only.
+ *
  * <p>JSON numbers: FP32 as the shortest decimal that reads back as the same float (never widened
  * to double first), FP64 as double, integers exactly (UINT64 unsigned), BOOL as true/false.
  * JSON has no NaN or infinity, so those are written as the strings {@code "NaN"},
@@ -43,6 +46,7 @@ public final class InferResponseEncoder {
         List<Tensor> outputs = response.outputs();
         int n = outputs.size();
         boolean[] binary = new boolean[n];
+        boolean[] elsewhere = new boolean[n];  // written to shared memory: name, datatype and shape only
         List<String>[] strings = null;  // BYTES outputs' elements, made only when there are some
         // The array is sized from what will be written, a little over: growing it copies it, and
         // a fixed allowance would be most of a small response's allocation.
@@ -51,6 +55,11 @@ public final class InferResponseEncoder {
         long binaryBytes = 0;
         for (int i = 0; i < n; i++) {
             Tensor t = outputs.get(i);
+            estimate += 72 + jsonLength(t.name()) + 12L * t.rank();
+            if (!response.sharedMemoryOutputs().isEmpty() && response.sharedMemoryOutputs().contains(t.name())) {
+                elsewhere[i] = true;
+                continue;
+            }
             boolean bytes = t.dataType().kind() == DataType.Kind.BYTES;
             List<String> elements = bytes ? decodeBytesElements(t) : null;
             if (elements != null) {
@@ -65,7 +74,6 @@ public final class InferResponseEncoder {
             if (!bytes) {
                 requireConsistent(t);
             }
-            estimate += 72 + jsonLength(t.name()) + 12L * t.rank();
             if (!binary[i]) {
                 estimate += t.elementCount() * ESTIMATED_JSON_BYTES_PER_ELEMENT;
             } else {
@@ -97,9 +105,10 @@ public final class InferResponseEncoder {
                 json.number(t.dim(d));
             }
             json.ascii(']');
+            // An output in shared memory ends here, as Triton answers it: the client reads the region.
             if (binary[i]) {
                 json.ascii(",\"parameters\":{\"binary_data_size\":").number(t.byteSize()).ascii('}');
-            } else {
+            } else if (!elsewhere[i]) {
                 json.ascii(",\"data\":[");
                 List<String> elements = strings != null ? strings[i] : null;
                 if (elements != null) {

@@ -2,6 +2,7 @@ package io.etserve.protocol;
 
 import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceRequest.RequestedOutput;
+import io.etserve.inference.SharedMemoryReference;
 import io.etserve.inference.Tensor;
 import io.etserve.inference.UntrustedText;
 import java.nio.ByteBuffer;
@@ -73,9 +74,53 @@ public final class TensorChecks {
         }
     }
 
-    /** The refusal of a tensor that names a shared-memory region (Triton's extension, not served here). */
+    /** The refusal of a tensor that names a shared-memory region where none can be used (a warm-up file). */
     public static InvalidRequestException sharedMemoryRefused(String label) {
-        return new InvalidRequestException(label + " uses shared memory, which this server does not support.");
+        return new InvalidRequestException(label + " uses shared memory, which cannot be used here.");
+    }
+
+    /** The parameters that place a tensor in shared memory (Triton's system shared-memory extension). */
+    public static final String SHARED_MEMORY_REGION = "shared_memory_region";
+    public static final String SHARED_MEMORY_BYTE_SIZE = "shared_memory_byte_size";
+    public static final String SHARED_MEMORY_OFFSET = "shared_memory_offset";
+
+    /**
+     * A tensor's place in shared memory from its parameters as the decoders read them (a string,
+     * and integers as {@link Long}, {@link java.math.BigInteger} or a string of digits over gRPC's
+     * {@code uint64_param}), or null when it names no region. The byte size is required with a
+     * region, as Triton's gRPC endpoint requires it; neither it nor the offset may come without one.
+     */
+    public static SharedMemoryReference sharedMemoryReference(String label, Object region, Object byteSize,
+            Object offset) {
+        if (region == null) {
+            if (byteSize != null || offset != null) {
+                throw new InvalidRequestException(label + " has " + (byteSize != null ? SHARED_MEMORY_BYTE_SIZE
+                        : SHARED_MEMORY_OFFSET) + " but no " + SHARED_MEMORY_REGION + ".");
+            }
+            return null;
+        }
+        if (!(region instanceof String name) || name.isEmpty()) {
+            throw new InvalidRequestException(label + " parameter '" + SHARED_MEMORY_REGION
+                    + "' must be a region's name (a non-empty string).");
+        }
+        if (byteSize == null) {
+            throw new InvalidRequestException(label + " has " + SHARED_MEMORY_REGION + " but no "
+                    + SHARED_MEMORY_BYTE_SIZE + ".");
+        }
+        return new SharedMemoryReference(name, wholeNumber(label, SHARED_MEMORY_OFFSET, offset == null ? 0L : offset),
+                wholeNumber(label, SHARED_MEMORY_BYTE_SIZE, byteSize));
+    }
+
+    private static long wholeNumber(String label, String parameter, Object value) {
+        if (value instanceof Long n && n >= 0) {
+            return n;
+        }
+        if (value instanceof String digits && !digits.isEmpty() && digits.length() < 19 && digits.chars().allMatch(
+                c -> c >= '0' && c <= '9')) {
+            return Long.parseLong(digits);
+        }
+        throw new InvalidRequestException(label + " parameter '" + parameter
+                + "' must be a whole number of bytes, 0 to 2^63 - 1.");
     }
 
     /** The refusal of a requested output that asks for classification (Triton's extension, not served here). */
@@ -176,14 +221,20 @@ public final class TensorChecks {
             requireLengthPrefixed(label, count, data.duplicate().order(ByteOrder.LITTLE_ENDIAN));
             return;
         }
+        requireByteSize(label, claim, type, shape, count, data.remaining());
+        if (type == DataType.BOOL) {
+            requireBooleans(label, data);
+        }
+    }
+
+    /** {@code given} bytes against {@code count} elements of a fixed-size type, as {@link #requireBytes} checks them. */
+    public static void requireByteSize(String label, String claim, DataType type, long[] shape, long count,
+            long given) {
         int expected = byteSize(label, type, count);
-        if (data.remaining() != expected) {
+        if (given != expected) {
             String elements = count + " " + type.protocolName() + (count == 1 ? " element" : " elements");
             throw new InvalidRequestException(label + " " + claim + ", but " + elements + " (shape "
                     + Arrays.toString(shape) + ") " + (count == 1 ? "needs " : "need ") + expected + " bytes.");
-        }
-        if (type == DataType.BOOL) {
-            requireBooleans(label, data);
         }
     }
 

@@ -28,7 +28,7 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
  * holds gRPC's).
  */
 @RestControllerAdvice(assignableTypes = {InferenceProtocolController.class, RepositoryController.class,
-        TritonExtensionsController.class})
+        TritonExtensionsController.class, SharedMemoryController.class})
 // After MvcExceptionHandler (HIGHEST_PRECEDENCE), whose exceptions the catch-all must not take.
 @Order(Ordered.HIGHEST_PRECEDENCE + 1)
 class ApiExceptionHandler {

@@ -10,6 +10,7 @@ import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.EncodedResponse;
 import io.etserve.protocol.InferRequestDecoder;
 import io.etserve.protocol.InferResponseEncoder;
+import io.etserve.sharedmemory.SharedMemoryRegions;
 import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.ServletResponse;
 import jakarta.servlet.ServletResponseWrapper;
@@ -47,16 +48,19 @@ public final class InferExchange {
     private final ServerReadiness readiness;
     private final InferRequestDecoder decoder;
     private final InferResponseEncoder encoder;
+    private final SharedMemoryRegions sharedMemory;
     private final DecodeLimits limits;
     private final ClientConnections clients;
     private final ApiExceptionHandler errors;
 
     InferExchange(InferenceService inference, ServerReadiness readiness, InferRequestDecoder decoder,
-            InferResponseEncoder encoder, DecodeLimits limits, ClientConnections clients, ApiExceptionHandler errors) {
+            InferResponseEncoder encoder, SharedMemoryRegions sharedMemory, DecodeLimits limits,
+            ClientConnections clients, ApiExceptionHandler errors) {
         this.inference = inference;
         this.readiness = readiness;
         this.decoder = decoder;
         this.encoder = encoder;
+        this.sharedMemory = sharedMemory;
         this.limits = limits;
         this.clients = clients;
         this.errors = errors;
@@ -260,13 +264,18 @@ public final class InferExchange {
             throw new ApiException(HttpStatus.SERVICE_UNAVAILABLE, "server is not ready: " + refused.get(),
                     Duration.ofSeconds(1));
         }
-        return decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(), limits, body::tensorBuffer);
+        return decoder.decode(body.json(), body.jsonLength(), headerLength, body.binary(), limits, body::tensorBuffer,
+                body::sharedMemoryBuffer);
     }
 
-    /** Runs a {@link #decode decoded} request and encodes its answer; throws what failed. */
+    /**
+     * Runs a {@link #decode decoded} request, writes the outputs it asks for in shared memory
+     * there, and encodes its answer; throws what failed.
+     */
     EncodedResponse run(String model, String version, InferenceRequest request, RequestBody body, Caller caller,
             long arrivedNanos) {
-        InferenceResponse response = inference.infer(model, version, request, body, caller, arrivedNanos);
+        InferenceResponse response = sharedMemory.deliver(request,
+                inference.infer(model, version, request, body, caller, arrivedNanos));
         try (var span = inference.spans().encode(response.modelName(), "rest")) {
             return encoder.encode(response);
         }

@@ -15,6 +15,7 @@ import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.ModelVersionState;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.security.RestrictedApis;
+import io.etserve.sharedmemory.SharedMemoryRegions;
 import io.etserve.triton.TritonExtensions;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -55,7 +56,8 @@ public class InferenceProtocolController {
     private final InferExchange exchange;
 
     public InferenceProtocolController(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
-            ProbeHealth probes, InferRequestDecoder decoder, InferResponseEncoder encoder, DecodeLimits limits, long maxRequestBytes,
+            ProbeHealth probes, InferRequestDecoder decoder, InferResponseEncoder encoder,
+            SharedMemoryRegions sharedMemory, DecodeLimits limits, long maxRequestBytes,
             String version, InflightBytes inflight, DirectBufferPool pool, PublicMessages messages,
             ClientConnections clients) {
         this.registry = registry;
@@ -67,7 +69,7 @@ public class InferenceProtocolController {
         this.inflight = inflight;
         this.pool = pool;
         this.messages = messages;
-        this.exchange = new InferExchange(inference, readiness, decoder, encoder, limits, clients,
+        this.exchange = new InferExchange(inference, readiness, decoder, encoder, sharedMemory, limits, clients,
                 new ApiExceptionHandler(messages));
     }
 

@@ -298,6 +298,15 @@ final class RequestBody implements OutputBuffers, AutoCloseable {
         return tensors.acquire(bytes);
     }
 
+    /**
+     * A buffer for an input read from shared memory, its bytes reserved in the in-flight budget
+     * as a body's are (503 when it is spent): they are held until the answer is written.
+     */
+    ByteBuffer sharedMemoryBuffer(int bytes) {
+        reservation.grow(bytes);
+        return tensors.acquire(bytes);
+    }
+
     /** Outputs of the forward call go to pooled buffers too, written to the response from there. */
     @Override
     public ByteBuffer allocate(int output, long bytes) {

@@ -15,6 +15,7 @@ public final class BufferLease implements OutputBuffers, AutoCloseable {
 
     private final DirectBufferPool pool;
     private final List<ByteBuffer> taken = new ArrayList<>(4);  // guarded by this
+    private final List<AutoCloseable> alsoClosed = new ArrayList<>(1);  // guarded by this
     private boolean closed;  // guarded by this
 
     public BufferLease(DirectBufferPool pool) {
@@ -31,6 +32,14 @@ public final class BufferLease implements OutputBuffers, AutoCloseable {
         return b;
     }
 
+    /** Closes {@code resource} with the buffers (a reservation of what they hold, say). */
+    public synchronized void closeWith(AutoCloseable resource) {
+        if (closed) {
+            throw new IllegalStateException("the request's buffers were given back");
+        }
+        alsoClosed.add(resource);
+    }
+
     @Override
     public ByteBuffer allocate(int output, long bytes) {
         return acquire(bytes);
@@ -45,5 +54,13 @@ public final class BufferLease implements OutputBuffers, AutoCloseable {
         closed = true;
         taken.forEach(pool::release);
         taken.clear();
+        for (AutoCloseable resource : alsoClosed) {
+            try {
+                resource.close();
+            } catch (Exception e) {
+                throw new IllegalStateException("could not release " + resource, e);
+            }
+        }
+        alsoClosed.clear();
     }
 }

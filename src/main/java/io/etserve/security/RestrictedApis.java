@@ -22,7 +22,8 @@ public final class RestrictedApis {
         INFERENCE("inference"),
         MODEL_REPOSITORY("model-repository"),
         MODEL_CONFIG("model-config"),
-        STATISTICS("statistics");
+        STATISTICS("statistics"),
+        SHARED_MEMORY("shared-memory");
 
         private final String tritonName;
 
@@ -38,6 +39,9 @@ public final class RestrictedApis {
         public static Optional<Group> ofPath(String path) {
             if (path.startsWith("/v2/repository/") || path.equals("/v2/repository")) {
                 return Optional.of(MODEL_REPOSITORY);
+            }
+            if (path.startsWith("/v2/systemsharedmemory/") || path.startsWith("/v2/cudasharedmemory/")) {
+                return Optional.of(SHARED_MEMORY);
             }
             if (path.startsWith("/v2/health/")) {
                 return Optional.of(HEALTH);
@@ -66,6 +70,9 @@ public final class RestrictedApis {
                 case "ModelConfig" -> Optional.of(MODEL_CONFIG);
                 case "ModelStatistics" -> Optional.of(STATISTICS);
                 case "RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload" -> Optional.of(MODEL_REPOSITORY);
+                case "SystemSharedMemoryStatus", "SystemSharedMemoryRegister", "SystemSharedMemoryUnregister",
+                        "CudaSharedMemoryStatus", "CudaSharedMemoryRegister", "CudaSharedMemoryUnregister" ->
+                        Optional.of(SHARED_MEMORY);
                 default -> Optional.empty();
             };
         }

@@ -31,7 +31,7 @@ public final class TritonExtensions {
 
     /** Server metadata's {@code extensions}: the ones this service implements. */
     public static final List<String> EXTENSIONS = List.of("binary_tensor_data", "model_repository",
-            "model_configuration", "statistics");
+            "model_configuration", "statistics", "system_shared_memory");
 
     private final ModelRegistry registry;
     private final RepositoryControl repository;

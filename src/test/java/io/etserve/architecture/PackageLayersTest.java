@@ -34,6 +34,7 @@ class PackageLayersTest {
             Map.entry("metrics", 6),
             Map.entry("health", 6),
             Map.entry("triton", 7),
+            Map.entry("sharedmemory", 7),
             Map.entry("rest", 8),
             Map.entry("grpc", 8),
             Map.entry("tracing", 9),

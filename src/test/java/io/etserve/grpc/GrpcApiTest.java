@@ -673,7 +673,8 @@ class GrpcApiTest {
                                 registry::knows),
                         new io.etserve.repository.RepositoryControl(registry, io.etserve.repository.RepositoryControl.Mode.STARTUP),
                         context.getBean(io.etserve.triton.TritonExtensions.class),
-                        new io.etserve.runtime.DirectBufferPool(1 << 20), inPlace),
+                        new io.etserve.runtime.DirectBufferPool(1 << 20), inPlace,
+                        context.getBean(io.etserve.sharedmemory.SharedMemoryRegions.class), budget),
                 EventLoopCalls.NONE, probes, budget, inPlace);
         server.start();
         return server;

@@ -15,6 +15,7 @@ import io.etserve.runtime.BufferLease;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.protocol.InferRequestDecoder;
 import io.etserve.protocol.InvalidRequestException;
+import io.etserve.protocol.SharedMemoryInputs;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -26,7 +27,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 class GrpcTensorsTest {
 
     private static final DecodeLimits LIMITS = new DecodeLimits(1000, 4);
-    private final GrpcTensors tensors = new GrpcTensors(LIMITS);
+    private final GrpcTensors tensors = new GrpcTensors(LIMITS, SharedMemoryInputs.NONE);
     private final DirectBufferPool pool = new DirectBufferPool(1 << 20);
 
     private InferenceRequest decode(ModelInferRequest request) {
@@ -232,11 +233,17 @@ class GrpcTensorsTest {
                 "Input 'x' has more than 32 dimensions."},
             {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],"
                     + "\"parameters\":{\"shared_memory_region\":\"r\"}}]}",
-                "Input 'x' uses shared memory, which this server does not support."},
+                "Input 'x' has shared_memory_region but no shared_memory_byte_size."},
+            {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],"
+                    + "\"parameters\":{\"shared_memory_region\":\"r\",\"shared_memory_byte_size\":-1}}]}",
+                "Input 'x' parameter 'shared_memory_byte_size' must be a whole number of bytes, 0 to 2^63 - 1."},
+            {"{\"inputs\":[{\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],"
+                    + "\"parameters\":{\"shared_memory_offset\":0}}]}",
+                "Input 'x' has shared_memory_offset but no shared_memory_region."},
             {"{\"inputs\":[],\"outputs\":[{\"name\":\"y\",\"parameters\":{\"classification\":3}}]}",
                 "Requested output 'y' asks for classification, which this server does not support."},
             {"{\"inputs\":[],\"outputs\":[{\"name\":\"y\",\"parameters\":{\"shared_memory_region\":\"r\"}}]}",
-                "Requested output 'y' uses shared memory, which this server does not support."},
+                "Requested output 'y' has shared_memory_region but no shared_memory_byte_size."},
             {"{\"inputs\":[],\"outputs\":[{\"name\":\"y\"},{\"name\":\"y\"}]}",
                 "Requested output 'y' is requested more than once."},
             {"{\"inputs\":[],\"outputs\":[{\"name\":\"y\"},{\"parameters\":{}}]}",
@@ -254,6 +261,10 @@ class GrpcTensorsTest {
             one(input("x", "INT8", 1001)),
             one(input("x", "INT8", rank33)),
             one(input("x", "INT8", 1).putParameters("shared_memory_region", text("r"))),
+            one(input("x", "INT8", 1).putParameters("shared_memory_region", text("r"))
+                    .putParameters("shared_memory_byte_size", InferParameter.newBuilder().setInt64Param(-1).build())),
+            one(input("x", "INT8", 1).putParameters("shared_memory_offset",
+                    InferParameter.newBuilder().setInt64Param(0).build())),
             request().addOutputs(output("y").putParameters("classification", InferParameter.newBuilder().setInt64Param(3).build()))
                     .build(),
             request().addOutputs(output("y").putParameters("shared_memory_region", text("r"))).build(),

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -20,7 +21,8 @@ import org.springframework.test.context.DynamicPropertySource;
  * An independent client: Triton's Python gRPC client (tritonclient[grpc], pinned in
  * src/test/python/requirements.txt) against the real server: metadata, raw inference on both
  * demo models against their PyTorch references, every error code
- * (src/test/python/triton_grpc_check.py).
+ * (src/test/python/triton_grpc_check.py); and its HTTP and gRPC clients with its shared-memory
+ * utilities against the system shared-memory extension (src/test/python/triton_shm_check.py).
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class TritonClientInteropTest {
@@ -34,20 +36,37 @@ class TritonClientInteropTest {
     static void properties(DynamicPropertyRegistry r) {
         r.add("etserve.model-repository", () -> REPO.root().toString());
         r.add("management.server.port", () -> "0");
+        r.add("etserve.shared-memory.enabled", () -> "true");
     }
 
     @Autowired
     GrpcServer server;
 
+    @Value("${local.server.port}")
+    int port;
+
     @Test
     void tritonsGrpcClientPassesEveryCheck() throws Exception {
         Path root = TestPaths.repoRoot();
-        String python = run(root, 900, "bash", "scripts/client-venv.sh").strip();
-        String[] lines = python.split("\n");
-        String out = run(root, 180, lines[lines.length - 1], "src/test/python/triton_grpc_check.py",
+        String out = run(root, 180, clientPython(root), "src/test/python/triton_grpc_check.py",
                 "127.0.0.1:" + server.port(), TestPaths.demoModels().toString());
         System.out.println(out);
         assertThat(out).contains("ok    demo-xnnpack case 0 output").contains("all checks passed");
+    }
+
+    @Test
+    void tritonsSharedMemoryUtilitiesPassEveryCheckOverHttpAndGrpc() throws Exception {
+        Path root = TestPaths.repoRoot();
+        String out = run(root, 180, clientPython(root), "src/test/python/triton_shm_check.py",
+                "127.0.0.1:" + port, "127.0.0.1:" + server.port(), TestPaths.demoModels().toString());
+        System.out.println(out);
+        assertThat(out).contains("ok    grpc: output written to shared memory matches").contains("all checks passed");
+    }
+
+    /** The Python of the clients' venv (scripts/client-venv.sh makes it once, then prints its path last). */
+    static String clientPython(Path root) throws IOException, InterruptedException {
+        String[] lines = run(root, 900, "bash", "scripts/client-venv.sh").strip().split("\n");
+        return lines[lines.length - 1];
     }
 
     /** Runs a command in {@code dir}; its output, or a failure that shows it. */

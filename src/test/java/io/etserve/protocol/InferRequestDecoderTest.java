@@ -295,7 +295,7 @@ class InferRequestDecoderTest {
             assertRefused(oneInput("\"name\":\"x\",\"shape\":[1],\"data\":[1]"), "Input 'x' has no 'datatype'.");
             assertRefused(oneInput("\"name\":\"x\",\"datatype\":\"FP32\",\"data\":[1]"), "Input 'x' has no 'shape'.");
             assertRefused(oneInput("\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1]"),
-                    "Input 'x' has neither 'data' nor binary_data_size.");
+                    "Input 'x' has neither 'data' nor binary_data_size nor shared_memory_region.");
         }
 
         @Test
@@ -532,9 +532,10 @@ class InferRequestDecoderTest {
                     "Requested output 'y' parameter 'binary_data' must be a boolean.");
             assertRefused("{\"inputs\":[],\"outputs\":[{\"name\":\"y\",\"parameters\":{\"classification\":3}}]}",
                     "Requested output 'y' asks for classification, which this server does not support.");
+            // A decoder without regions (a warm-up file's) refuses an input that names one.
             assertRefused(oneInput("\"name\":\"x\",\"datatype\":\"INT8\",\"shape\":[1],"
-                            + "\"parameters\":{\"shared_memory_region\":\"r\"}"),
-                    "Input 'x' uses shared memory, which this server does not support.");
+                            + "\"parameters\":{\"shared_memory_region\":\"r\",\"shared_memory_byte_size\":1}"),
+                    "Input 'x' uses shared memory, which cannot be used here.");
         }
 
         @Test

@@ -24,8 +24,8 @@ import org.yaml.snakeyaml.Yaml;
 
 /**
  * The OpenAPI document the service serves ({@code /openapi.yaml}) is the API the controllers
- * map: every operation of {@link InferenceProtocolController}, {@link RepositoryController} and
- * {@link TritonExtensionsController}
+ * map: every operation of {@link InferenceProtocolController}, {@link RepositoryController},
+ * {@link TritonExtensionsController} and {@link SharedMemoryController}
  * is described, nothing else is,
  * and every reference in it resolves.
  */
@@ -64,7 +64,8 @@ class OpenApiDocumentTest {
         for (Map.Entry<RequestMappingInfo, HandlerMethod> e : mappings.getHandlerMethods().entrySet()) {
             if (e.getValue().getBeanType() != InferenceProtocolController.class
                     && e.getValue().getBeanType() != RepositoryController.class
-                    && e.getValue().getBeanType() != TritonExtensionsController.class) {
+                    && e.getValue().getBeanType() != TritonExtensionsController.class
+                    && e.getValue().getBeanType() != SharedMemoryController.class) {
                 continue;
             }
             for (String pattern : e.getKey().getPatternValues()) {

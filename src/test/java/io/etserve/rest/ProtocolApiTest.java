@@ -241,6 +241,17 @@ class ProtocolApiTest {
         assertThat(http.get("/v2/health/ready").status()).isEqualTo(200);
     }
 
+    /** Registration is off by default (as Triton's without --allow-client-shm); the status still answers. */
+    @Test
+    void sharedMemoryRegistrationIsOffByDefault() {
+        Http.Response r = http.post("/v2/systemsharedmemory/region/r/register", "{\"key\":\"/k\",\"byte_size\":4}");
+        assertThat(r.status()).isEqualTo(501);
+        assertThat(r.json().path("error").asString()).isEqualTo("Client shared memory is off: start the server with"
+                + " etserve.shared-memory.enabled=true to register regions.");
+        assertThat(http.get("/v2/systemsharedmemory/status").json().toString()).isEqualTo("[]");
+        assertThat(http.get("/v2/cudasharedmemory/status").status()).as("CUDA shared memory is not served").isEqualTo(404);
+    }
+
     @Test
     void modelMetadata() {
         JsonNode m = http.get("/v2/models/demo-portable").json();

@@ -196,6 +196,21 @@ class RequestBodyTest {
     }
 
     @Test
+    void inputsReadFromSharedMemoryHoldTheBudgetAsABodysBytesDoUntilTheBodyCloses() throws Exception {
+        InflightBytes budget = new InflightBytes(4 * MB);
+        try (RequestBody body = new RequestBody(budget, POOL, 64 * MB, 10, -1)) {
+            body.readAll(bytes(10));
+            assertThat(body.sharedMemoryBuffer((int) (3 * MB)).remaining()).isEqualTo((int) (3 * MB));
+            assertThat(budget.held()).isEqualTo(3 * MB + 10);
+            assertThatThrownBy(() -> body.sharedMemoryBuffer((int) MB))
+                    .isInstanceOf(io.etserve.inference.OverloadedException.class)
+                    .hasMessageContaining("too many request bytes in flight");
+            assertThat(budget.held()).isEqualTo(3 * MB + 10);
+        }
+        assertThat(budget.held()).isZero();
+    }
+
+    @Test
     void growsToExactlyTheDeclaredLengthSoTheArrayIsNotCopiedAgain() throws Exception {
         InflightBytes budget = new InflightBytes(4 * MB);
         int declared = 300_000;

@@ -122,7 +122,7 @@ class TritonExtensionsApiTest {
     @Test
     void serverMetadataListsTheExtensionsThatExist() {
         assertThat(longsOrStrings(get("/v2").path("extensions"))).containsExactlyInAnyOrder("binary_tensor_data",
-                "model_repository", "model_configuration", "statistics");
+                "model_repository", "model_configuration", "statistics", "system_shared_memory");
         assertThat(grpc.serverMetadata(ServerMetadataRequest.getDefaultInstance())
                 .getExtensionsList()).isEqualTo(longsOrStrings(get("/v2").path("extensions")));
     }

@@ -28,6 +28,10 @@ class RestrictedApisTest {
         assertThat(Group.ofGrpcMethod("ModelInfer")).contains(Group.INFERENCE);
         assertThat(Group.ofGrpcMethod("ModelReady")).contains(Group.HEALTH);
         assertThat(Group.ofGrpcMethod("Check")).isEmpty();
+        assertThat(Group.ofPath("/v2/systemsharedmemory/region/r/register")).contains(Group.SHARED_MEMORY);
+        assertThat(Group.ofPath("/v2/cudasharedmemory/status")).contains(Group.SHARED_MEMORY);
+        assertThat(Group.ofGrpcMethod("SystemSharedMemoryRegister")).contains(Group.SHARED_MEMORY);
+        assertThat(Group.ofGrpcMethod("CudaSharedMemoryStatus")).contains(Group.SHARED_MEMORY);
     }
 
     @Test

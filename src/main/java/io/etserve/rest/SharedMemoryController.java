@@ -1,0 +1,134 @@
+package io.etserve.rest;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import io.etserve.inference.InvalidInputException;
+import io.etserve.sharedmemory.SharedMemoryRegions;
+import jakarta.servlet.http.HttpServletRequest;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.StreamReadFeature;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Triton's system shared-memory extension over REST: register, unregister and list regions
+ * ({@link SharedMemoryRegions}), answered as Triton's are (an empty 200 for a change, a JSON array
+ * for a status). Triton's CUDA shared memory is not served: its paths are not found.
+ */
+@RestController
+@RequestMapping("/v2/systemsharedmemory")
+public class SharedMemoryController {
+
+    private static final JsonMapper BODY = JsonMapper.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+
+    /** A region as Triton's status lists it. */
+    record RegionStatus(String name, String key, long offset, @JsonProperty("byte_size") long byteSize) {
+        static RegionStatus of(SharedMemoryRegions.Status s) {
+            return new RegionStatus(s.name(), s.key(), s.offset(), s.byteSize());
+        }
+    }
+
+    private final SharedMemoryRegions regions;
+
+    public SharedMemoryController(SharedMemoryRegions regions) {
+        this.regions = regions;
+    }
+
+    @GetMapping(value = "/status", produces = MediaType.APPLICATION_JSON_VALUE)
+    List<RegionStatus> status() {
+        return regions.status().stream().map(RegionStatus::of).toList();
+    }
+
+    /** One region, as a list of one (Triton's shape); 404 when it is not registered. */
+    @GetMapping(value = "/region/{region}/status", produces = MediaType.APPLICATION_JSON_VALUE)
+    List<RegionStatus> status(@PathVariable("region") String name) {
+        try {
+            return List.of(RegionStatus.of(regions.status(name)));
+        } catch (SharedMemoryRegions.UnknownRegionException e) {
+            throw new ApiException(HttpStatus.NOT_FOUND, e.getMessage());
+        }
+    }
+
+    /** Body: {@code {"key": "/object", "offset": 0, "byte_size": N}} (offset optional). 501 while registration is off. */
+    @PostMapping(value = "/region/{region}/register", consumes = {MediaType.APPLICATION_JSON_VALUE,
+            MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
+    ResponseEntity<Void> register(@PathVariable("region") String name, HttpServletRequest request) {
+        JsonNode body = bodyObject(RepositoryController.body(request));
+        try {
+            regions.register(name, key(body), whole(body, "offset", false), whole(body, "byte_size", true));
+        } catch (SharedMemoryRegions.RegistrationOffException e) {
+            throw new ApiException(HttpStatus.NOT_IMPLEMENTED, e.getMessage());
+        }
+        return done();
+    }
+
+    /** A region not registered is no error (as Triton's); a request using it keeps it until it is done. */
+    @PostMapping(value = "/region/{region}/unregister", produces = MediaType.APPLICATION_JSON_VALUE)
+    ResponseEntity<Void> unregister(@PathVariable("region") String name) {
+        regions.unregister(name);
+        return done();
+    }
+
+    @PostMapping(value = "/unregister", produces = MediaType.APPLICATION_JSON_VALUE)
+    ResponseEntity<Void> unregisterAll() {
+        regions.unregisterAll();
+        return done();
+    }
+
+    /** Triton's answer to a change: 200, JSON, no body. */
+    private static ResponseEntity<Void> done() {
+        return ResponseEntity.ok().contentType(MediaType.APPLICATION_JSON).build();
+    }
+
+    private static JsonNode bodyObject(byte[] body) {
+        JsonNode doc = null;
+        try {
+            if (!new String(body, StandardCharsets.UTF_8).isBlank()) {
+                doc = BODY.readTree(body);
+            }
+        } catch (JacksonException e) {
+            throw new InvalidInputException("The register request's body is not valid JSON: " + e.getOriginalMessage());
+        }
+        if (doc == null || !doc.isObject()) {
+            throw new InvalidInputException("The register request's body must be a JSON object: {\"key\": \"/object\","
+                    + " \"offset\": 0, \"byte_size\": N}.");
+        }
+        return doc;
+    }
+
+    private static String key(JsonNode body) {
+        JsonNode key = body.get("key");
+        if (key == null || key.isNull()) {
+            throw new InvalidInputException("Shared memory register request has no 'key' field.");
+        }
+        if (!key.isString()) {
+            throw new InvalidInputException("The register request's 'key' must be a string.");
+        }
+        return key.asString();
+    }
+
+    private static long whole(JsonNode body, String field, boolean required) {
+        JsonNode value = body.get(field);
+        if (value == null || value.isNull()) {
+            if (required) {
+                throw new InvalidInputException("Shared memory register request has no '" + field + "' field.");
+            }
+            return 0;
+        }
+        if (!value.isIntegralNumber() || !value.canConvertToLong() || value.longValue() < 0) {
+            throw new InvalidInputException("The register request's '" + field + "' must be a whole number of bytes,"
+                    + " 0 to 2^63 - 1.");
+        }
+        return value.longValue();
+    }
+}

@@ -1,0 +1,258 @@
+package io.etserve.rest;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.etserve.grpc.GrpcServer;
+import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
+import io.etserve.grpc.protocol.InferParameter;
+import io.etserve.grpc.protocol.ModelInferRequest;
+import io.etserve.grpc.protocol.ModelInferResponse;
+import io.etserve.grpc.protocol.SystemSharedMemoryRegisterRequest;
+import io.etserve.grpc.protocol.SystemSharedMemoryStatusRequest;
+import io.etserve.grpc.protocol.SystemSharedMemoryStatusResponse;
+import io.etserve.grpc.protocol.SystemSharedMemoryUnregisterRequest;
+import io.etserve.inference.InflightBytes;
+import io.etserve.support.Http;
+import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.Reference;
+import io.etserve.support.TestPaths;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assertions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * Triton's system shared-memory extension over real HTTP and gRPC, on real POSIX shared-memory
+ * objects (files under /dev/shm, as a client's shm_open makes them) and the real runtime: inputs
+ * read from a region, outputs written into one, checked against PyTorch's reference; the
+ * registration calls; and the refusals of references that do not fit.
+ */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class SharedMemoryApiTest {
+
+    static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-shm-")
+            .copy(TestPaths.demoModels(), "demo-portable");
+    static final Reference REF = Reference.load(TestPaths.demoModels().resolve("demo-portable/1/reference.json"));
+    static final Path SHM = Path.of("/dev/shm");
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry r) {
+        r.add("etserve.model-repository", () -> REPO.root().toString());
+        r.add("management.server.port", () -> "0");
+        r.add("etserve.shared-memory.enabled", () -> "true");
+    }
+
+    @Value("${local.server.port}")
+    int port;
+
+    @Autowired
+    GrpcServer grpcServer;
+
+    @Autowired
+    InflightBytes inflight;
+
+    Http http;
+    ManagedChannel channel;
+    GRPCInferenceServiceGrpc.GRPCInferenceServiceBlockingStub grpc;
+    /** This test's objects: a unique prefix, so parallel runs on one host do not meet. */
+    String prefix;
+    Path inObject;
+    Path outObject;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        http = Http.local(port);
+        channel = Grpc.newChannelBuilderForAddress("127.0.0.1", grpcServer.port(), InsecureChannelCredentials.create())
+                .build();
+        grpc = GRPCInferenceServiceGrpc.newBlockingStub(channel);
+        prefix = "etserve-test-" + UUID.randomUUID();
+        // The input at byte 128 of its object, after bytes that are not it.
+        ByteBuffer in = ByteBuffer.allocate(128 + 64).order(ByteOrder.LITTLE_ENDIAN);
+        in.put(new byte[128]).put(input().bytes());
+        inObject = Files.write(SHM.resolve(prefix + "-in"), in.array());
+        outObject = Files.write(SHM.resolve(prefix + "-out"), new byte[256]);
+    }
+
+    @AfterEach
+    void tearDown() throws IOException {
+        http.post("/v2/systemsharedmemory/unregister", "");
+        channel.shutdownNow();
+        Files.deleteIfExists(inObject);
+        Files.deleteIfExists(outObject);
+    }
+
+    static Reference.TensorValue input() {
+        return REF.cases().get(0).inputs().get(0);
+    }
+
+    static Reference.TensorValue expected() {
+        return REF.cases().get(0).outputs().get(0);
+    }
+
+    void register(String name, Path object, long offset, long byteSize) {
+        Http.Response r = http.post("/v2/systemsharedmemory/region/" + name + "/register",
+                "{\"key\":\"/" + object.getFileName() + "\",\"offset\":" + offset + ",\"byte_size\":" + byteSize + "}");
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        assertThat(r.body()).as("Triton's answer to a change: no body").isEmpty();
+    }
+
+    /** The output's 4 floats as written at {@code at} in the output object. */
+    float[] outputAt(int at) throws IOException {
+        ByteBuffer bytes = ByteBuffer.wrap(Files.readAllBytes(outObject)).order(ByteOrder.LITTLE_ENDIAN);
+        float[] out = new float[4];
+        for (int i = 0; i < 4; i++) {
+            out[i] = bytes.getFloat(at + 4 * i);
+        }
+        return out;
+    }
+
+    void assertReference(float[] actual) {
+        assertThat(actual).hasSize(expected().data().size());
+        for (int i = 0; i < actual.length; i++) {
+            double want = expected().data().get(i);
+            assertThat(REF.close(actual[i], want)).as("element %d: %s vs %s", i, actual[i], want).isTrue();
+        }
+    }
+
+    String shmInput(String region, long byteSize, long offset) {
+        return "{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"parameters\":{\"shared_memory_region\":\""
+                + region + "\",\"shared_memory_byte_size\":" + byteSize + ",\"shared_memory_offset\":" + offset + "}}";
+    }
+
+    Http.Response infer(String body) {
+        return http.post("/v2/models/demo-portable/infer", body);
+    }
+
+    @Test
+    void inputFromARegionAndOutputIntoOneOverRest() throws IOException {
+        register("in", inObject, 64, 128);
+        register("out", outObject, 32, 200);
+        assertThat(http.get("/v2/systemsharedmemory/status").json().toString()).isEqualTo(
+                "[{\"name\":\"in\",\"key\":\"/" + prefix + "-in\",\"offset\":64,\"byte_size\":128},"
+                        + "{\"name\":\"out\",\"key\":\"/" + prefix + "-out\",\"offset\":32,\"byte_size\":200}]");
+
+        Http.Response r = infer("{\"inputs\":[" + shmInput("in", 64, 64) + "],\"outputs\":[{\"name\":\"y\","
+                + "\"parameters\":{\"shared_memory_region\":\"out\",\"shared_memory_byte_size\":16,"
+                + "\"shared_memory_offset\":8,\"binary_data\":false}}]}");
+
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        // As Triton answers an output in shared memory: name, datatype and shape; no data, no parameters.
+        assertThat(r.json().path("outputs").toString()).isEqualTo("[{\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[1,4]}]");
+        assertReference(outputAt(32 + 8));
+
+        // The input from shared memory, the output in the answer.
+        Http.Response json = infer("{\"inputs\":[" + shmInput("in", 64, 64) + "]}");
+        assertThat(json.status()).as(json.text()).isEqualTo(200);
+        float[] data = new float[4];
+        for (int i = 0; i < 4; i++) {
+            data[i] = json.json().path("outputs").get(0).path("data").get(i).floatValue();
+        }
+        assertReference(data);
+    }
+
+    @Test
+    void inputFromARegionAndOutputIntoOneOverGrpc() throws IOException {
+        grpc.systemSharedMemoryRegister(SystemSharedMemoryRegisterRequest.newBuilder().setName("in")
+                .setKey("/" + inObject.getFileName()).setOffset(128).setByteSize(64).build());
+        grpc.systemSharedMemoryRegister(SystemSharedMemoryRegisterRequest.newBuilder().setName("out")
+                .setKey("/" + outObject.getFileName()).setByteSize(256).build());
+        SystemSharedMemoryStatusResponse status = grpc.systemSharedMemoryStatus(
+                SystemSharedMemoryStatusRequest.newBuilder().setName("in").build());
+        assertThat(status.getRegionsMap()).containsOnlyKeys("in");
+        assertThat(status.getRegionsOrThrow("in").getOffset()).isEqualTo(128);
+        assertThat(grpc.systemSharedMemoryStatus(SystemSharedMemoryStatusRequest.getDefaultInstance()).getRegionsMap())
+                .containsOnlyKeys("in", "out");
+
+        ModelInferResponse response = grpc.modelInfer(ModelInferRequest.newBuilder().setModelName("demo-portable")
+                .addInputs(ModelInferRequest.InferInputTensor.newBuilder().setName("x").setDatatype("FP32")
+                        .addShape(1).addShape(16)
+                        .putParameters("shared_memory_region", string("in"))
+                        .putParameters("shared_memory_byte_size", int64(64)))
+                .addOutputs(ModelInferRequest.InferRequestedOutputTensor.newBuilder().setName("y")
+                        .putParameters("shared_memory_region", string("out"))
+                        .putParameters("shared_memory_byte_size", int64(16))
+                        .putParameters("shared_memory_offset", int64(100)))
+                .build());
+
+        assertThat(response.getOutputs(0).getShapeList()).containsExactly(1L, 4L);
+        // One raw section per output, empty for one in shared memory: the indexes stay the outputs'.
+        assertThat(response.getRawOutputContentsList()).containsExactly(ByteString.EMPTY);
+        assertReference(outputAt(100));
+        // The input's 64 bytes were held in the in-flight budget until the call's buffers went back.
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (inflight.held() != 0 && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertThat(inflight.held()).isZero();
+
+        grpc.systemSharedMemoryUnregister(SystemSharedMemoryUnregisterRequest.newBuilder().setName("in").build());
+        StatusRuntimeException gone = Assertions.assertThrows(StatusRuntimeException.class,
+                () -> grpc.systemSharedMemoryStatus(SystemSharedMemoryStatusRequest.newBuilder().setName("in").build()));
+        assertThat(gone.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
+    }
+
+    @Test
+    void referencesThatDoNotFitAreRefusedWithTheReason() {
+        register("in", inObject, 128, 64);
+        register("out", outObject, 0, 256);
+        assertRefused(infer("{\"inputs\":[" + shmInput("nope", 64, 0) + "]}"), 400,
+                "Input 'x' names shared memory region 'nope', which is not registered.");
+        assertRefused(infer("{\"inputs\":[" + shmInput("in", 60, 0) + "]}"), 400,
+                "Input 'x' has shared_memory_byte_size 60, but 16 FP32 elements (shape [1, 16]) need 64 bytes.");
+        assertRefused(infer("{\"inputs\":[" + shmInput("in", 64, 4) + "]}"), 400,
+                "Input 'x' reaches past shared memory region 'in': shared_memory_offset 4 + shared_memory_byte_size 64"
+                        + " > the region's 64 bytes.");
+        assertRefused(infer("{\"inputs\":[" + shmInput("in", 64, 0) + "],\"outputs\":[{\"name\":\"y\",\"parameters\":"
+                + "{\"shared_memory_region\":\"out\",\"shared_memory_byte_size\":15}}]}"), 400,
+                "Requested output 'y' holds 16 bytes, more than the 15 of its shared_memory_byte_size.");
+        assertRefused(infer("{\"inputs\":[" + shmInput("in", 64, 0).replace("\"parameters\"", "\"data\":" + input().json().path("data") + ",\"parameters\"")
+                + "]}"), 400, "Input 'x' has 'data' and shared_memory_region; give one of them.");
+        assertRefused(http.post("/v2/systemsharedmemory/region/x/register", "{\"key\":\"/../etc/passwd\",\"byte_size\":1}"),
+                400, "Shared memory key '/../etc/passwd' is not the name of a POSIX shared-memory object: '/' then 1 to"
+                        + " 255 characters, none of them '/' (not '.' or '..').");
+        assertRefused(http.post("/v2/systemsharedmemory/region/x/register", "{\"key\":\"/k\"}"), 400,
+                "Shared memory register request has no 'byte_size' field.");
+        assertRefused(http.post("/v2/systemsharedmemory/region/in/register",
+                "{\"key\":\"/" + inObject.getFileName() + "\",\"byte_size\":1}"), 400,
+                "Shared memory region 'in' was not registered: a region of that name is registered already;"
+                        + " unregister it first.");
+        assertRefused(http.get("/v2/systemsharedmemory/region/x/status"), 404,
+                "Unable to find system shared memory region: 'x'");
+
+        // After every refusal, the regions still serve the reference answer.
+        assertThat(infer("{\"inputs\":[" + shmInput("in", 64, 0) + "]}").status()).isEqualTo(200);
+        http.post("/v2/systemsharedmemory/region/in/unregister", "");
+        assertRefused(infer("{\"inputs\":[" + shmInput("in", 64, 0) + "]}"), 400,
+                "Input 'x' names shared memory region 'in', which is not registered.");
+    }
+
+    static void assertRefused(Http.Response r, int status, String error) {
+        assertThat(r.status()).as(r.text()).isEqualTo(status);
+        assertThat(r.json().path("error").asString()).isEqualTo(error);
+    }
+
+    static InferParameter string(String s) {
+        return InferParameter.newBuilder().setStringParam(s).build();
+    }
+
+    static InferParameter int64(long n) {
+        return InferParameter.newBuilder().setInt64Param(n).build();
+    }
+}
