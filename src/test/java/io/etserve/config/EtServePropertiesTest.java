@@ -51,7 +51,7 @@ class EtServePropertiesTest {
                 .restricts(RestrictedApis.Group.MODEL_REPOSITORY)).isFalse();
         assertThatThrownBy(() -> bind(Map.of("etserve.api.restricted.repository.header", "k")).api().restrictedApis())
                 .hasMessageContaining("etserve.api.restricted.repository: no such API group (health, metadata, inference,"
-                        + " model-repository, model-config, statistics)");
+                        + " model-repository, model-config, statistics, shared-memory)");
         assertThatThrownBy(() -> bind(Map.of("etserve.api.restricted.model-repository.header", "admin-key"))
                 .api().restrictedApis()).hasMessageContaining("needs a value");
     }

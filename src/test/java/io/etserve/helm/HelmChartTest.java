@@ -128,6 +128,24 @@ class HelmChartTest {
     }
 
     @Test
+    void sharedMemoryOnLetsClientsRegisterAndGivesThePodAMemoryBackedDevShmASidecarCanMount() {
+        List<Map<String, Object>> off = render(Map.of());
+        assertThat(list(podSpec(off), "containers")).extracting(c -> c.get("name")).containsExactly("etserve");
+        assertThat(env(mainContainer(off))).doesNotContainKey("ETSERVE_SHARED_MEMORY");
+        assertThat(volumesByName(podSpec(off))).doesNotContainKey("shm");
+
+        List<Map<String, Object>> on = render(Map.of("sharedMemory.enabled", true, "sharedMemory.sizeLimit", "2Gi",
+                "extraContainers[0].name", "client", "extraContainers[0].image", "example/client:1",
+                "extraContainers[0].volumeMounts[0].name", "shm", "extraContainers[0].volumeMounts[0].mountPath", "/dev/shm"));
+        assertThat(env(mainContainer(on))).containsEntry("ETSERVE_SHARED_MEMORY", "true");
+        assertThat(mountsByName(mainContainer(on)).get("shm")).containsEntry("mountPath", "/dev/shm");
+        assertThat(get(volumesByName(podSpec(on)).get("shm"), "emptyDir"))
+                .isEqualTo(Map.of("medium", "Memory", "sizeLimit", "2Gi"));
+        List<Map<String, Object>> containers = list(podSpec(on), "containers");
+        assertThat(containers).extracting(c -> c.get("name")).containsExactly("etserve", "client");
+    }
+
+    @Test
     void repositoryControlIsRestrictedByDefaultWithAKeyFromASecret() {
         List<Map<String, Object>> docs = render(Map.of());
         Map<String, Object> container = mainContainer(docs);
@@ -517,7 +535,7 @@ class HelmChartTest {
 
     private static Map<String, Object> mainContainer(List<Map<String, Object>> docs) {
         List<Map<String, Object>> containers = list(podSpec(docs), "containers");
-        assertThat(containers).extracting(c -> c.get("name")).containsExactly("etserve");
+        assertThat(containers.get(0).get("name")).as("the service's container comes first").isEqualTo("etserve");
         return containers.get(0);
     }
 
