@@ -38,6 +38,10 @@ public interface SharedMemoryInputs {
         if (type.kind() != DataType.Kind.BYTES) {
             TensorChecks.requireByteSize(label, claim, type, shape, count, at.byteSize());
         }
+        if (at.byteSize() > TensorChecks.MAX_TENSOR_BYTES) {
+            throw new InvalidRequestException(label + " " + claim + ", more than the " + TensorChecks.MAX_TENSOR_BYTES
+                    + " bytes one tensor can hold.");
+        }
         if (at.byteSize() > maxBytesPerRequest() - readBefore) {
             throw new InvalidRequestException(label + " " + claim + ": the request's inputs in shared memory would"
                     + " come to more than the " + maxBytesPerRequest() + " bytes a request may read"

@@ -21,7 +21,8 @@ public final class RequestMutator {
     /** Keys the protocol knows, so additions reach the decoder's branches rather than being ignored. */
     private static final List<String> KEYS = List.of("id", "parameters", "inputs", "outputs", "name", "datatype",
             "shape", "data", "binary_data_size", "binary_data", "binary_data_output", "classification",
-            "sequence_id", "priority", "timeout", "content_type", "\u00e9", "x".repeat(300));
+            "sequence_id", "priority", "timeout", "content_type", "shared_memory_region", "shared_memory_byte_size",
+            "shared_memory_offset", "key", "offset", "byte_size", "\u00e9", "x".repeat(300));
     private static final List<byte[]> TOKENS = List.of(bytes("{"), bytes("}"), bytes("["), bytes("]"), bytes(","),
             bytes(":"), bytes("\""), bytes("\\"), bytes("\\u00"), bytes("1e999999"), bytes("-"), new byte[] {0},
             new byte[] {(byte) 0xff, (byte) 0xfe}, bytes("9".repeat(400)), bytes("null"), bytes("NaN"));
