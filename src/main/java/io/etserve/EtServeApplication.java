@@ -11,9 +11,25 @@ import org.springframework.boot.context.properties.ConfigurationPropertiesScan;
 @ConfigurationPropertiesScan
 public class EtServeApplication {
     public static void main(String[] args) {
+        if (versionAsked(args)) {
+            // Before anything starts: Spring Boot would read the argument as a property and serve.
+            System.out.println("etserve " + version());
+            return;
+        }
         // First, so the other cores load what the main thread is about to need.
         StartupClassPreload.start(EtServeApplication.class.getClassLoader());
         JettyCacheLine.preset();
         SpringApplication.run(EtServeApplication.class, args);
+    }
+
+    /** {@code --version} (or {@code -V}) alone: print the version and exit. */
+    static boolean versionAsked(String[] args) {
+        return args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"));
+    }
+
+    /** The jar's Implementation-Version; "dev" outside a jar. */
+    static String version() {
+        String version = EtServeApplication.class.getPackage().getImplementationVersion();
+        return version == null ? "dev" : version;
     }
 }

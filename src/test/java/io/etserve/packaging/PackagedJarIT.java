@@ -125,6 +125,16 @@ class PackagedJarIT {
         }
     }
 
+    /** {@code --version} prints the version and exits, starting nothing (no port is taken). */
+    @Test
+    void versionPrintsTheVersionAndStartsNothing(@TempDir Path tmp) throws Exception {
+        Path log = tmp.resolve("version.log");
+        Process p = start(tmp, log, List.of("--version"));
+        assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("exited").isTrue();
+        assertThat(p.exitValue()).isZero();
+        assertThat(Files.readString(log).strip()).isEqualTo("etserve 0.1.0-SNAPSHOT");
+    }
+
     /** -Dspring.aot.enabled=false builds the context at startup, silently. */
     @Test
     void buildsItsContextAtStartupWhenToldTo(@TempDir Path tmp) throws Exception {
