@@ -133,9 +133,11 @@ bench_perf_analyzer() {
         rm -rf "$PA_CHROOT" && mkdir -p "$PA_CHROOT" && tar -x -C "$PA_CHROOT" -f "$tarball"
       fi
     fi
-    mkdir -p "$PA_CHROOT/opt/pa" "$PA_CHROOT/proc"
+    mkdir -p "$PA_CHROOT/opt/pa" "$PA_CHROOT/proc" "$PA_CHROOT/dev/shm"
     cp "$bin" "$PA_CHROOT/opt/pa/perf_analyzer"
     mountpoint -q "$PA_CHROOT/proc" || mount -t proc proc "$PA_CHROOT/proc"
+    # The host's /dev/shm, so shared-memory objects perf_analyzer makes are the ones the service opens.
+    mountpoint -q "$PA_CHROOT/dev/shm" || mount --bind /dev/shm "$PA_CHROOT/dev/shm"
     PA_RUN=(chroot "$PA_CHROOT" /opt/pa/perf_analyzer)
     log "glibc $glibc here: perf_analyzer runs in a chroot of $PA_CHROOT ($(chroot "$PA_CHROOT" ldd --version | sed -n 1p))"
   else

@@ -1,6 +1,12 @@
 package io.etserve.grpc;
 
 import io.etserve.execution.InferenceService;
+import io.etserve.grpc.protocol.CudaSharedMemoryRegisterRequest;
+import io.etserve.grpc.protocol.CudaSharedMemoryRegisterResponse;
+import io.etserve.grpc.protocol.CudaSharedMemoryStatusRequest;
+import io.etserve.grpc.protocol.CudaSharedMemoryStatusResponse;
+import io.etserve.grpc.protocol.CudaSharedMemoryUnregisterRequest;
+import io.etserve.grpc.protocol.CudaSharedMemoryUnregisterResponse;
 import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
 import io.etserve.grpc.protocol.ModelConfigRequest;
 import io.etserve.grpc.protocol.ModelConfigResponse;
@@ -50,6 +56,7 @@ import io.etserve.repository.ModelVersionState;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.runtime.BufferLease;
 import io.etserve.runtime.DirectBufferPool;
+import io.etserve.sharedmemory.CudaSharedMemory;
 import io.etserve.sharedmemory.SharedMemoryRegions;
 import io.etserve.triton.TritonExtensions;
 import io.grpc.Context;
@@ -151,6 +158,34 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
             }
             return SystemSharedMemoryRegisterResponse.getDefaultInstance();
         });
+    }
+
+    /** No CUDA region is ever registered: none listed, NOT_FOUND for one named. */
+    @Override
+    public void cudaSharedMemoryStatus(CudaSharedMemoryStatusRequest request,
+            StreamObserver<CudaSharedMemoryStatusResponse> out) {
+        answer(out, () -> {
+            if (!request.getName().isEmpty()) {
+                throw Status.NOT_FOUND.withDescription(CudaSharedMemory.unknownRegion(request.getName()))
+                        .asRuntimeException();
+            }
+            return CudaSharedMemoryStatusResponse.getDefaultInstance();
+        });
+    }
+
+    @Override
+    public void cudaSharedMemoryRegister(CudaSharedMemoryRegisterRequest request,
+            StreamObserver<CudaSharedMemoryRegisterResponse> out) {
+        answer(out, () -> {
+            throw Status.UNIMPLEMENTED.withDescription(CudaSharedMemory.NOT_SERVED).asRuntimeException();
+        });
+    }
+
+    /** Nothing to unregister (none is ever registered), as Triton answers with none registered. */
+    @Override
+    public void cudaSharedMemoryUnregister(CudaSharedMemoryUnregisterRequest request,
+            StreamObserver<CudaSharedMemoryUnregisterResponse> out) {
+        answer(out, CudaSharedMemoryUnregisterResponse::getDefaultInstance);
     }
 
     /** The region named, or every region when no name is given; a name not registered is no error. */

@@ -53,11 +53,13 @@ public class RepositoryController {
 
     /**
      * Body (optional): {@code {"ready": true}} for the models that serve only; read as bytes, as
-     * the load's (Triton's clients send it without a Content-Type). The {@code produces} of these
+     * the load's (Triton's Python client sends it without a Content-Type, its C++ client as
+     * libcurl's default, {@code application/x-www-form-urlencoded}). The {@code produces} of these
      * mappings is checked before they act: an unload refused 406 unloads nothing.
      */
     @PostMapping(value = "/index", consumes = {MediaType.APPLICATION_JSON_VALUE,
-            MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
+            MediaType.APPLICATION_OCTET_STREAM_VALUE, MediaType.APPLICATION_FORM_URLENCODED_VALUE},
+            produces = MediaType.APPLICATION_JSON_VALUE)
     List<Object> index(HttpServletRequest request) {
         return repository.index(TritonExtensions.indexReadyOnly(body(request))).stream()
                 .map(r -> r.notLoaded() ? (Object) new NotLoadedEntry(r.name())
@@ -69,10 +71,12 @@ public class RepositoryController {
     /**
      * Body (optional, as Triton's): {@code {"parameters": {"config": "<model configuration JSON>"}}}
      * loads with that configuration mapped onto config.yml ({@link io.etserve.triton.ConfigOverride}).
-     * Read as bytes: Triton's clients send the body without a Content-Type (read as octet-stream).
+     * Read as bytes: Triton's clients send the body without a Content-Type (read as octet-stream)
+     * or, the C++ client, as libcurl's default form type.
      */
     @PostMapping(value = "/models/{model}/load", consumes = {MediaType.APPLICATION_JSON_VALUE,
-            MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
+            MediaType.APPLICATION_OCTET_STREAM_VALUE, MediaType.APPLICATION_FORM_URLENCODED_VALUE},
+            produces = MediaType.APPLICATION_JSON_VALUE)
     Map<String, Object> load(@PathVariable String model, HttpServletRequest request) {
         triton.load(model, TritonExtensions.loadConfig(body(request)));
         return Map.of();

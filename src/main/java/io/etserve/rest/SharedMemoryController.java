@@ -2,6 +2,7 @@ package io.etserve.rest;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.etserve.inference.InvalidInputException;
+import io.etserve.sharedmemory.CudaSharedMemory;
 import io.etserve.sharedmemory.SharedMemoryRegions;
 import jakarta.servlet.http.HttpServletRequest;
 import java.nio.charset.StandardCharsets;
@@ -20,13 +21,21 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * Triton's system shared-memory extension over REST: register, unregister and list regions
- * ({@link SharedMemoryRegions}), answered as Triton's are (an empty 200 for a change, a JSON array
- * for a status). Triton's CUDA shared memory is not served: its paths are not found.
+ * Triton's shared-memory extensions over REST. System shared memory: register, unregister and
+ * list regions ({@link SharedMemoryRegions}), answered as Triton's are (an empty 200 for a
+ * change, a JSON array for a status). CUDA shared memory is not served ({@link CudaSharedMemory}):
+ * a registration is 501, the status lists no region, an unregister has nothing to do.
+ *
+ * <p>A registration's body is read as JSON whatever its Content-Type says, as Triton reads it:
+ * Triton's C++ client (perf_analyzer's) posts it as libcurl's default,
+ * {@code application/x-www-form-urlencoded}.
  */
 @RestController
-@RequestMapping("/v2/systemsharedmemory")
+@RequestMapping("/v2")
 public class SharedMemoryController {
+
+    private static final String SYSTEM = "/systemsharedmemory";
+    private static final String CUDA = "/cudasharedmemory";
 
     private static final JsonMapper BODY = JsonMapper.builder()
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
@@ -44,13 +53,13 @@ public class SharedMemoryController {
         this.regions = regions;
     }
 
-    @GetMapping(value = "/status", produces = MediaType.APPLICATION_JSON_VALUE)
+    @GetMapping(value = SYSTEM + "/status", produces = MediaType.APPLICATION_JSON_VALUE)
     List<RegionStatus> status() {
         return regions.status().stream().map(RegionStatus::of).toList();
     }
 
     /** One region, as a list of one (Triton's shape); 404 when it is not registered. */
-    @GetMapping(value = "/region/{region}/status", produces = MediaType.APPLICATION_JSON_VALUE)
+    @GetMapping(value = SYSTEM + "/region/{region}/status", produces = MediaType.APPLICATION_JSON_VALUE)
     List<RegionStatus> status(@PathVariable("region") String name) {
         try {
             return List.of(RegionStatus.of(regions.status(name)));
@@ -60,8 +69,9 @@ public class SharedMemoryController {
     }
 
     /** Body: {@code {"key": "/object", "offset": 0, "byte_size": N}} (offset optional). 501 while registration is off. */
-    @PostMapping(value = "/region/{region}/register", consumes = {MediaType.APPLICATION_JSON_VALUE,
-            MediaType.APPLICATION_OCTET_STREAM_VALUE}, produces = MediaType.APPLICATION_JSON_VALUE)
+    @PostMapping(value = SYSTEM + "/region/{region}/register", consumes = {MediaType.APPLICATION_JSON_VALUE,
+            MediaType.APPLICATION_OCTET_STREAM_VALUE, MediaType.APPLICATION_FORM_URLENCODED_VALUE},
+            produces = MediaType.APPLICATION_JSON_VALUE)
     ResponseEntity<Void> register(@PathVariable("region") String name, HttpServletRequest request) {
         JsonNode body = bodyObject(RepositoryController.body(request));
         try {
@@ -73,15 +83,36 @@ public class SharedMemoryController {
     }
 
     /** A region not registered is no error (as Triton's); a request using it keeps it until it is done. */
-    @PostMapping(value = "/region/{region}/unregister", produces = MediaType.APPLICATION_JSON_VALUE)
+    @PostMapping(value = SYSTEM + "/region/{region}/unregister", produces = MediaType.APPLICATION_JSON_VALUE)
     ResponseEntity<Void> unregister(@PathVariable("region") String name) {
         regions.unregister(name);
         return done();
     }
 
-    @PostMapping(value = "/unregister", produces = MediaType.APPLICATION_JSON_VALUE)
+    @PostMapping(value = SYSTEM + "/unregister", produces = MediaType.APPLICATION_JSON_VALUE)
     ResponseEntity<Void> unregisterAll() {
         regions.unregisterAll();
+        return done();
+    }
+
+    @GetMapping(value = CUDA + "/status", produces = MediaType.APPLICATION_JSON_VALUE)
+    List<RegionStatus> cudaStatus() {
+        return List.of();
+    }
+
+    @GetMapping(value = CUDA + "/region/{region}/status", produces = MediaType.APPLICATION_JSON_VALUE)
+    List<RegionStatus> cudaStatus(@PathVariable("region") String name) {
+        throw new ApiException(HttpStatus.NOT_FOUND, CudaSharedMemory.unknownRegion(name));
+    }
+
+    @PostMapping(value = CUDA + "/region/{region}/register", produces = MediaType.APPLICATION_JSON_VALUE)
+    ResponseEntity<Void> cudaRegister(@PathVariable("region") String name) {
+        throw new ApiException(HttpStatus.NOT_IMPLEMENTED, CudaSharedMemory.NOT_SERVED);
+    }
+
+    @PostMapping(value = {CUDA + "/region/{region}/unregister", CUDA + "/unregister"},
+            produces = MediaType.APPLICATION_JSON_VALUE)
+    ResponseEntity<Void> cudaUnregister() {
         return done();
     }
 

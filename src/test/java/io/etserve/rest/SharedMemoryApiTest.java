@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
 import io.etserve.grpc.GrpcServer;
+import io.etserve.grpc.protocol.CudaSharedMemoryRegisterRequest;
+import io.etserve.grpc.protocol.CudaSharedMemoryStatusRequest;
+import io.etserve.grpc.protocol.CudaSharedMemoryUnregisterRequest;
 import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
 import io.etserve.grpc.protocol.InferParameter;
 import io.etserve.grpc.protocol.ModelInferRequest;
@@ -179,6 +182,17 @@ class SharedMemoryApiTest {
         assertReference(data);
     }
 
+    /** Triton's C++ client (perf_analyzer's) posts the registration as libcurl's default form type. */
+    @Test
+    void aRegistrationPostedAsAFormIsReadAsTheJsonItIs() {
+        Http.Response r = http.post("/v2/systemsharedmemory/region/form/register", ("{\"key\":\"/"
+                + inObject.getFileName() + "\",\"offset\":0,\"byte_size\":64}").getBytes(StandardCharsets.UTF_8),
+                Map.of("Content-Type", "application/x-www-form-urlencoded"));
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        assertThat(http.get("/v2/systemsharedmemory/region/form/status").json().toString()).isEqualTo(
+                "[{\"name\":\"form\",\"key\":\"/" + inObject.getFileName() + "\",\"offset\":0,\"byte_size\":64}]");
+    }
+
     @Test
     void inputFromARegionAndOutputIntoOneOverGrpc() throws IOException {
         grpc.systemSharedMemoryRegister(SystemSharedMemoryRegisterRequest.newBuilder().setName("in")
@@ -218,6 +232,14 @@ class SharedMemoryApiTest {
         StatusRuntimeException gone = Assertions.assertThrows(StatusRuntimeException.class,
                 () -> grpc.systemSharedMemoryStatus(SystemSharedMemoryStatusRequest.newBuilder().setName("in").build()));
         assertThat(gone.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
+
+        // CUDA shared memory is not served: nothing to list or unregister, a registration UNIMPLEMENTED.
+        assertThat(grpc.cudaSharedMemoryStatus(CudaSharedMemoryStatusRequest.getDefaultInstance()).getRegionsMap())
+                .isEmpty();
+        grpc.cudaSharedMemoryUnregister(CudaSharedMemoryUnregisterRequest.getDefaultInstance());
+        StatusRuntimeException cuda = Assertions.assertThrows(StatusRuntimeException.class,
+                () -> grpc.cudaSharedMemoryRegister(CudaSharedMemoryRegisterRequest.newBuilder().setName("c").build()));
+        assertThat(cuda.getStatus().getCode()).isEqualTo(Status.Code.UNIMPLEMENTED);
     }
 
     @Test
