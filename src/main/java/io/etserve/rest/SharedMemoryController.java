@@ -73,12 +73,12 @@ public class SharedMemoryController {
             MediaType.APPLICATION_OCTET_STREAM_VALUE, MediaType.APPLICATION_FORM_URLENCODED_VALUE},
             produces = MediaType.APPLICATION_JSON_VALUE)
     ResponseEntity<Void> register(@PathVariable("region") String name, HttpServletRequest request) {
-        JsonNode body = bodyObject(RepositoryController.body(request));
-        try {
-            regions.register(name, key(body), whole(body, "offset", false), whole(body, "byte_size", true));
-        } catch (SharedMemoryRegions.RegistrationOffException e) {
-            throw new ApiException(HttpStatus.NOT_IMPLEMENTED, e.getMessage());
+        if (!regions.registrationEnabled()) {
+            // The answer whatever the body holds.
+            throw new ApiException(HttpStatus.NOT_IMPLEMENTED, SharedMemoryRegions.REGISTRATION_OFF);
         }
+        JsonNode body = bodyObject(RepositoryController.body(request));
+        regions.register(name, key(body), whole(body, "offset", false), whole(body, "byte_size", true));
         return done();
     }
 

@@ -52,6 +52,10 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, AutoClosea
     /** Longest region name and key: a file name's limit. */
     static final int MAX_NAME_LENGTH = 255;
 
+    /** Why a registration is refused while {@code etserve.shared-memory.enabled} is false. */
+    public static final String REGISTRATION_OFF = "Client shared memory is off: start the server with"
+            + " etserve.shared-memory.enabled=true to register regions.";
+
     /** A registered region as the status calls list it. */
     public record Status(String name, String key, long offset, long byteSize) {}
 
@@ -312,8 +316,7 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, AutoClosea
     /** A registration while {@code etserve.shared-memory.enabled} is false (REST 501, gRPC UNIMPLEMENTED, as Triton's). */
     public static final class RegistrationOffException extends RuntimeException {
         RegistrationOffException() {
-            super("Client shared memory is off: start the server with etserve.shared-memory.enabled=true to register"
-                    + " regions.");
+            super(REGISTRATION_OFF);
         }
     }
 

@@ -246,6 +246,8 @@ class ProtocolApiTest {
     void sharedMemoryRegistrationIsOffByDefault() {
         Http.Response r = http.post("/v2/systemsharedmemory/region/r/register", "{\"key\":\"/k\",\"byte_size\":4}");
         assertThat(r.status()).isEqualTo(501);
+        assertThat(http.post("/v2/systemsharedmemory/region/r/register", "not json").status())
+                .as("off whatever the body holds").isEqualTo(501);
         assertThat(r.json().path("error").asString()).isEqualTo("Client shared memory is off: start the server with"
                 + " etserve.shared-memory.enabled=true to register regions.");
         assertThat(http.get("/v2/systemsharedmemory/status").json().toString()).isEqualTo("[]");
