@@ -26,9 +26,8 @@ import tools.jackson.databind.json.JsonMapper;
  * change, a JSON array for a status). CUDA shared memory is not served ({@link CudaSharedMemory}):
  * a registration is 501, the status lists no region, an unregister has nothing to do.
  *
- * <p>A registration's body is read as JSON whatever its Content-Type says, as Triton reads it:
- * Triton's C++ client (perf_analyzer's) posts it as libcurl's default,
- * {@code application/x-www-form-urlencoded}.
+ * <p>A registration's body is JSON, read as such under the form type too: Triton's C++ client
+ * (perf_analyzer's) posts it as libcurl's default, {@code application/x-www-form-urlencoded}.
  */
 @RestController
 @RequestMapping("/v2")
