@@ -1,6 +1,7 @@
 package io.etserve;
 
 import io.etserve.config.JettyCacheLine;
+import io.etserve.config.ServiceVersion;
 import io.etserve.config.StartupClassPreload;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -13,7 +14,7 @@ public class EtServeApplication {
     public static void main(String[] args) {
         if (versionAsked(args)) {
             // Before anything starts: Spring Boot would read the argument as a property and serve.
-            System.out.println("etserve " + version());
+            System.out.println("etserve " + ServiceVersion.current());
             return;
         }
         // First, so the other cores load what the main thread is about to need.
@@ -25,11 +26,5 @@ public class EtServeApplication {
     /** {@code --version} (or {@code -V}) alone: print the version and exit. */
     static boolean versionAsked(String[] args) {
         return args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"));
-    }
-
-    /** The jar's Implementation-Version; "dev" outside a jar. */
-    static String version() {
-        String version = EtServeApplication.class.getPackage().getImplementationVersion();
-        return version == null ? "dev" : version;
     }
 }

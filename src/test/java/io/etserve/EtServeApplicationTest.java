@@ -15,6 +15,6 @@ class EtServeApplicationTest {
         assertThat(EtServeApplication.versionAsked(new String[] {"--server.port=0"})).isFalse();
         // Beside settings it is one more argument, as Spring Boot reads it.
         assertThat(EtServeApplication.versionAsked(new String[] {"--version", "--server.port=0"})).isFalse();
-        assertThat(EtServeApplication.version()).isEqualTo("dev");
+        assertThat(io.etserve.config.ServiceVersion.current()).isEqualTo("dev");
     }
 }

@@ -49,14 +49,8 @@ class RestConfiguration {
         return new InferenceProtocolController(registry, inference, readiness, probes,
                 new InferRequestDecoder(sharedMemory), new InferResponseEncoder(), sharedMemory,
                 new DecodeLimits(props.inference().maxElementsPerTensor(), props.inference().maxInputs()),
-                props.inference().maxRequestSize().toBytes(), serverVersion(), inflight, tensorBuffers, messages,
-                clients);
-    }
-
-    /** Server metadata's version on both protocols: the jar's Implementation-Version, "dev" outside a jar. */
-    static String serverVersion() {
-        String version = InferenceProtocolController.class.getPackage().getImplementationVersion();
-        return version == null ? "dev" : version;
+                props.inference().maxRequestSize().toBytes(), ServiceVersion.current(), inflight, tensorBuffers,
+                messages, clients);
     }
 
     /** One thread that sees HTTP clients close their connections while their requests wait. */
