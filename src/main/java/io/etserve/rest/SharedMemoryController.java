@@ -2,10 +2,10 @@ package io.etserve.rest;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.etserve.inference.InvalidInputException;
+import io.etserve.protocol.ControlBodies;
 import io.etserve.sharedmemory.CudaSharedMemory;
 import io.etserve.sharedmemory.SharedMemoryRegions;
 import jakarta.servlet.http.HttpServletRequest;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
@@ -15,10 +15,7 @@ import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
-import tools.jackson.core.JacksonException;
-import tools.jackson.core.StreamReadFeature;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Triton's shared-memory extensions over REST. System shared memory: register, unregister and
@@ -35,9 +32,6 @@ public class SharedMemoryController {
 
     private static final String SYSTEM = "/systemsharedmemory";
     private static final String CUDA = "/cudasharedmemory";
-
-    private static final JsonMapper BODY = JsonMapper.builder()
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
     /** A region as Triton's status lists it. */
     record RegionStatus(String name, String key, long offset, @JsonProperty("byte_size") long byteSize) {
@@ -76,7 +70,8 @@ public class SharedMemoryController {
             // The answer whatever the body holds.
             throw new ApiException(HttpStatus.NOT_IMPLEMENTED, SharedMemoryRegions.REGISTRATION_OFF);
         }
-        JsonNode body = bodyObject(RepositoryController.body(request));
+        JsonNode body = ControlBodies.object(RepositoryController.body(request), "register",
+                "{\"key\": \"/object\", \"offset\": 0, \"byte_size\": N}", InvalidInputException::new);
         regions.register(name, key(body), whole(body, "offset", false), whole(body, "byte_size", true));
         return done();
     }
@@ -118,22 +113,6 @@ public class SharedMemoryController {
     /** Triton's answer to a change: 200, JSON, no body. */
     private static ResponseEntity<Void> done() {
         return ResponseEntity.ok().contentType(MediaType.APPLICATION_JSON).build();
-    }
-
-    private static JsonNode bodyObject(byte[] body) {
-        JsonNode doc = null;
-        try {
-            if (!new String(body, StandardCharsets.UTF_8).isBlank()) {
-                doc = BODY.readTree(body);
-            }
-        } catch (JacksonException e) {
-            throw new InvalidInputException("The register request's body is not valid JSON: " + e.getOriginalMessage());
-        }
-        if (doc == null || !doc.isObject()) {
-            throw new InvalidInputException("The register request's body must be a JSON object: {\"key\": \"/object\","
-                    + " \"offset\": 0, \"byte_size\": N}.");
-        }
-        return doc;
     }
 
     private static String key(JsonNode body) {

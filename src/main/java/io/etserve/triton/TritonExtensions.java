@@ -9,19 +9,16 @@ import io.etserve.inference.UntrustedText;
 import io.etserve.metrics.TritonMetrics;
 import io.etserve.modelconfig.DynamicBatching;
 import io.etserve.modelconfig.VersionPolicy;
+import io.etserve.protocol.ControlBodies;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.ModelVersionState;
 import io.etserve.repository.RepositoryControl;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
-import tools.jackson.core.JacksonException;
-import tools.jackson.core.StreamReadFeature;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Triton's model configuration and statistics extensions, and the repository extension's load
@@ -151,28 +148,9 @@ public final class TritonExtensions {
         return parameters;
     }
 
-    /**
-     * A repository request's optional body as a JSON object, null when there is none (no bytes,
-     * or only white space).
-     *
-     * @throws RepositoryControl.RefusedException naming the {@code request} for a body that is
-     *     not a JSON object
-     */
+    /** A repository request's optional body as a JSON object, null when there is none. */
     private static JsonNode bodyObject(byte[] body, String request) {
-        if (body == null || new String(body, StandardCharsets.UTF_8).isBlank()) {
-            return null;
-        }
-        JsonNode doc;
-        try {
-            doc = BODY.readTree(body);
-        } catch (JacksonException e) {
-            throw new RepositoryControl.RefusedException("the " + request + " request's body is not valid JSON: "
-                    + e.getOriginalMessage());
-        }
-        if (doc == null || !doc.isObject()) {
-            throw new RepositoryControl.RefusedException("the " + request + " request's body must be a JSON object");
-        }
-        return doc;
+        return ControlBodies.optionalObject(body, request, RepositoryControl.RefusedException::new);
     }
 
     /**
@@ -223,9 +201,6 @@ public final class TritonExtensions {
             }
         }
     }
-
-    private static final JsonMapper BODY = JsonMapper.builder()
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
     /** What the model declares now (the version a request would reach), when it loaded at all. */
     private Optional<ModelDescription> describedNow(String model) {
