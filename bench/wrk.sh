@@ -10,7 +10,7 @@
 # Knobs (environment): BENCH_MODEL (demo-portable), BENCH_FORMATS ("json binary", add grpc),
 # BENCH_CONCURRENCY ("1 2 4"), BENCH_ROUNDS (3), BENCH_DURATION (8, seconds per row),
 # BENCH_WARMUP (20, seconds of unrecorded load per format first, spread over the concurrencies),
-# BENCH_PORT (18080), BENCH_MGMT_PORT (18081), BENCH_JAR (this tree's jar, rebuilt when older
+# BENCH_PORT (18080), BENCH_MGMT_PORT (18081), BENCH_REPOSITORY (the model repository: models/), BENCH_JAR (this tree's jar, rebuilt when older
 # than the sources), SERVICE_JAVA_OPTS (JVM options for the service, e.g. a GC log), BENCH_SERVICE_ARGS (more
 # arguments for the service, e.g. --spring.threads.virtual.enabled=true), BENCH_SERVER_CPUS and
 # BENCH_CLIENT_CPUS (taskset -c lists for the service and the client: at one connection, whether
@@ -143,7 +143,7 @@ if [[ ${BENCH_PROFILE:-0} == 1 ]]; then
 fi
 log "starting the service (log: $OUT/wrk-server.log)"
 # shellcheck disable=SC2086  # a list of arguments
-SERVICE_JAR=$OUT/etserve.jar bench_start_service "$OUT/wrk-server.log" "$ROOT/models" --etserve.grpc.port="$GRPC_PORT" \
+SERVICE_JAR=$OUT/etserve.jar bench_start_service "$OUT/wrk-server.log" "${BENCH_REPOSITORY:-$ROOT/models}" --etserve.grpc.port="$GRPC_PORT" \
   ${BENCH_SERVICE_ARGS:-}
 declare -A PEER_PIDS=()
 stop_all() {

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include <executorch/extension/data_loader/mmap_data_loader.h>
 #include <executorch/extension/flat_tensor/flat_tensor_data_map.h>
 #include <executorch/extension/named_data_map/merged_data_map.h>
 #include <executorch/extension/tensor/tensor.h>
+#include <executorch/extension/threadpool/threadpool_guard.h>
 #include <executorch/runtime/backend/backend_options_map.h>
 #include <executorch/runtime/backend/interface.h>
 #include <executorch/runtime/backend/options.h>
@@ -291,8 +293,9 @@ void PlannedMemory::PinnedFree::operator()(void* p) const {
   cudaFreeHost(p);  // after a sticky fault this fails; nothing else to do
 }
 
-InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method, int device)
-    : program_(std::move(program)), device_(device), method_(method) {
+InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method, int device,
+                               bool caller_thread_only)
+    : program_(std::move(program)), device_(device), caller_thread_only_(caller_thread_only), method_(method) {
   signature_ = program_->signature(method);
   const auto& shared = *program_->program();
   auto meta = shared.method_meta(method.c_str());
@@ -320,8 +323,11 @@ InstanceHandle::InstanceHandle(std::shared_ptr<ProgramHandle> program, const std
       options.set_options("XnnpackBackend", xnnpack.view()) != Error::Ok) {
     fail(Error::Internal, "cannot build the XNNPACK load options");
   }
-  auto loaded = shared.load_method(method.c_str(), memory_manager_.get(), nullptr,
-                                    program_->data_map(), &options);
+  auto loaded = [&] {
+    std::optional<executorch::extension::threadpool::NoThreadPoolGuard> no_pool;
+    if (caller_thread_only_) no_pool.emplace();  // XNNPACK builds its runtimes without the pool
+    return shared.load_method(method.c_str(), memory_manager_.get(), nullptr, program_->data_map(), &options);
+  }();
   if (!loaded.ok()) {
     std::string message = "cannot load method '" + method + "'";
     if (!program_->data_files().empty()) {
@@ -400,6 +406,9 @@ std::vector<const uint8_t*> InstanceHandle::place_outputs(OutputSink& sink) {
 }
 
 Result<std::vector<EValue>> InstanceHandle::run(const std::vector<EValue>& values) {
+  // Thread-local: the optimized kernels' parallel_for runs its range on this thread.
+  std::optional<executorch::extension::threadpool::NoThreadPoolGuard> no_pool;
+  if (caller_thread_only_) no_pool.emplace();
   for (size_t i = 0; i < values.size(); ++i) {
     const Error err = method_handle_->set_input(values[i], i);
     if (err != Error::Ok) return err;

@@ -186,8 +186,11 @@ class InstanceHandle {
  public:
   // Loads `method` up front, so planned memory is allocated at model load, not first call.
   // `device`: the CUDA device this instance runs on (made current while its delegates
-  // initialize), or -1 for a CPU instance.
-  InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method, int device = -1);
+  // initialize), or -1 for a CPU instance. `caller_thread_only`: the method's CPU operators
+  // never use ExecuTorch's threadpool, but run on the thread that calls execute (XNNPACK's
+  // runtimes take the pool when they are built, at load; the optimized kernels at each call).
+  InstanceHandle(std::shared_ptr<ProgramHandle> program, const std::string& method, int device = -1,
+                 bool caller_thread_only = false);
   ~InstanceHandle();
   InstanceHandle(const InstanceHandle&) = delete;
   InstanceHandle& operator=(const InstanceHandle&) = delete;
@@ -244,6 +247,7 @@ class InstanceHandle {
   std::shared_ptr<ProgramHandle> program_;  // keeps the loader and the data maps alive
   // The Method over the shared Program and shared data map, with this instance's own memory.
   int device_ = -1;
+  bool caller_thread_only_ = false;
   std::unique_ptr<PlannedMemory> planned_;
   executorch::extension::MallocMemoryAllocator method_allocator_;
   executorch::extension::MallocMemoryAllocator temp_allocator_;

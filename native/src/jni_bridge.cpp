@@ -472,9 +472,11 @@ JNIEXPORT jobjectArray JNICALL Java_io_etserve_runtime_NativeBridge_methodBacken
 JNIEXPORT jlong JNICALL Java_io_etserve_runtime_NativeBridge_openInstance(JNIEnv* env, jclass,
                                                                           jlong program,
                                                                           jstring method,
-                                                                          jint device) {
+                                                                          jint device,
+                                                                          jboolean callerThreadOnly) {
   return guarded<jlong>(env, 0, [&] {
-    auto* instance = new InstanceHandle(program_from(program), to_string(env, method), device);
+    auto* instance = new InstanceHandle(program_from(program), to_string(env, method), device,
+                                        callerThreadOnly == JNI_TRUE);
     return reinterpret_cast<jlong>(instance);
   });
 }

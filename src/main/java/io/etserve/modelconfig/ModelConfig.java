@@ -28,13 +28,17 @@ import java.util.Optional;
  *   max-batch-size: 32       # rows per forward call
  *   max-queue-delay: 500us   # how long the first queued request waits for company
  *   preferred-batch-sizes: [8, 16, 32]   # optional
+ * cpu-threadpool: false      # CPU operators on the calling thread only (default true: ExecuTorch's pool)
  * </pre>
+ *
+ * @param cpuThreadpool whether the method's CPU operators split their work over ExecuTorch's CPU
+ *     threadpool ({@code etserve.native.cpu-threads}) or run on the thread that runs the call
  */
 public record ModelConfig(String method, List<String> inputNames, List<String> outputNames,
         Optional<Integer> instances, Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices,
         Optional<Placement> placement, Warmup warmup, Optional<List<String>> dataFiles, Optional<String> sha256,
         Optional<Long> maxPlannedMemory, Map<String, List<Long>> inputDims, Optional<DynamicBatching> dynamicBatching,
-        VersionPolicy versionPolicy) {
+        VersionPolicy versionPolicy, boolean cpuThreadpool) {
 
     /** Where a model runs when its config.yml says so; otherwise its delegates decide. */
     public enum Placement {
@@ -47,7 +51,7 @@ public record ModelConfig(String method, List<String> inputNames, List<String> o
     public ModelConfig(String method, List<String> inputNames, List<String> outputNames, Optional<Integer> instances,
             Optional<Long> maxElementsPerTensor, Optional<List<Integer>> devices) {
         this(method, inputNames, outputNames, instances, maxElementsPerTensor, devices, Optional.empty(), Warmup.NONE,
-                Optional.empty(), Optional.empty(), Optional.empty(), Map.of(), Optional.empty(), VersionPolicy.ALL);
+                Optional.empty(), Optional.empty(), Optional.empty(), Map.of(), Optional.empty(), VersionPolicy.ALL, true);
     }
 
     public static final String FILE_NAME = "config.yml";

@@ -67,7 +67,7 @@ public final class ModelConfigFile {
     record Document(String method, List<TensorEntry> inputs, List<TensorEntry> outputs, Integer instances,
             Integer maxElementsPerTensor, List<String> devices, Placement placement, WarmupEntry warmup,
             List<String> dataFiles, String sha256, DataSize maxPlannedMemory, BatchingEntry dynamicBatching,
-            PolicyEntry versionPolicy) {
+            PolicyEntry versionPolicy, Boolean cpuThreadpool) {
     }
 
     record PolicyEntry(Boolean all, Integer latest, List<Long> specific) {
@@ -90,6 +90,7 @@ public final class ModelConfigFile {
             Map.entry("devices", "must be 'all' or a list of device ordinals"),
             Map.entry("placement", "must be cpu or gpu"),
             Map.entry("max-planned-memory", "must be a positive size such as 512MB"),
+            Map.entry("cpu-threadpool", "must be true or false"),
             Map.entry("inputs.dims", "must be a list of sizes, -1 for a dimension that varies ('dims')"),
             Map.entry("warmup.samples", "must be 0..100 ('warmup' samples)"),
             Map.entry("version-policy.latest", "must be a positive integer"),
@@ -360,7 +361,8 @@ public final class ModelConfigFile {
                 Optional.ofNullable(y.maxElementsPerTensor()).map(v -> (long) positive("max-elements-per-tensor", v)),
                 devices(y.devices()), Optional.ofNullable(y.placement()), warmup(y.warmup()), dataFiles(y.dataFiles()),
                 sha256(y.sha256()), plannedMemory(y.maxPlannedMemory()), dims(y.inputs()),
-                batching(y.dynamicBatching(), raw.get("dynamic-batching")), versionPolicy(y.versionPolicy()));
+                batching(y.dynamicBatching(), raw.get("dynamic-batching")), versionPolicy(y.versionPolicy()),
+                y.cpuThreadpool() == null || y.cpuThreadpool());
     }
 
     private VersionPolicy versionPolicy(PolicyEntry p) {

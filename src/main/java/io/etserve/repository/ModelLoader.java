@@ -268,7 +268,8 @@ public final class ModelLoader {
                     int cudaDevice = streams.selectionMode() == StreamSelection.Mode.CUDA ? device : -1;
                     List<ProgramInstance> onDevice = new ArrayList<>();
                     for (int i = 0; i < perPlacement; i++) {
-                        ProgramInstance instance = program.newInstance(config.method(), cudaDevice);
+                        ProgramInstance instance = program.newInstance(config.method(), cudaDevice,
+                                config.cpuThreadpool());
                         created.add(instance);  // at once: a later instance that fails must not leak this one
                         onDevice.add(instance);
                     }
@@ -279,7 +280,7 @@ public final class ModelLoader {
                 // CPU programs, and GPU-placed ones on a node without CUDA devices (whyNotRunnable
                 // already refused those whose delegates need one).
                 for (int i = 0; i < perPlacement; i++) {
-                    created.add(program.newInstance(config.method()));
+                    created.add(program.newInstance(config.method(), -1, config.cpuThreadpool()));
                 }
                 pool = new CpuInstancePool(created, queuePolicy);
             }

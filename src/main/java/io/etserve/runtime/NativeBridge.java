@@ -23,8 +23,11 @@ final class NativeBridge {
 
     static native String[] methodBackends(long program, String method);
 
-    /** @param device the CUDA device the instance runs on (current while its delegates initialize), or -1 */
-    static native long openInstance(long program, String method, int device);
+    /**
+     * @param device the CUDA device the instance runs on (current while its delegates initialize), or -1
+     * @param callerThreadOnly the method's CPU operators run on the calling thread, never on ExecuTorch's threadpool
+     */
+    static native long openInstance(long program, String method, int device, boolean callerThreadOnly);
 
     static native void closeInstance(long instance);
 

@@ -74,16 +74,27 @@ public final class Program implements AutoCloseable {
      * the program plans on the device are allocated there.
      */
     public ProgramInstance newInstance(String method, int device) {
+        return newInstance(method, device, true);
+    }
+
+    /**
+     * {@link #newInstance(String, int)}, choosing whether the method's CPU operators (XNNPACK's,
+     * the optimized kernels') split their work over ExecuTorch's CPU threadpool or run on the
+     * thread that calls {@link ProgramInstance#execute}. Without the pool, a small model's call
+     * wakes no other thread: waking the pool's threads can cost more than such operators
+     * (bench/results/2026-12-07-2core-caller-thread-only.md).
+     */
+    public ProgramInstance newInstance(String method, int device, boolean cpuThreadpool) {
         synchronized (lock) {
             MethodSignature signature = signature(method);
-            long instance = NativeBridge.openInstance(live(), method, device);
+            long instance = NativeBridge.openInstance(live(), method, device, !cpuThreadpool);
             try {
                 signature = signature.withDynamism(NativeBridge.instanceSignature(instance));
             } catch (RuntimeException e) {
                 NativeBridge.closeInstance(instance);
                 throw e;
             }
-            return new ProgramInstance(instance, signature);
+            return new ProgramInstance(instance, signature, cpuThreadpool);
         }
     }
 

@@ -15,6 +15,7 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class ProgramInstance implements AutoCloseable {
 
     private final MethodSignature signature;
+    private final boolean cpuThreadpool;
     private final ReentrantLock inUse = new ReentrantLock();
     /** Held to free the handle, and to read the wait statistics without holding {@link #inUse}. */
     private final Object lifetime = new Object();
@@ -25,13 +26,19 @@ public final class ProgramInstance implements AutoCloseable {
     private volatile boolean leftGpuWorkRunning;
     private volatile long handle;
 
-    ProgramInstance(long handle, MethodSignature signature) {
+    ProgramInstance(long handle, MethodSignature signature, boolean cpuThreadpool) {
         this.handle = handle;
         this.signature = signature;
+        this.cpuThreadpool = cpuThreadpool;
     }
 
     public MethodSignature signature() {
         return signature;
+    }
+
+    /** Whether its CPU operators split their work over ExecuTorch's threadpool, or run on the calling thread. */
+    public boolean cpuThreadpool() {
+        return cpuThreadpool;
     }
 
     /** Runs the method on {@code inputs} under {@code stream}; outputs are fresh Java-owned copies. */

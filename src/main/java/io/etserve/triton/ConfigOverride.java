@@ -219,7 +219,7 @@ public final class ConfigOverride implements UnaryOperator<ModelConfig> {
                 ? instanceGroup.get().devices() : c.devices();
         return new ModelConfig(c.method(), c.inputNames(), c.outputNames(), instances, c.maxElementsPerTensor(), devices,
                 placement, c.warmup(), c.dataFiles(), c.sha256(), c.maxPlannedMemory(), c.inputDims(), dynamicBatching,
-                versionPolicy.orElse(c.versionPolicy()));
+                versionPolicy.orElse(c.versionPolicy()), c.cpuThreadpool());
     }
 
     /** The model this document is for. */

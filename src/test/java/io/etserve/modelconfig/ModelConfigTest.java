@@ -58,6 +58,17 @@ class ModelConfigTest {
     }
 
     @Test
+    void theCpuThreadpoolIsUsedUnlessTheFileSaysOtherwise() throws Exception {
+        assertThat(ModelConfig.defaults().cpuThreadpool()).isTrue();
+        assertThat(read("instances: 1\n").cpuThreadpool()).isTrue();
+        assertThat(read("cpu-threadpool: false\n").cpuThreadpool()).isFalse();
+        assertThat(read("cpu-threadpool: true\n").cpuThreadpool()).isTrue();
+        assertThatThrownBy(() -> read("cpu-threadpool: 4\n")).isInstanceOf(ModelConfig.InvalidModelConfigException.class)
+                .hasMessageContaining("'cpu-threadpool' must be true or false, got '4'");
+        assertThatThrownBy(() -> read("cpu-threadpool: [false]\n")).isInstanceOf(ModelConfig.InvalidModelConfigException.class);
+    }
+
+    @Test
     void dynamicBatchingTakesDurationsWithUnitsAndSortsPreferredSizes() throws Exception {
         DynamicBatching b = read("""
                 dynamic-batching:

@@ -33,7 +33,7 @@ class ProgramIntegrityTest {
         ModelConfig d = ModelConfig.defaults();
         return new ModelConfig(d.method(), List.of(), List.of(), Optional.empty(), Optional.empty(), Optional.empty(),
                 Optional.empty(), d.warmup(), Optional.empty(), Optional.ofNullable(sha), Optional.empty(), Map.of(), Optional.empty(),
-                VersionPolicy.ALL);
+                VersionPolicy.ALL, true);
     }
 
     Path program() throws Exception {

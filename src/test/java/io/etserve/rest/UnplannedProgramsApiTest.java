@@ -2,6 +2,9 @@ package io.etserve.rest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.execution.ExecutionSlot;
+import io.etserve.execution.LoadedModel;
+import io.etserve.repository.ModelRegistry;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.Reference;
@@ -18,6 +21,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -37,7 +41,10 @@ class UnplannedProgramsApiTest {
             .copy(TestPaths.testModels(), "unplanned-dynamic-batch")
             .copy(TestPaths.testModels(), "unplanned-dynamic-batch", "unplanned-batched")
             .withFile("unplanned-batched/config.yml", "inputs: [ { name: x, dims: [-1, 16] } ]\noutputs: [ { name: y } ]\n"
-                    + "dynamic-batching: { max-batch-size: 32, max-queue-delay: 10s, preferred-batch-sizes: [8] }\n");
+                    + "dynamic-batching: { max-batch-size: 32, max-queue-delay: 10s, preferred-batch-sizes: [8] }\n")
+            .copy(TestPaths.testModels(), "unplanned-affine", "affine-caller-thread")
+            .withFile("affine-caller-thread/config.yml", "inputs: [ { name: x } ]\noutputs: [ { name: y } ]\ninstances: 2\n"
+                    + "cpu-threadpool: false\n");
 
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry r) {
@@ -46,6 +53,9 @@ class UnplannedProgramsApiTest {
 
     @Value("${local.server.port}")
     int port;
+
+    @Autowired
+    ModelRegistry registry;
 
     Http http;
 
@@ -69,6 +79,35 @@ class UnplannedProgramsApiTest {
                 for (int o = 0; o < c.outputs().size(); o++) {
                     ProtocolApiTest.assertMatches(ref, c.outputs().get(o), r.json().path("outputs").get(o));
                 }
+            }
+        }
+    }
+
+    @Test
+    void aModelOffTheCpuThreadpoolLoadsEveryInstanceSoAndAnswersAsPyTorch() throws Exception {
+        LoadedModel served = registry.serving("affine-caller-thread", null);
+        List<ExecutionSlot> slots = new ArrayList<>();
+        try {
+            for (int i = 0; i < served.instances().capacity(); i++) {
+                slots.add(served.instances().acquire(java.time.Duration.ofSeconds(10)));
+            }
+            assertThat(slots).hasSize(2).allSatisfy(s -> assertThat(s.instance().cpuThreadpool()).isFalse());
+        } finally {
+            slots.forEach(ExecutionSlot::close);
+        }
+        assertThat(registry.serving("unplanned-affine", null).instances().acquire(java.time.Duration.ofSeconds(10)))
+                .satisfies(s -> {
+                    try (s) {
+                        assertThat(s.instance().cpuThreadpool()).as("the default").isTrue();
+                    }
+                });
+        Reference ref = reference("unplanned-affine");
+        for (Reference.Case c : ref.cases()) {
+            Http.Response r = http.postJson("/v2/models/affine-caller-thread/infer",
+                    Map.of("inputs", c.inputs().stream().map(ProtocolApiTest::jsonInput).toList()));
+            assertThat(r.status()).as(r.text()).isEqualTo(200);
+            for (int o = 0; o < c.outputs().size(); o++) {
+                ProtocolApiTest.assertMatches(ref, c.outputs().get(o), r.json().path("outputs").get(o));
             }
         }
     }

@@ -23,7 +23,7 @@ class ConfigOverrideTest {
     static final ModelConfig YML = new ModelConfig("forward", List.of("x"), List.of("y"), Optional.of(2),
             Optional.empty(), Optional.empty(), Optional.empty(), Warmup.NONE, Optional.empty(), Optional.empty(),
             Optional.empty(), Map.of("x", List.of(-1L, 16L)),
-            Optional.of(new DynamicBatching(16, Duration.ofMillis(1), List.of())), VersionPolicy.latest(2));
+            Optional.of(new DynamicBatching(16, Duration.ofMillis(1), List.of())), VersionPolicy.latest(2), true);
 
     static ModelConfig apply(String json) {
         return ConfigOverride.parse("m", json, Set.of()).apply(YML);
