@@ -20,12 +20,14 @@
 #                             where the service's CPU per call goes with a real program (a JFR
 #                             recording over a steady load: Java and native samples, the JIT)
 #   data-path (data-path.sh)  4 MiB tensors in and out through REST and gRPC against a bare
-#                             echo of the same bytes (bench/data-path.sh with the bundle)
+#                             echo of the same bytes (bench/data-path.sh with the bundle); and
+#                             cpu-threadpool: a small CPU model on ExecuTorch's CPU threadpool and
+#                             off it (bench/cpu-threadpool.sh with the bundle)
 #
 # Commands:
 #   scripts/gpu-suite.sh run            from a checkout where `mvn verify` ran (Java + Maven on
 #                                       the host): native, junit, then service
-#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab|jit|data-path
+#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab|jit|data-path|cpu-threadpool
 #                                       one service or benchmark step alone (after the stages
 #                                       below on this host); jvm-options compares the option sets
 #                                       in ETSERVE_JVM_VARIANTS (';'-separated), optionally pinned
@@ -54,7 +56,8 @@
 #                                       gRPC; ETSERVE_AB_JIT_JFR=0: without JFR)
 #                                       data-path: the large-tensor rows (knobs in
 #                                       scripts/gpu/data-path.sh; SERVICE_CPUS pins the service
-#                                       and the echo)
+#                                       and the echo); cpu-threadpool: demo-xnnpack with and
+#                                       without the pool (SERVICE_CPUS pins both services)
 #   scripts/gpu-suite.sh cuda-latency [MODEL...]
 #                                       batch-1 latency of the exported CUDA models
 #   scripts/gpu-suite.sh cuda-profile [MODEL...]
@@ -166,7 +169,7 @@ case "${1:-run}" in
   stage2) stage2 ;;
   stage3) stage3 ;;
   unpack) unpack_app ;;  # only unpack the part this transfer carried (stage2 or stage3)
-  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab|jit|data-path)
+  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab|jit|data-path|cpu-threadpool)
     # After stage1 on this host (and stage2, plus stage3 for all but the benchmark), one step
     # alone, without the JUnit suite: the dynamic-batching step, the sticky fault through REST,
     # the throughput and service-CPU step (K = 1, 4, 16, the spinning wait beside, then
@@ -182,6 +185,7 @@ case "${1:-run}" in
       ab) ab_bench; exit $? ;;
       jit) jit_bench; exit $? ;;
       data-path) data_path_bench; exit $? ;;
+      cpu-threadpool) cpu_threadpool_bench; exit $? ;;
       startup-ab) startup_ab_bench; exit $? ;;
       batching)
         { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt" ;;

@@ -46,3 +46,20 @@ data_path_bench() {
   cat "$RESULTS/gpu-data-path.md"
   return $st
 }
+
+# A small CPU model on ExecuTorch's CPU threadpool and off it (config.yml's cpu-threadpool: false),
+# through bench/cpu-threadpool.sh with the bundle's JRE, jar and test classes: on a host whose
+# pool is as large as the service's CPUs (SERVICE_CPUS, e.g. 0-7: eight threads). Knobs: those
+# of bench/cpu-threadpool.sh (BENCH_MODEL, BENCH_FORMATS, BENCH_CONCURRENCY, BENCH_ROUNDS ...).
+cpu_threadpool_bench() {
+  mkdir -p "$RESULTS"
+  local st=0 native=""
+  [[ ! -f "$STAGE/libetserve_jni.so" ]] || native="--etserve.native.library-dir=$STAGE"
+  env PATH="$(dirname "$JAVA"):$PATH" BENCH_CP="$CHECK_CP" BENCH_JAR="$JAR" \
+    BENCH_SERVICE_ARGS="$native ${BENCH_SERVICE_ARGS:-}" BENCH_SERVER_CPUS="${SERVICE_CPUS:-}" \
+    bash "$ROOT/bench/cpu-threadpool.sh" > "$RESULTS/gpu-cpu-threadpool.txt" 2> "$RESULTS/gpu-cpu-threadpool-log.txt" || st=1
+  { host_facts; cat "$RESULTS/gpu-cpu-threadpool.txt"; } > "$RESULTS/gpu-cpu-threadpool.md"
+  cp "$ROOT/target/bench/cpu-threadpool.jsonl" "$RESULTS/gpu-cpu-threadpool.jsonl" 2>/dev/null || true
+  cat "$RESULTS/gpu-cpu-threadpool.md"
+  return $st
+}
