@@ -55,7 +55,8 @@ cpu_threadpool_bench() {
   mkdir -p "$RESULTS"
   local st=0 native=""
   [[ ! -f "$STAGE/libetserve_jni.so" ]] || native="--etserve.native.library-dir=$STAGE"
-  env PATH="$(dirname "$JAVA"):$PATH" BENCH_CP="$CHECK_CP" BENCH_JAR="$JAR" \
+  # SERVICE_JAR: the bundle's extracted jar runs in place (its lib/ beside it), not copied.
+  env PATH="$(dirname "$JAVA"):$PATH" BENCH_CP="$CHECK_CP" BENCH_JAR="$JAR" SERVICE_JAR="$JAR" \
     BENCH_SERVICE_ARGS="$native ${BENCH_SERVICE_ARGS:-}" BENCH_SERVER_CPUS="${SERVICE_CPUS:-}" \
     bash "$ROOT/bench/cpu-threadpool.sh" > "$RESULTS/gpu-cpu-threadpool.txt" 2> "$RESULTS/gpu-cpu-threadpool-log.txt" || st=1
   { host_facts; cat "$RESULTS/gpu-cpu-threadpool.txt"; } > "$RESULTS/gpu-cpu-threadpool.md"
