@@ -81,8 +81,8 @@ public final class Program implements AutoCloseable {
      * {@link #newInstance(String, int)}, choosing whether the method's CPU operators (XNNPACK's,
      * the optimized kernels') split their work over ExecuTorch's CPU threadpool or run on the
      * thread that calls {@link ProgramInstance#execute}. Without the pool, a small model's call
-     * wakes no other thread: waking the pool's threads can cost more than such operators
-     * (bench/results/2026-12-07-2core-caller-thread-only.md).
+     * wakes no other thread and takes no pool lock: on a host with few cores that costs more than
+     * such operators (bench/results/2026-12-07-2core-caller-thread-only.md).
      */
     public ProgramInstance newInstance(String method, int device, boolean cpuThreadpool) {
         synchronized (lock) {
