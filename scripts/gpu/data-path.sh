@@ -26,24 +26,15 @@ data_path_bench() {
     fi
     python3 "$GPU_SCRIPTS/affine_reference.py" "$dir" $((1024 * 1024)) || die "could not write $m's reference"
   done
-  mkdir -p "$RESULTS"
-  local st=0 native=""
-  # The host's GPU build of the bridge when stage1 made one, else the jar's own (CPU) build: these
-  # programs run on XNNPACK either way.
-  [[ ! -f "$STAGE/libetserve_jni.so" ]] || native="--etserve.native.library-dir=$STAGE"
   local baseline=()
   [[ -z ${ETSERVE_DATA_PATH_BASELINE_ARGS+set} ]] || baseline=(BENCH_BASELINE_JAR="$JAR" BENCH_BASELINE_UNPLANNED=1
-    BENCH_BASELINE_ARGS="$native ${ETSERVE_DATA_PATH_BASELINE_ARGS}")
-  env "${baseline[@]}" PATH="$(dirname "$JAVA"):$PATH" BENCH_CP="$CHECK_CP" BENCH_JAR="$JAR" SERVICE_JAR="$JAR" \
-    BENCH_SERVICE_ARGS="$native ${ETSERVE_DATA_PATH_ARGS:-}" BENCH_SERVER_CPUS="${SERVICE_CPUS:-}" \
+    BENCH_BASELINE_ARGS="$(bundle_bridge_arg) ${ETSERVE_DATA_PATH_BASELINE_ARGS}")
+  local st=0
+  bundle_bench data-path "${ETSERVE_DATA_PATH_ARGS:-}" "${baseline[@]}" \
     BENCH_MODELS="$models" BENCH_FORMATS="${ETSERVE_DATA_PATH_FORMATS:-binary grpc}" \
     BENCH_ROUNDS="${ETSERVE_DATA_PATH_ROUNDS:-3}" BENCH_CONCURRENCY="${ETSERVE_DATA_PATH_CONCURRENCY:-1 2}" \
-    BENCH_DURATION="${ETSERVE_DATA_PATH_DURATION:-5}" BENCH_WARMUP=2 \
-    bash "$ROOT/bench/data-path.sh" > "$RESULTS/gpu-data-path.txt" 2> "$RESULTS/gpu-data-path-log.txt" || st=1
-  { host_facts; cat "$RESULTS/gpu-data-path.txt"; } > "$RESULTS/gpu-data-path.md"
-  cp "$ROOT/target/bench/data-path.jsonl" "$RESULTS/gpu-data-path.jsonl" 2>/dev/null || true
+    BENCH_DURATION="${ETSERVE_DATA_PATH_DURATION:-5}" BENCH_WARMUP=2 || st=1
   cp "$ROOT/target/bench/data-path-forward.txt" "$RESULTS/gpu-data-path-forward.txt" 2>/dev/null || true
-  cat "$RESULTS/gpu-data-path.md"
   return $st
 }
 
@@ -52,15 +43,29 @@ data_path_bench() {
 # pool is as large as the service's CPUs (SERVICE_CPUS, e.g. 0-7: eight threads). Knobs: those
 # of bench/cpu-threadpool.sh (BENCH_MODEL, BENCH_FORMATS, BENCH_CONCURRENCY, BENCH_ROUNDS ...).
 cpu_threadpool_bench() {
+  bundle_bench cpu-threadpool "${BENCH_SERVICE_ARGS:-}"
+}
+
+# The service argument that points it at the host's GPU build of the bridge when stage1 made one;
+# nothing (the jar's own CPU build) otherwise: the benches' CPU programs run on XNNPACK either way.
+bundle_bridge_arg() {
+  [[ ! -f "$STAGE/libetserve_jni.so" ]] || echo "--etserve.native.library-dir=$STAGE"
+}
+
+# bundle_bench NAME SERVICE_ARGS [VAR=VALUE ...]: bench/NAME.sh with the bundle's JRE, jar and
+# test classes (the extracted jar runs in place, its lib/ beside it), the service on SERVICE_CPUS
+# with bundle_bridge_arg and SERVICE_ARGS, and the further environment given. Writes
+# $RESULTS/gpu-NAME.txt (its output), -log.txt, .md (with the host's facts) and .jsonl; returns
+# the script's status.
+bundle_bench() {
+  local name=$1 args=$2 st=0
+  shift 2
   mkdir -p "$RESULTS"
-  local st=0 native=""
-  [[ ! -f "$STAGE/libetserve_jni.so" ]] || native="--etserve.native.library-dir=$STAGE"
-  # SERVICE_JAR: the bundle's extracted jar runs in place (its lib/ beside it), not copied.
   env PATH="$(dirname "$JAVA"):$PATH" BENCH_CP="$CHECK_CP" BENCH_JAR="$JAR" SERVICE_JAR="$JAR" \
-    BENCH_SERVICE_ARGS="$native ${BENCH_SERVICE_ARGS:-}" BENCH_SERVER_CPUS="${SERVICE_CPUS:-}" \
-    bash "$ROOT/bench/cpu-threadpool.sh" > "$RESULTS/gpu-cpu-threadpool.txt" 2> "$RESULTS/gpu-cpu-threadpool-log.txt" || st=1
-  { host_facts; cat "$RESULTS/gpu-cpu-threadpool.txt"; } > "$RESULTS/gpu-cpu-threadpool.md"
-  cp "$ROOT/target/bench/cpu-threadpool.jsonl" "$RESULTS/gpu-cpu-threadpool.jsonl" 2>/dev/null || true
-  cat "$RESULTS/gpu-cpu-threadpool.md"
+    BENCH_SERVICE_ARGS="$(bundle_bridge_arg) $args" BENCH_SERVER_CPUS="${SERVICE_CPUS:-}" "$@" \
+    bash "$ROOT/bench/$name.sh" > "$RESULTS/gpu-$name.txt" 2> "$RESULTS/gpu-$name-log.txt" || st=1
+  { host_facts; cat "$RESULTS/gpu-$name.txt"; } > "$RESULTS/gpu-$name.md"
+  cp "$ROOT/target/bench/$name.jsonl" "$RESULTS/gpu-$name.jsonl" 2>/dev/null || true
+  cat "$RESULTS/gpu-$name.md"
   return $st
 }
