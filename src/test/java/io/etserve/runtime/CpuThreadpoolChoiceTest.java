@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -33,21 +32,16 @@ class CpuThreadpoolChoiceTest {
         List<Path> workers = poolWorkers();
         assertThat(workers).as("pthreadpool's workers: the pool less the calling thread").hasSize(POOL - 1);
 
-        int n = 1 << 20;
-        ByteBuffer x = ByteBuffer.allocateDirect(n * 4).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < n; i++) {
-            x.putFloat((i % 2001 - 1000) / 997f);
-        }
-        x.flip();
+        ByteBuffer x = CpuThreadpoolSizeTest.affineInput();
         try (Program p = Program.load(CpuThreadpoolSizeTest.AFFINE_4MIB, Program.Verification.INTERNAL_CONSISTENCY);
                 ProgramInstance pooled = p.newInstance("forward", -1, true);
                 ProgramInstance alone = p.newInstance("forward", -1, false)) {
             long before = switches(workers);
-            callAndCheck(pooled, x, n);
+            callAndCheck(pooled, x);
             long pooledWakes = switches(workers) - before;
 
             before = switches(workers);
-            callAndCheck(alone, x, n);
+            callAndCheck(alone, x);
             long aloneWakes = switches(workers) - before;
 
             // Checking a call's million outputs takes long enough for the workers to sleep
@@ -58,18 +52,9 @@ class CpuThreadpoolChoiceTest {
         }
     }
 
-    /** y = 2x + 1 (scripts/export's definition, computed here) on every element, CALLS times. */
-    private static void callAndCheck(ProgramInstance instance, ByteBuffer x, int n) {
+    private static void callAndCheck(ProgramInstance instance, ByteBuffer x) {
         for (int call = 0; call < CALLS; call++) {
-            List<ExecutionOutput> out = instance.execute(
-                    List.of(new ExecutionInput(x.duplicate(), 6, new long[] {1, n})), StreamSelection.none());
-            ByteBuffer y = ByteBuffer.wrap(out.get(0).toArray()).order(ByteOrder.LITTLE_ENDIAN);
-            for (int i = 0; i < n; i++) {
-                float in = x.getFloat(i * 4);
-                if (y.getFloat(i * 4) != 2f * in + 1f) {
-                    assertThat(y.getFloat(i * 4)).as("element %d of call %d", i, call).isEqualTo(2f * in + 1f);
-                }
-            }
+            CpuThreadpoolSizeTest.assertAffine(instance, x, call);
         }
     }
 

@@ -20,6 +20,7 @@ class CpuThreadpoolSizeTest {
 
     /** y = 2x + 1 on 1x1048576 FP32 (XNNPACK): an operator large enough to be split over the pool. */
     static final Path AFFINE_4MIB = TestPaths.repoRoot().resolve("src/test/resources/models/affine-4mib/1/model.pte");
+    static final int AFFINE_ELEMENTS = 1 << 20;
 
     @Test
     void thePoolTakesTheSizeAskedBeforeTheFirstProgramKeepsItAndXnnpackAnswersOverIt() {
@@ -28,25 +29,34 @@ class CpuThreadpoolSizeTest {
         assertThat(NativeRuntime.sizeCpuThreads(3)).isEqualTo(3);
         assertThat(NativeRuntime.sizeCpuThreads(5)).as("sized once per process").isEqualTo(3);
 
-        int n = 1 << 20;
-        ByteBuffer x = ByteBuffer.allocateDirect(n * 4).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < n; i++) {
-            x.putFloat((i % 2001 - 1000) / 997f);
-        }
-        x.flip();
+        ByteBuffer x = affineInput();
         try (Program p = Program.load(AFFINE_4MIB, Program.Verification.INTERNAL_CONSISTENCY);
                 ProgramInstance instance = p.newInstance("forward")) {
             for (int call = 0; call < 3; call++) {
-                List<ExecutionOutput> out = instance.execute(
-                        List.of(new ExecutionInput(x.duplicate(), 6, new long[] {1, n})), StreamSelection.none());
-                ByteBuffer y = ByteBuffer.wrap(out.get(0).toArray()).order(ByteOrder.LITTLE_ENDIAN);
-                for (int i = 0; i < n; i++) {
-                    float in = x.getFloat(i * 4);
-                    // The model's definition (scripts/export: x * 2.0 + 1.0), computed here.
-                    assertThat(y.getFloat(i * 4)).as("element %d of call %d", i, call).isEqualTo(2f * in + 1f);
-                }
+                assertAffine(instance, x, call);
             }
         }
         assertThat(NativeRuntime.sizeCpuThreads(7)).as("still the size XNNPACK was built with").isEqualTo(3);
+    }
+
+    /** AFFINE_4MIB's input: 1x1048576 FP32 values in [-1, 1]. */
+    static ByteBuffer affineInput() {
+        ByteBuffer x = ByteBuffer.allocateDirect(AFFINE_ELEMENTS * 4).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < AFFINE_ELEMENTS; i++) {
+            x.putFloat((i % 2001 - 1000) / 997f);
+        }
+        return x.flip();
+    }
+
+    /** One call of {@code instance} on {@code x}, every output element checked against 2x + 1. */
+    static void assertAffine(ProgramInstance instance, ByteBuffer x, int call) {
+        List<ExecutionOutput> out = instance.execute(
+                List.of(new ExecutionInput(x.duplicate(), 6, new long[] {1, AFFINE_ELEMENTS})), StreamSelection.none());
+        ByteBuffer y = ByteBuffer.wrap(out.get(0).toArray()).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < AFFINE_ELEMENTS; i++) {
+            float in = x.getFloat(i * 4);
+            // The model's definition (scripts/export: x * 2.0 + 1.0), computed here.
+            assertThat(y.getFloat(i * 4)).as("element %d of call %d", i, call).isEqualTo(2f * in + 1f);
+        }
     }
 }
