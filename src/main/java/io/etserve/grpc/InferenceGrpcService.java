@@ -148,6 +148,10 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
     public void systemSharedMemoryRegister(SystemSharedMemoryRegisterRequest request,
             StreamObserver<SystemSharedMemoryRegisterResponse> out) {
         answer(out, () -> {
+            if (!sharedMemory.registrationEnabled()) {
+                // Whatever the request holds, as REST answers.
+                throw Status.UNIMPLEMENTED.withDescription(SharedMemoryRegions.REGISTRATION_OFF).asRuntimeException();
+            }
             if (request.getOffset() < 0 || request.getByteSize() < 0) {
                 throw new InvalidInputException("A shared memory region's offset and byte_size must be below 2^63.");
             }

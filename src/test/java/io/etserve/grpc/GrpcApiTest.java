@@ -15,6 +15,7 @@ import io.etserve.grpc.protocol.ModelReadyRequest;
 import io.etserve.grpc.protocol.ServerLiveRequest;
 import io.etserve.grpc.protocol.ServerMetadataRequest;
 import io.etserve.grpc.protocol.ServerReadyRequest;
+import io.etserve.grpc.protocol.SystemSharedMemoryRegisterRequest;
 import io.etserve.support.InlineCalls;
 import io.etserve.support.ModelActivity;
 import io.etserve.support.ModelRepositoryFixture;
@@ -303,6 +304,16 @@ class GrpcApiTest {
             now = pool.retainedBytes();
         }
         return now;
+    }
+
+    /** As REST answers: while registration is off, whatever the request holds (a uint64 past 2^63 - 1 too). */
+    @Test
+    void systemSharedMemoryRegistrationIsUnimplementedWhileOff() {
+        StatusRuntimeException system = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
+                () -> stub.systemSharedMemoryRegister(SystemSharedMemoryRegisterRequest.newBuilder().setName("r")
+                        .setKey("/k").setOffset(-1).setByteSize(-1).build()));
+        assertThat(system.getStatus().getCode()).isEqualTo(Status.Code.UNIMPLEMENTED);
+        assertThat(system.getStatus().getDescription()).startsWith("Client shared memory is off");
     }
 
     @Test
