@@ -23,11 +23,14 @@
 #                             echo of the same bytes (bench/data-path.sh with the bundle); and
 #                             cpu-threadpool: a small CPU model on ExecuTorch's CPU threadpool and
 #                             off it (bench/cpu-threadpool.sh with the bundle)
+#   cuda-shm (cuda-shm.sh)    Triton's CUDA shared memory through the packaged service, with
+#                             Triton's own Python client over REST and gRPC: answers against the
+#                             PyTorch references, status and unregister by kind, the refusals
 #
 # Commands:
 #   scripts/gpu-suite.sh run            from a checkout where `mvn verify` ran (Java + Maven on
 #                                       the host): native, junit, then service
-#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab|jit|data-path|cpu-threadpool
+#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab|jit|data-path|cpu-threadpool|cuda-shm
 #                                       one service or benchmark step alone (after the stages
 #                                       below on this host); jvm-options compares the option sets
 #                                       in ETSERVE_JVM_VARIANTS (';'-separated), optionally pinned
@@ -69,6 +72,8 @@
 #                                       caller-stream library, JNI headers, JUnit console), stage2 (the
 #                                       extracted jar and the libraries the in-process tests need, the
 #                                       test classes), stage3 (the server's libraries, a bench program)
+#   scripts/gpu-suite.sh bundle-clients here: .device/clients, the wheels of Triton's Python clients
+#                                       (with cuda-python) for the cuda-shm step, a transfer of its own
 #   scripts/gpu-suite.sh bundle-cuda SOURCE
 #                                       here: .device/cuda, the ExecuTorch tree's subset the CUDA
 #                                       delegate builds from, and the export's Python packages
@@ -107,6 +112,8 @@ source "$GPU_SCRIPTS/cuda-programs.sh"
 source "$GPU_SCRIPTS/cuda-profile.sh"
 # shellcheck source=scripts/gpu/data-path.sh
 source "$GPU_SCRIPTS/data-path.sh"
+# shellcheck source=scripts/gpu/cuda-shm.sh
+source "$GPU_SCRIPTS/cuda-shm.sh"
 
 stage1() {
   unpack_stage1
@@ -150,6 +157,7 @@ case "${1:-run}" in
   run) run ;;
   bundle) bundle ;;
   bundle-cuda) cuda_bundle "${2:-${ETSERVE_EXECUTORCH_SOURCE:-}}" ;;
+  bundle-clients) bundle_clients ;;
   cuda-stage1) unpack_stage1; cuda_stage1 ;;
   cuda-export) cuda_export "${2:-blob}" ;;
   cuda-programs)
@@ -169,7 +177,7 @@ case "${1:-run}" in
   stage2) stage2 ;;
   stage3) stage3 ;;
   unpack) unpack_app ;;  # only unpack the part this transfer carried (stage2 or stage3)
-  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab|jit|data-path|cpu-threadpool)
+  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab|jit|data-path|cpu-threadpool|cuda-shm)
     # After stage1 on this host (and stage2, plus stage3 for all but the benchmark), one step
     # alone, without the JUnit suite: the dynamic-batching step, the sticky fault through REST,
     # the throughput and service-CPU step (K = 1, 4, 16, the spinning wait beside, then
@@ -186,6 +194,7 @@ case "${1:-run}" in
       jit) jit_bench; exit $? ;;
       data-path) data_path_bench; exit $? ;;
       cpu-threadpool) cpu_threadpool_bench; exit $? ;;
+      cuda-shm) cuda_shm_check; exit $? ;;
       startup-ab) startup_ab_bench; exit $? ;;
       batching)
         { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt" ;;

@@ -98,3 +98,30 @@ unpack_app() {
 
 # The server's libraries are there (stage3 unpacked).
 have_server() { ls "$WORK"/app/lib/jetty-server-*.jar >/dev/null 2>&1 || die "no server libraries in $WORK: run stage3 on this host first"; }
+
+# Here: .device/clients, the wheels of Triton's Python clients for the GPU host's Python 3.12
+# (src/test/python/requirements-gpu.txt, every package pinned, none resolved): a transfer of its own.
+bundle_clients() {
+  cd "$ROOT"
+  local into="$BUNDLE/clients" platform=() p
+  for p in manylinux_2_28 manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 manylinux_2_5 manylinux1; do
+    platform+=(--platform "${p}_x86_64")
+  done
+  rm -rf "$into" && mkdir -p "$into"
+  python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.12 \
+    --implementation cp "${platform[@]}" -r src/test/python/requirements-gpu.txt -d "$into" \
+    || die "could not download the clients' wheels"
+  du -sh "$into"
+}
+
+# There: the carried wheels unzipped into $WORK/clients (a PYTHONPATH; no pip, no venv needed).
+# Prints the folder.
+unpack_clients() {
+  local site="$WORK/clients" wheel
+  [[ -d "$BUNDLE/clients" ]] || die "no $BUNDLE/clients: run 'scripts/gpu-suite.sh bundle-clients' on a build machine"
+  rm -rf "$site" && mkdir -p "$site"
+  for wheel in "$BUNDLE"/clients/*.whl; do
+    python3 -m zipfile -e "$wheel" "$site" || die "could not unpack $wheel"
+  done
+  echo "$site"
+}

@@ -47,7 +47,7 @@ class GrpcConfiguration {
         InPlaceRequests inPlace = new InPlaceRequests(GRPCInferenceServiceGrpc.getModelInferMethod());
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
-                ServiceVersion.current(), TritonExtensions.EXTENSIONS, metrics, repository, triton,
+                ServiceVersion.current(), TritonExtensions.served(sharedMemory.cudaServed()), metrics, repository, triton,
                 tensorBuffers, inPlace, sharedMemory, inflight);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), grpc.eventLoopsFor(Runtime.getRuntime().availableProcessors()), drainTimeout,

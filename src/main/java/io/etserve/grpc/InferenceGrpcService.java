@@ -56,7 +56,6 @@ import io.etserve.repository.ModelVersionState;
 import io.etserve.repository.RepositoryControl;
 import io.etserve.runtime.BufferLease;
 import io.etserve.runtime.DirectBufferPool;
-import io.etserve.sharedmemory.CudaSharedMemory;
 import io.etserve.sharedmemory.SharedMemoryRegions;
 import io.etserve.triton.TritonExtensions;
 import io.grpc.Context;
@@ -164,35 +163,59 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         });
     }
 
-    /** No CUDA region is ever registered: none listed, NOT_FOUND for one named. */
+    /** Every CUDA region, or the one named (NOT_FOUND when it is not registered), by name as Triton's. */
     @Override
     public void cudaSharedMemoryStatus(CudaSharedMemoryStatusRequest request,
             StreamObserver<CudaSharedMemoryStatusResponse> out) {
         answer(out, () -> {
-            if (!request.getName().isEmpty()) {
-                throw Status.NOT_FOUND.withDescription(CudaSharedMemory.unknownRegion(request.getName()))
-                        .asRuntimeException();
+            List<SharedMemoryRegions.CudaStatus> regions;
+            try {
+                regions = request.getName().isEmpty() ? sharedMemory.cudaStatus()
+                        : List.of(sharedMemory.cudaStatus(request.getName()));
+            } catch (SharedMemoryRegions.UnknownRegionException e) {
+                throw Status.NOT_FOUND.withDescription(e.getMessage()).asRuntimeException();
             }
-            return CudaSharedMemoryStatusResponse.getDefaultInstance();
+            CudaSharedMemoryStatusResponse.Builder b = CudaSharedMemoryStatusResponse.newBuilder();
+            for (SharedMemoryRegions.CudaStatus r : regions) {
+                b.putRegions(r.name(), CudaSharedMemoryStatusResponse.RegionStatus.newBuilder().setName(r.name())
+                        .setDeviceId(r.deviceId()).setByteSize(r.byteSize()).build());
+            }
+            return b.build();
         });
     }
 
+    /** UNIMPLEMENTED while registration is off, and on a host without a CUDA device. */
     @Override
     public void cudaSharedMemoryRegister(CudaSharedMemoryRegisterRequest request,
             StreamObserver<CudaSharedMemoryRegisterResponse> out) {
         answer(out, () -> {
-            throw Status.UNIMPLEMENTED.withDescription(CudaSharedMemory.NOT_SERVED).asRuntimeException();
+            try {
+                sharedMemory.requireCudaRegistration();
+            } catch (SharedMemoryRegions.RegistrationOffException | SharedMemoryRegions.NoCudaException e) {
+                throw Status.UNIMPLEMENTED.withDescription(e.getMessage()).asRuntimeException();
+            }
+            // byte_size is a uint64: one past 2^63 - 1 reads as negative, which registerCuda refuses as such.
+            sharedMemory.registerCuda(request.getName(), request.getRawHandle().toByteArray(), request.getDeviceId(),
+                    request.getByteSize());
+            return CudaSharedMemoryRegisterResponse.getDefaultInstance();
         });
     }
 
-    /** Nothing to unregister (none is ever registered), as Triton answers with none registered. */
+    /** The CUDA region named, or every CUDA region when no name is given; a name not registered is no error. */
     @Override
     public void cudaSharedMemoryUnregister(CudaSharedMemoryUnregisterRequest request,
             StreamObserver<CudaSharedMemoryUnregisterResponse> out) {
-        answer(out, CudaSharedMemoryUnregisterResponse::getDefaultInstance);
+        answer(out, () -> {
+            if (request.getName().isEmpty()) {
+                sharedMemory.unregisterAllCuda();
+            } else {
+                sharedMemory.unregisterCuda(request.getName());
+            }
+            return CudaSharedMemoryUnregisterResponse.getDefaultInstance();
+        });
     }
 
-    /** The region named, or every region when no name is given; a name not registered is no error. */
+    /** The system region named, or every system region when no name is given; a name not registered is no error. */
     @Override
     public void systemSharedMemoryUnregister(SystemSharedMemoryUnregisterRequest request,
             StreamObserver<SystemSharedMemoryUnregisterResponse> out) {

@@ -42,7 +42,6 @@ public class InferenceProtocolController {
 
     static final String JSON = MediaType.APPLICATION_JSON_VALUE;
     static final String OCTET_STREAM = MediaType.APPLICATION_OCTET_STREAM_VALUE;
-    public static final List<String> EXTENSIONS = TritonExtensions.EXTENSIONS;
 
     private final ModelRegistry registry;
     private final InferenceService inference;
@@ -54,6 +53,7 @@ public class InferenceProtocolController {
     private final DirectBufferPool pool;
     private final PublicMessages messages;
     private final InferExchange exchange;
+    private final List<String> extensions;
 
     public InferenceProtocolController(ModelRegistry registry, InferenceService inference, ServerReadiness readiness,
             ProbeHealth probes, InferRequestDecoder decoder, InferResponseEncoder encoder,
@@ -69,13 +69,14 @@ public class InferenceProtocolController {
         this.inflight = inflight;
         this.pool = pool;
         this.messages = messages;
+        this.extensions = TritonExtensions.served(sharedMemory.cudaServed());
         this.exchange = new InferExchange(inference, readiness, decoder, encoder, sharedMemory, limits, clients,
                 new ApiExceptionHandler(messages));
     }
 
     @GetMapping(value = {"", "/"}, produces = JSON)
     ProtocolDtos.ServerMetadata server() {
-        return new ProtocolDtos.ServerMetadata("etserve", version, EXTENSIONS);
+        return new ProtocolDtos.ServerMetadata("etserve", version, extensions);
     }
 
     /** Exactly actuator's liveness answer (see {@link ProbeHealth}); a status alone, so any Accept takes it. */

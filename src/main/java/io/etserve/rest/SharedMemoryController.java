@@ -3,10 +3,11 @@ package io.etserve.rest;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.etserve.inference.InvalidInputException;
 import io.etserve.protocol.ControlBodies;
-import io.etserve.sharedmemory.CudaSharedMemory;
 import io.etserve.sharedmemory.SharedMemoryRegions;
 import jakarta.servlet.http.HttpServletRequest;
+import java.util.Base64;
 import java.util.List;
+import java.util.function.Supplier;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
@@ -18,10 +19,9 @@ import org.springframework.web.bind.annotation.RestController;
 import tools.jackson.databind.JsonNode;
 
 /**
- * Triton's shared-memory extensions over REST. System shared memory: register, unregister and
- * list regions ({@link SharedMemoryRegions}), answered as Triton's are (an empty 200 for a
- * change, a JSON array for a status). CUDA shared memory is not served ({@link CudaSharedMemory}):
- * a registration is 501, the status lists no region, an unregister has nothing to do.
+ * Triton's shared-memory extensions over REST: register, unregister and list system and CUDA
+ * regions ({@link SharedMemoryRegions}), answered as Triton's are (an empty 200 for a change, a
+ * JSON array for a status). A CUDA registration is 501 on a host without a CUDA device.
  *
  * <p>A registration's body is JSON, read as such under the form type too: Triton's C++ client
  * (perf_analyzer's) posts it as libcurl's default, {@code application/x-www-form-urlencoded}.
@@ -54,11 +54,7 @@ public class SharedMemoryController {
     /** One region, as a list of one (Triton's shape); 404 when it is not registered. */
     @GetMapping(value = SYSTEM + "/region/{region}/status", produces = MediaType.APPLICATION_JSON_VALUE)
     List<RegionStatus> status(@PathVariable("region") String name) {
-        try {
-            return List.of(RegionStatus.of(regions.status(name)));
-        } catch (SharedMemoryRegions.UnknownRegionException e) {
-            throw new ApiException(HttpStatus.NOT_FOUND, e.getMessage());
-        }
+        return one(() -> RegionStatus.of(regions.status(name)));
     }
 
     /** Body: {@code {"key": "/object", "offset": 0, "byte_size": N}} (offset optional). 501 while registration is off. */
@@ -90,29 +86,70 @@ public class SharedMemoryController {
     }
 
     @GetMapping(value = CUDA + "/status", produces = MediaType.APPLICATION_JSON_VALUE)
-    List<RegionStatus> cudaStatus() {
-        return List.of();
+    List<CudaRegionStatus> cudaStatus() {
+        return regions.cudaStatus().stream().map(CudaRegionStatus::of).toList();
     }
 
+    /** One region, as a list of one; 404 when it is not registered, or registered as system shared memory. */
     @GetMapping(value = CUDA + "/region/{region}/status", produces = MediaType.APPLICATION_JSON_VALUE)
-    List<RegionStatus> cudaStatus(@PathVariable("region") String name) {
-        throw new ApiException(HttpStatus.NOT_FOUND, CudaSharedMemory.unknownRegion(name));
+    List<CudaRegionStatus> cudaStatus(@PathVariable("region") String name) {
+        return one(() -> CudaRegionStatus.of(regions.cudaStatus(name)));
     }
 
-    @PostMapping(value = CUDA + "/region/{region}/register", produces = MediaType.APPLICATION_JSON_VALUE)
-    ResponseEntity<Void> cudaRegister(@PathVariable("region") String name) {
-        throw new ApiException(HttpStatus.NOT_IMPLEMENTED, CudaSharedMemory.NOT_SERVED);
-    }
-
-    @PostMapping(value = {CUDA + "/region/{region}/unregister", CUDA + "/unregister"},
+    /**
+     * Body: {@code {"raw_handle": {"b64": "<the IPC handle, base64>"}, "device_id": 0, "byte_size": N}}.
+     * 501 while registration is off, and on a host without a CUDA device.
+     */
+    @PostMapping(value = CUDA + "/region/{region}/register", consumes = {MediaType.APPLICATION_JSON_VALUE,
+            MediaType.APPLICATION_OCTET_STREAM_VALUE, MediaType.APPLICATION_FORM_URLENCODED_VALUE},
             produces = MediaType.APPLICATION_JSON_VALUE)
-    ResponseEntity<Void> cudaUnregister() {
+    ResponseEntity<Void> cudaRegister(@PathVariable("region") String name, HttpServletRequest request) {
+        try {
+            // The answer whatever the body holds.
+            regions.requireCudaRegistration();
+        } catch (SharedMemoryRegions.RegistrationOffException | SharedMemoryRegions.NoCudaException e) {
+            throw new ApiException(HttpStatus.NOT_IMPLEMENTED, e.getMessage());
+        }
+        JsonNode body = ControlBodies.object(RepositoryController.body(request), "register",
+                "{\"raw_handle\": {\"b64\": \"...\"}, \"device_id\": 0, \"byte_size\": N}",
+                InvalidInputException::new);
+        regions.registerCuda(name, rawHandle(body), whole(body, "device_id", true), whole(body, "byte_size", true));
         return done();
+    }
+
+    /** A CUDA region not registered is no error (as Triton's); a request using it keeps it until it is done. */
+    @PostMapping(value = CUDA + "/region/{region}/unregister", produces = MediaType.APPLICATION_JSON_VALUE)
+    ResponseEntity<Void> cudaUnregister(@PathVariable("region") String name) {
+        regions.unregisterCuda(name);
+        return done();
+    }
+
+    @PostMapping(value = CUDA + "/unregister", produces = MediaType.APPLICATION_JSON_VALUE)
+    ResponseEntity<Void> cudaUnregisterAll() {
+        regions.unregisterAllCuda();
+        return done();
+    }
+
+    /** One region's status as a list of one (Triton's shape), or 404 with why there is none. */
+    private static <T> List<T> one(Supplier<T> status) {
+        try {
+            return List.of(status.get());
+        } catch (SharedMemoryRegions.UnknownRegionException e) {
+            throw new ApiException(HttpStatus.NOT_FOUND, e.getMessage());
+        }
     }
 
     /** Triton's answer to a change: 200, JSON, no body. */
     private static ResponseEntity<Void> done() {
         return ResponseEntity.ok().contentType(MediaType.APPLICATION_JSON).build();
+    }
+
+    /** A CUDA region as Triton's status lists it. */
+    record CudaRegionStatus(String name, @JsonProperty("device_id") int deviceId,
+            @JsonProperty("byte_size") long byteSize) {
+        static CudaRegionStatus of(SharedMemoryRegions.CudaStatus s) {
+            return new CudaRegionStatus(s.name(), s.deviceId(), s.byteSize());
+        }
     }
 
     private static String key(JsonNode body) {
@@ -126,6 +163,24 @@ public class SharedMemoryController {
         return key.asString();
     }
 
+    /** The handle's bytes from {@code {"b64": "..."}}, Triton's form for binary in JSON. */
+    private static byte[] rawHandle(JsonNode body) {
+        JsonNode handle = body.get("raw_handle");
+        if (handle == null || handle.isNull()) {
+            throw new InvalidInputException("Shared memory register request has no 'raw_handle' field.");
+        }
+        JsonNode b64 = handle.get("b64");
+        if (!handle.isObject() || b64 == null || !b64.isString()) {
+            throw new InvalidInputException("The register request's 'raw_handle' must be {\"b64\": \"<the CUDA IPC"
+                    + " handle, base64>\"}.");
+        }
+        try {
+            return Base64.getDecoder().decode(b64.asString());
+        } catch (IllegalArgumentException e) {
+            throw new InvalidInputException("The register request's 'raw_handle' is not base64: " + e.getMessage());
+        }
+    }
+
     private static long whole(JsonNode body, String field, boolean required) {
         JsonNode value = body.get(field);
         if (value == null || value.isNull()) {
@@ -135,7 +190,7 @@ public class SharedMemoryController {
             return 0;
         }
         if (!value.isIntegralNumber() || !value.canConvertToLong() || value.longValue() < 0) {
-            throw new InvalidInputException("The register request's '" + field + "' must be a whole number of bytes,"
+            throw new InvalidInputException("The register request's '" + field + "' must be a whole number,"
                     + " 0 to 2^63 - 1.");
         }
         return value.longValue();

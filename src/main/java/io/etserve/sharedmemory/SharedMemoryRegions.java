@@ -1,5 +1,6 @@
 package io.etserve.sharedmemory;
 
+import io.etserve.cuda.ImportedDeviceMemory;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.InvalidInputException;
@@ -7,17 +8,8 @@ import io.etserve.inference.SharedMemoryReference;
 import io.etserve.inference.Tensor;
 import io.etserve.inference.UntrustedText;
 import io.etserve.protocol.SharedMemoryInputs;
-import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.ClosedChannelException;
-import java.nio.channels.FileChannel;
-import java.nio.file.AccessDeniedException;
-import java.nio.file.Files;
-import java.nio.file.LinkOption;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -25,24 +17,30 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.IntFunction;
+import java.util.function.Predicate;
 
 /**
- * Triton's system shared-memory extension: regions of POSIX shared-memory objects a client on
- * the same host registers by name, so that large inputs and outputs skip the socket. An input
- * that names a region is read from it ({@link #read}); an output asked for in a region is
- * written there ({@link #deliver}) and the answer carries only its name, datatype and shape.
+ * Triton's shared-memory extensions: regions a client on the same host registers by name, so
+ * that large inputs and outputs skip the socket. A system region is part of a POSIX
+ * shared-memory object ({@link SystemRegion}); a CUDA region is device memory the client
+ * allocated and exported as a CUDA IPC handle ({@link CudaRegion}). One name is one region of
+ * one kind. An input that names a region is read from it ({@link #read}); an output asked for
+ * in a region is written there ({@link #deliver}) and the answer carries only its name, datatype
+ * and shape.
  *
- * <p>A region is read and written with positional reads and writes on its object's file
+ * <p>A system region is read and written with positional reads and writes on its object's file
  * ({@code pread}/{@code pwrite} under {@code /dev/shm}), never mapped: a client that truncates
  * its object under a mapping would fault the reading thread (SIGBUS; in native code, the
- * process), where a read past the end is a short read, answered as the client's error. Inputs are
- * copied into the request's own buffers, so a client that writes the region again while its
- * request runs cannot change the tensor under the model.
+ * process), where a read past the end is a short read, answered as the client's error. A CUDA
+ * region is bounded by its allocation, which the driver reports when the handle is opened.
+ * Inputs of both kinds are copied into the request's own buffers, so a client that writes the
+ * region again while its request runs cannot change the tensor under the model.
  *
  * <p>A region unregistered while requests use it stays open until the last of them is done.
  * Registration is off unless {@code etserve.shared-memory.enabled} (as Triton's
  * {@code --allow-client-shm}): any client that reaches the port could otherwise read and write
- * every shared-memory object the service's user may open. Thread-safe.
+ * every shared-memory object the service's user may open, and the device memory of any process
+ * whose IPC handles it learns. Thread-safe.
  */
 public final class SharedMemoryRegions implements SharedMemoryInputs, AutoCloseable {
 
@@ -56,24 +54,43 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, AutoClosea
     public static final String REGISTRATION_OFF = "Client shared memory is off: start the server with"
             + " etserve.shared-memory.enabled=true to register regions.";
 
-    /** A registered region as the status calls list it. */
+    /** A registered system region as the status calls list it. */
     public record Status(String name, String key, long offset, long byteSize) {}
+
+    /** A registered CUDA region as the status calls list it. */
+    public record CudaStatus(String name, int deviceId, long byteSize) {}
 
     private final Path directory;
     private final boolean registrationEnabled;
     private final int maxRegions;
     private final long maxBytesPerRequest;
+    /** Opens CUDA IPC handles; null on a host without a CUDA device. */
+    private final ImportedDeviceMemory.Opener cuda;
+    private final String noCuda;
+    /** Regions of both kinds: a name is registered once, as one or the other (as Triton's). */
     private final ConcurrentHashMap<String, Region> regions = new ConcurrentHashMap<>();
     /** Registrations and unregistrations one at a time: the count and the names stay consistent. */
     private final Object changes = new Object();
 
     /**
-     * @param directory where the objects' files are ({@link #POSIX_SHARED_MEMORY} but in tests)
-     * @param registrationEnabled whether clients may register regions
-     * @param maxRegions most regions registered at once
-     * @param maxBytesPerRequest most bytes one request's inputs may read from regions
+     * System shared memory only: a CUDA registration is refused as on a host without a device.
+     *
+     * @see #SharedMemoryRegions(Path, boolean, int, long, ImportedDeviceMemory.Opener, String)
      */
     public SharedMemoryRegions(Path directory, boolean registrationEnabled, int maxRegions, long maxBytesPerRequest) {
+        this(directory, registrationEnabled, maxRegions, maxBytesPerRequest, null, "no CUDA device");
+    }
+
+    /**
+     * @param directory where the objects' files are ({@link #POSIX_SHARED_MEMORY} but in tests)
+     * @param registrationEnabled whether clients may register regions
+     * @param maxRegions most regions registered at once, of both kinds together
+     * @param maxBytesPerRequest most bytes one request's inputs may read from regions
+     * @param cuda opens CUDA IPC handles, or null where there is no CUDA device
+     * @param noCuda why there is none (for the refusal of a CUDA registration), when {@code cuda} is null
+     */
+    public SharedMemoryRegions(Path directory, boolean registrationEnabled, int maxRegions, long maxBytesPerRequest,
+            ImportedDeviceMemory.Opener cuda, String noCuda) {
         if (maxRegions < 0 || maxBytesPerRequest < 0) {
             throw new IllegalArgumentException("maxRegions and maxBytesPerRequest must be >= 0");
         }
@@ -81,6 +98,13 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, AutoClosea
         this.registrationEnabled = registrationEnabled;
         this.maxRegions = maxRegions;
         this.maxBytesPerRequest = maxBytesPerRequest;
+        this.cuda = cuda;
+        this.noCuda = noCuda;
+    }
+
+    /** Whether CUDA regions can be registered here (while registration is on): a CUDA device is. */
+    public boolean cudaServed() {
+        return cuda != null;
     }
 
     /** Whether clients may register regions ({@code etserve.shared-memory.enabled}). */
@@ -115,54 +139,182 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, AutoClosea
             throw refused(name, "its offset + byte_size overflows 64 bits");
         }
         synchronized (changes) {
-            if (regions.containsKey(name)) {
-                throw refused(name, "a region of that name is registered already; unregister it first");
-            }
-            if (regions.size() >= maxRegions) {
-                throw refused(name, maxRegions + " regions are registered, the most allowed"
-                        + " (etserve.shared-memory.max-regions)");
-            }
-            regions.put(name, new Region(name, key, file, offset, byteSize, open(name, key, file, end)));
+            requireRoom(name);
+            regions.put(name, new SystemRegion(name, key, file, offset, byteSize,
+                    SystemRegion.open(name, key, file, end)));
         }
     }
 
-    /** Unregisters {@code name}; a name not registered is no error (as Triton's). */
+    /**
+     * Registers the first {@code byteSize} bytes of the device memory another process exported
+     * as {@code handle} (a CUDA IPC handle, {@code cudaIpcGetMemHandle}) on device
+     * {@code deviceId} as {@code name}. The allocation must hold them.
+     *
+     * @throws RegistrationOffException while registration is off
+     * @throws NoCudaException on a host without a CUDA device
+     * @throws InvalidInputException for a name that cannot be or is in use, too many regions, or
+     *     a handle, device or size that cannot be a region
+     */
+    public void registerCuda(String name, byte[] handle, long deviceId, long byteSize) {
+        requireCudaRegistration();
+        requireName(name);
+        if (handle == null || handle.length != ImportedDeviceMemory.HANDLE_BYTES) {
+            throw refused(name, "its raw_handle must be a CUDA IPC handle of " + ImportedDeviceMemory.HANDLE_BYTES
+                    + " bytes (got " + (handle == null ? "none" : handle.length + " bytes") + ")");
+        }
+        if (deviceId < 0 || deviceId > Integer.MAX_VALUE) {
+            throw refused(name, "its device_id must be a device's ordinal, 0 or more (got " + deviceId + ")");
+        }
+        if (byteSize == 0) {
+            throw refused(name, "its byte_size must be more than 0");
+        }
+        if (byteSize < 0) {
+            // Only gRPC's uint64 can be 2^63 or more.
+            throw refused(name, "its byte_size " + Long.toUnsignedString(byteSize) + " is more than any allocation holds");
+        }
+        synchronized (changes) {
+            requireRoom(name);
+            ImportedDeviceMemory memory;
+            try {
+                memory = cuda.open(handle, (int) deviceId);
+            } catch (IllegalArgumentException e) {
+                throw refused(name, e.getMessage());
+            }
+            if (byteSize > memory.allocationBytes()) {
+                memory.close();
+                throw refused(name, "its byte_size " + byteSize + " is more than the " + memory.allocationBytes()
+                        + " bytes the handle's allocation holds");
+            }
+            regions.put(name, new CudaRegion(name, byteSize, memory));
+        }
+    }
+
+    /**
+     * Whether a CUDA region may be registered at all, before its request is read.
+     *
+     * @throws RegistrationOffException while registration is off
+     * @throws NoCudaException on a host without a CUDA device
+     */
+    public void requireCudaRegistration() {
+        if (!registrationEnabled) {
+            throw new RegistrationOffException();
+        }
+        if (cuda == null) {
+            throw new NoCudaException(noCuda);
+        }
+    }
+
+    /** A name not yet in use, and room for one more region; callers hold {@link #changes}. */
+    private void requireRoom(String name) {
+        if (regions.containsKey(name)) {
+            throw refused(name, "a region of that name is registered already; unregister it first");
+        }
+        if (regions.size() >= maxRegions) {
+            throw refused(name, maxRegions + " regions are registered, the most allowed"
+                    + " (etserve.shared-memory.max-regions)");
+        }
+    }
+
+    /**
+     * Unregisters the system region {@code name}; a name not registered as one is no error (as
+     * Triton's: a CUDA region of that name stays).
+     */
     public void unregister(String name) {
+        unregister(name, false);
+    }
+
+    /** Unregisters the CUDA region {@code name}, as {@link #unregister(String)} a system one. */
+    public void unregisterCuda(String name) {
+        unregister(name, true);
+    }
+
+    private void unregister(String name, boolean cudaKind) {
         Region region;
         synchronized (changes) {
-            region = regions.remove(name);
+            region = regions.get(name);
+            if (region == null || region.cuda() != cudaKind) {
+                return;
+            }
+            regions.remove(name);
         }
-        if (region != null) {
-            region.unregister();
-        }
+        region.unregister();
     }
 
-    /** Unregisters every region. */
+    /** Unregisters every system region. */
     public void unregisterAll() {
-        List<Region> all;
+        unregisterAll(r -> !r.cuda());
+    }
+
+    /** Unregisters every CUDA region. */
+    public void unregisterAllCuda() {
+        unregisterAll(Region::cuda);
+    }
+
+    private void unregisterAll(Predicate<Region> which) {
+        List<Region> all = new ArrayList<>();
         synchronized (changes) {
-            all = new ArrayList<>(regions.values());
-            regions.clear();
+            for (Region r : regions.values()) {
+                if (which.test(r)) {
+                    all.add(r);
+                }
+            }
+            all.forEach(r -> regions.remove(r.name));
         }
         all.forEach(Region::unregister);
     }
 
-    /** Every registered region, by name. */
+    /** Every registered system region, by name. */
     public List<Status> status() {
-        return regions.values().stream().map(Region::status).sorted(Comparator.comparing(Status::name)).toList();
+        return regions.values().stream().filter(r -> !r.cuda()).map(r -> status((SystemRegion) r))
+                .sorted(Comparator.comparing(Status::name)).toList();
     }
 
     /**
-     * The region registered as {@code name}.
+     * The system region registered as {@code name}.
      *
      * @throws UnknownRegionException when none is
      */
     public Status status(String name) {
+        return status((SystemRegion) registered(name, false));
+    }
+
+    /** Every registered CUDA region, by name. */
+    public List<CudaStatus> cudaStatus() {
+        return regions.values().stream().filter(Region::cuda).map(r -> status((CudaRegion) r))
+                .sorted(Comparator.comparing(CudaStatus::name)).toList();
+    }
+
+    /**
+     * The CUDA region registered as {@code name}.
+     *
+     * @throws UnknownRegionException when none is
+     */
+    public CudaStatus cudaStatus(String name) {
+        return status((CudaRegion) registered(name, true));
+    }
+
+    private static Status status(SystemRegion r) {
+        return new Status(r.name, r.key, r.offset, r.byteSize);
+    }
+
+    private static CudaStatus status(CudaRegion r) {
+        return new CudaStatus(r.name, r.device(), r.byteSize);
+    }
+
+    /** The region of that kind named {@code name}; Triton's messages for none, or one of the other kind. */
+    private Region registered(String name, boolean cudaKind) {
         Region region = regions.get(name);
+        String kind = cudaKind ? "cuda" : "system";
         if (region == null) {
-            throw new UnknownRegionException(name);
+            throw new UnknownRegionException("Unable to find " + kind + " shared memory region: '"
+                    + UntrustedText.abbreviate(name) + "'");
         }
-        return region.status();
+        if (region.cuda() != cudaKind) {
+            throw new UnknownRegionException("The region named '" + UntrustedText.abbreviate(name)
+                    + "' is registered as " + (cudaKind ? "system shared memory, not CUDA shared memory"
+                    : "CUDA shared memory, not system shared memory"));
+        }
+        return region;
     }
 
     @Override
@@ -223,10 +375,10 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, AutoClosea
         throw new IllegalStateException("output '" + name + "' was asked for but is not in the response");
     }
 
-    /** Unregisters every region (the service is stopping). */
+    /** Unregisters every region of both kinds (the service is stopping). */
     @Override
     public void close() {
-        unregisterAll();
+        unregisterAll(r -> true);
     }
 
     /** The region {@code reference} names, in use until {@link Region#done}; refused when it does not fit there. */
@@ -274,42 +426,23 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, AutoClosea
         return directory.resolve(object);
     }
 
-    /** The object's file opened for reads and writes, once it proves a regular file that holds {@code end} bytes. */
-    private static FileChannel open(String name, String key, Path file, long end) {
-        String object = "shared memory object '" + UntrustedText.abbreviate(key) + "'";
-        try {
-            BasicFileAttributes attributes = Files.readAttributes(file, BasicFileAttributes.class,
-                    LinkOption.NOFOLLOW_LINKS);
-            if (!attributes.isRegularFile()) {
-                throw refused(name, object + " is not a regular file" + (attributes.isSymbolicLink()
-                        ? " (a symbolic link)" : ""));
-            }
-            FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                    LinkOption.NOFOLLOW_LINKS);
-            long size = channel.size();
-            if (size < end) {
-                channel.close();
-                throw refused(name, object + " holds " + size + " bytes, fewer than offset + byte_size (" + end + ")");
-            }
-            return channel;
-        } catch (NoSuchFileException e) {
-            throw refused(name, "there is no " + object + " (the client creates it with shm_open first)");
-        } catch (AccessDeniedException e) {
-            throw refused(name, "the service may not read and write " + object);
-        } catch (IOException e) {
-            throw refused(name, object + " could not be opened: " + e.getMessage());
-        }
-    }
-
-    private static InvalidInputException refused(String name, String why) {
+    static InvalidInputException refused(String name, String why) {
         return new InvalidInputException("Shared memory region '" + UntrustedText.abbreviate(name)
                 + "' was not registered: " + why + ".");
     }
 
     /** A status call named a region that is not registered (REST 404, gRPC NOT_FOUND, as Triton's). */
     public static final class UnknownRegionException extends RuntimeException {
-        UnknownRegionException(String name) {
-            super("Unable to find system shared memory region: '" + UntrustedText.abbreviate(name) + "'");
+        UnknownRegionException(String message) {
+            super(message);
+        }
+    }
+
+    /** A CUDA registration on a host without a CUDA device (REST 501, gRPC UNIMPLEMENTED). */
+    public static final class NoCudaException extends RuntimeException {
+        NoCudaException(String why) {
+            super("CUDA shared memory is not served here: " + why + ". Pass the tensors in the request (the binary"
+                    + " tensor extension) or through system shared memory.");
         }
     }
 
@@ -317,127 +450,6 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, AutoClosea
     public static final class RegistrationOffException extends RuntimeException {
         RegistrationOffException() {
             super(REGISTRATION_OFF);
-        }
-    }
-
-    /**
-     * One registered region: its object's file, open, and the requests using it. Reads and writes
-     * are positional, so many run at once on the one channel.
-     */
-    private static final class Region {
-        private final String name;
-        private final String shownName;
-        private final String key;
-        private final Path file;
-        private final long offset;
-        private final long byteSize;
-        private FileChannel channel;  // guarded by this
-        private int users;  // guarded by this
-        private boolean unregistered;  // guarded by this
-
-        Region(String name, String key, Path file, long offset, long byteSize, FileChannel channel) {
-            this.name = name;
-            this.shownName = UntrustedText.abbreviate(name);
-            this.key = key;
-            this.file = file;
-            this.offset = offset;
-            this.byteSize = byteSize;
-            this.channel = channel;
-        }
-
-        Status status() {
-            return new Status(name, key, offset, byteSize);
-        }
-
-        /** False once unregistered: the region is gone for new requests. */
-        synchronized boolean use() {
-            if (unregistered) {
-                return false;
-            }
-            users++;
-            return true;
-        }
-
-        synchronized void done() {
-            if (--users == 0 && unregistered) {
-                closeChannel();
-            }
-        }
-
-        synchronized void unregister() {
-            unregistered = true;
-            if (users == 0) {
-                closeChannel();
-            }
-        }
-
-        private void closeChannel() {
-            try {
-                channel.close();
-            } catch (IOException e) {
-                // closing a file opened for reads and writes of shared memory: nothing was buffered
-            }
-        }
-
-        /**
-         * The open channel. An interrupted thread's read or write closes a FileChannel for every
-         * user: the next one opens the object again, as registered.
-         */
-        private synchronized FileChannel channel() throws IOException {
-            if (!channel.isOpen()) {
-                channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                        LinkOption.NOFOLLOW_LINKS);
-            }
-            return channel;
-        }
-
-        /** Fills {@code into} from {@code at} bytes into the region. */
-        void read(String label, ByteBuffer into, long at) {
-            transfer(label, into, offset + at, false);
-        }
-
-        /** Writes {@code from} at {@code at} bytes into the region. */
-        void write(String label, ByteBuffer from, long at) {
-            transfer(label, from, offset + at, true);
-        }
-
-        /**
-         * Moves {@code buffer}'s remaining bytes to or from the object at {@code position}. Its
-         * file must still hold them: an object made smaller since it was registered is the
-         * client's error (a write would grow it again). A channel another thread's interrupt
-         * closed meanwhile is opened again once.
-         */
-        private void transfer(String label, ByteBuffer buffer, long position, boolean write) {
-            int start = buffer.position();
-            for (int attempt = 1; ; attempt++) {
-                try {
-                    FileChannel c = channel();
-                    if (c.size() < position + buffer.remaining()) {
-                        throw new InvalidInputException(label + (write ? " writes" : " reads") + " shared memory region '"
-                                + shownName + "' past the end of its object, which was made smaller after the region"
-                                + " was registered.");
-                    }
-                    long at = position;
-                    while (buffer.hasRemaining()) {
-                        int n = write ? c.write(buffer, at) : c.read(buffer, at);
-                        if (n < 0) {
-                            throw new InvalidInputException(label + " reads shared memory region '" + shownName
-                                    + "' past the end of its object, which was made smaller while it was read.");
-                        }
-                        at += n;
-                    }
-                    return;
-                } catch (ClosedChannelException e) {
-                    if (attempt == 2 || Thread.currentThread().isInterrupted()) {
-                        throw new IllegalStateException("shared memory region '" + shownName + "' was closed under"
-                                + (write ? " a write" : " a read") + " (an interrupted thread)", e);
-                    }
-                    buffer.position(start);
-                } catch (IOException e) {
-                    throw new IllegalStateException("shared memory region '" + shownName + "' could not be "
-                            + (write ? "written" : "read") + ": " + e.getMessage(), e);
-                }
-            }
         }
     }
 }

@@ -14,6 +14,7 @@ import io.etserve.repository.ModelRegistry;
 import io.etserve.repository.ModelVersionState;
 import io.etserve.repository.RepositoryControl;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
@@ -26,9 +27,19 @@ import tools.jackson.databind.JsonNode;
  */
 public final class TritonExtensions {
 
-    /** Server metadata's {@code extensions}: the ones this service implements. */
+    /** Server metadata's {@code extensions} where CUDA shared memory cannot be served (no CUDA device). */
     public static final List<String> EXTENSIONS = List.of("binary_tensor_data", "model_repository",
             "model_configuration", "statistics", "system_shared_memory");
+
+    /** Server metadata's {@code extensions}: {@link #EXTENSIONS}, and {@code cuda_shared_memory} where it is served. */
+    public static List<String> served(boolean cudaSharedMemory) {
+        if (!cudaSharedMemory) {
+            return EXTENSIONS;
+        }
+        List<String> all = new ArrayList<>(EXTENSIONS);
+        all.add("cuda_shared_memory");
+        return List.copyOf(all);
+    }
 
     private final ModelRegistry registry;
     private final RepositoryControl repository;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.google.protobuf.ByteString;
+import io.etserve.grpc.protocol.CudaSharedMemoryRegisterRequest;
 import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
 import io.etserve.grpc.protocol.InferParameter;
 import io.etserve.grpc.protocol.InferTensorContents;
@@ -308,12 +309,17 @@ class GrpcApiTest {
 
     /** As REST answers: while registration is off, whatever the request holds (a uint64 past 2^63 - 1 too). */
     @Test
-    void systemSharedMemoryRegistrationIsUnimplementedWhileOff() {
+    void sharedMemoryRegistrationsAreUnimplementedWhileOff() {
         StatusRuntimeException system = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
                 () -> stub.systemSharedMemoryRegister(SystemSharedMemoryRegisterRequest.newBuilder().setName("r")
                         .setKey("/k").setOffset(-1).setByteSize(-1).build()));
         assertThat(system.getStatus().getCode()).isEqualTo(Status.Code.UNIMPLEMENTED);
         assertThat(system.getStatus().getDescription()).startsWith("Client shared memory is off");
+        StatusRuntimeException cuda = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
+                () -> stub.cudaSharedMemoryRegister(CudaSharedMemoryRegisterRequest.newBuilder().setName("r")
+                        .setByteSize(-1).build()));
+        assertThat(cuda.getStatus().getCode()).isEqualTo(Status.Code.UNIMPLEMENTED);
+        assertThat(cuda.getStatus().getDescription()).startsWith("Client shared memory is off");
     }
 
     @Test

@@ -251,12 +251,12 @@ class ProtocolApiTest {
         assertThat(r.json().path("error").asString()).isEqualTo("Client shared memory is off: start the server with"
                 + " etserve.shared-memory.enabled=true to register regions.");
         assertThat(http.get("/v2/systemsharedmemory/status").json().toString()).isEqualTo("[]");
-        // CUDA shared memory is not served: no region can be registered, none is listed, an
-        // unregister has nothing to do (Triton's tools clean up with it).
+        // CUDA shared memory too: none is listed, an unregister has nothing to do (Triton's tools
+        // clean up with it).
         assertThat(http.get("/v2/cudasharedmemory/status").json().toString()).isEqualTo("[]");
         Http.Response cuda = http.post("/v2/cudasharedmemory/region/r/register", "{}");
         assertThat(cuda.status()).isEqualTo(501);
-        assertThat(cuda.json().path("error").asString()).startsWith("CUDA shared memory is not served");
+        assertThat(cuda.json().path("error").asString()).startsWith("Client shared memory is off");
         assertThat(http.post("/v2/cudasharedmemory/unregister", "").status()).isEqualTo(200);
         assertThat(http.get("/v2/cudasharedmemory/region/r/status").status()).isEqualTo(404);
     }

@@ -233,13 +233,23 @@ class SharedMemoryApiTest {
                 () -> grpc.systemSharedMemoryStatus(SystemSharedMemoryStatusRequest.newBuilder().setName("in").build()));
         assertThat(gone.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
 
-        // CUDA shared memory is not served: nothing to list or unregister, a registration UNIMPLEMENTED.
+        // On a host without a CUDA device, CUDA shared memory is not served: nothing to list or
+        // unregister, a registration UNIMPLEMENTED (REST 501) with the reason.
         assertThat(grpc.cudaSharedMemoryStatus(CudaSharedMemoryStatusRequest.getDefaultInstance()).getRegionsMap())
                 .isEmpty();
         grpc.cudaSharedMemoryUnregister(CudaSharedMemoryUnregisterRequest.getDefaultInstance());
         StatusRuntimeException cuda = Assertions.assertThrows(StatusRuntimeException.class,
-                () -> grpc.cudaSharedMemoryRegister(CudaSharedMemoryRegisterRequest.newBuilder().setName("c").build()));
+                () -> grpc.cudaSharedMemoryRegister(CudaSharedMemoryRegisterRequest.newBuilder().setName("c")
+                        .setRawHandle(ByteString.copyFrom(new byte[64])).setByteSize(4).build()));
         assertThat(cuda.getStatus().getCode()).isEqualTo(Status.Code.UNIMPLEMENTED);
+        assertThat(cuda.getStatus().getDescription()).startsWith("CUDA shared memory is not served here:");
+        Http.Response rest = http.post("/v2/cudasharedmemory/region/c/register",
+                "{\"raw_handle\": {\"b64\": \"" + "A".repeat(88) + "\"}, \"device_id\": 0, \"byte_size\": 4}");
+        assertThat(rest.status()).isEqualTo(501);
+        assertThat(rest.json().path("error").asString()).startsWith("CUDA shared memory is not served here:");
+        // A system region's name is not a CUDA region's.
+        assertThat(http.get("/v2/cudasharedmemory/region/out/status").json().path("error").asString())
+                .isEqualTo("The region named 'out' is registered as system shared memory, not CUDA shared memory");
     }
 
     @Test
