@@ -24,11 +24,13 @@ import tools.jackson.databind.node.ObjectNode;
  * own (under /dev/shm), each worker's outputs go to an object of the worker's own, both
  * registered as regions; the request is a small JSON body naming them, the answer a small JSON
  * body, and the outputs are checked where the service wrote them. The service must allow
- * registration ({@code --etserve.shared-memory.enabled=true}).
+ * registration ({@code --etserve.shared-memory.enabled=true}). {@link Format#CUDA_SHM}: the same
+ * with Triton's CUDA shared memory, the tensors in device memory this process allocates (a GPU
+ * host, the service on the same device).
  */
 final class InferPayloads implements AutoCloseable {
 
-    enum Format { JSON, BINARY, GRPC, SHM }
+    enum Format { JSON, BINARY, GRPC, SHM, CUDA_SHM }
 
     private static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -53,10 +55,11 @@ final class InferPayloads implements AutoCloseable {
         }
         this.reference = reference;
         this.format = format;
-        this.shm = format == Format.SHM ? new SharedMemoryObjects(reference, port, workers) : null;
+        this.shm = format == Format.SHM || format == Format.CUDA_SHM
+                ? new SharedMemoryObjects(reference, port, workers, format == Format.CUDA_SHM) : null;
         for (int i = 0; i < reference.cases().size(); i++) {
             Reference.Case c = reference.cases().get(i);
-            if (format == Format.SHM) {
+            if (shm != null) {
                 List<byte[]> perWorker = new ArrayList<>();
                 for (int w = 0; w < workers; w++) {
                     perWorker.add(http(shm.request(c, i, w), model, port, false, 0));
@@ -177,10 +180,10 @@ final class InferPayloads implements AutoCloseable {
 
     /** The full HTTP request for reference case {@code i}, sent by worker {@code worker}. */
     byte[] request(int i, int worker) {
-        return format == Format.SHM ? shmRequests.get(i).get(worker) : requests.get(i);
+        return shm != null ? shmRequests.get(i).get(worker) : requests.get(i);
     }
 
-    /** Unregisters and deletes the shared-memory objects (SHM); nothing otherwise. */
+    /** Unregisters and deletes the shared-memory objects (SHM, CUDA_SHM); nothing otherwise. */
     @Override
     public void close() {
         if (shm != null) {
@@ -193,7 +196,7 @@ final class InferPayloads implements AutoCloseable {
         if (response.status() != 200) {
             return "HTTP " + response.status() + ": " + abbreviate(new String(response.body(), StandardCharsets.UTF_8));
         }
-        if (format == Format.SHM) {
+        if (shm != null) {
             return checkShared(i, worker, response);
         }
         Reference.Case expected = reference.cases().get(i);

@@ -395,7 +395,8 @@ public final class LoadGenerator {
             case "binary" -> InferPayloads.Format.BINARY;
             case "grpc" -> InferPayloads.Format.GRPC;
             case "shm" -> InferPayloads.Format.SHM;
-            default -> throw new IllegalArgumentException("--format is json, binary, grpc or shm");
+            case "cuda-shm" -> InferPayloads.Format.CUDA_SHM;
+            default -> throw new IllegalArgumentException("--format is json, binary, grpc, shm or cuda-shm");
         };
         int concurrency = (int) bounded(a, "concurrency", 1, 1, MAX_CONCURRENCY);
         double warmup = boundedSeconds(a, "warmup", 5, MAX_WARMUP_S);
@@ -433,13 +434,13 @@ public final class LoadGenerator {
     }
 
     private static String usage() {
-        return "usage: LoadGenerator [--url http://127.0.0.1:8080] [--model demo-portable] [--format json|binary|grpc|shm]\n"
+        return "usage: LoadGenerator [--url http://127.0.0.1:8080] [--model demo-portable] [--format json|binary|grpc|shm|cuda-shm]\n"
                 + "  [--concurrency 1] [--warmup 5] [--duration 10] [--requests N] [--timeout-ms 10000]\n"
                 + "  [--reference models/<model>/1/reference.json] [--label rest] [--json-out FILE] [--server-pid PID]\n"
                 + "  [--echo true (the target is bench EchoServer: the request body comes back)] [--check-every N]\n"
                 + "  [--grpc-port 8001 (--format grpc: raw tensors to inference.GRPCInferenceService on 127.0.0.1)]\n"
                 + "  [--format shm: each tensor in a /dev/shm region, the service started with"
-                + " --etserve.shared-memory.enabled=true]\n"
+                + " --etserve.shared-memory.enabled=true; cuda-shm: in device memory of device 0, on a GPU host]\n"
                 + "  [--grpc-deadline false (true: each gRPC call carries --timeout-ms as its deadline)]\n"
                 + "  [--pause-us 0 (each client waits this long after each answer before its next request)]";
     }

@@ -13,17 +13,19 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.List;
 import tools.jackson.databind.json.JsonMapper;
 import tools.jackson.databind.node.ArrayNode;
 import tools.jackson.databind.node.ObjectNode;
 
 /**
- * The load generator's side of Triton's system shared-memory extension: POSIX shared-memory
- * objects (files under /dev/shm, as shm_open makes them) written and read by this process, and
- * registered with the service as regions. Case {@code i}'s inputs lie one after another in region
- * {@code bench-in-i}; worker {@code w}'s outputs in {@code bench-out-w}, which only that worker's
- * requests name, so concurrent answers never share bytes.
+ * The load generator's side of Triton's shared-memory extensions: POSIX shared-memory objects
+ * (files under /dev/shm, as shm_open makes them) or, for CUDA shared memory, device memory
+ * ({@link DeviceAllocations}), written and read by this process and registered with the service
+ * as regions. Case {@code i}'s inputs lie one after another in region {@code bench-in-i}; worker
+ * {@code w}'s outputs in {@code bench-out-w}, which only that worker's requests name, so
+ * concurrent answers never share bytes.
  */
 final class SharedMemoryObjects implements AutoCloseable {
 
@@ -36,9 +38,13 @@ final class SharedMemoryObjects implements AutoCloseable {
     private final List<Path> objects = new ArrayList<>();
     private final List<FileChannel> outputs = new ArrayList<>();
     private final int outputBytes;
+    /** CUDA shared memory: the device memory, else null (system shared memory). */
+    private final DeviceAllocations device;
+    private final List<DeviceAllocations.Allocation> deviceOutputs = new ArrayList<>();
 
-    SharedMemoryObjects(Reference reference, int port, int workers) {
+    SharedMemoryObjects(Reference reference, int port, int workers, boolean cuda) {
         this.port = port;
+        this.device = cuda ? new DeviceAllocations() : null;
         Runtime.getRuntime().addShutdownHook(new Thread(this::deleteObjects, "shm-objects-cleanup"));
         try {
             unregisterAll();
@@ -47,15 +53,12 @@ final class SharedMemoryObjects implements AutoCloseable {
                 Reference.Case c = reference.cases().get(i);
                 ByteBuffer inputs = ByteBuffer.allocate((int) bytes(c.inputs()));
                 c.inputs().forEach(t -> inputs.put(t.bytes()));
-                Path in = create("in-" + i, inputs.array());
-                register("bench-in-" + i, in, inputs.capacity());
+                region("bench-in-" + i, "in-" + i, inputs.array());
                 most = Math.max(most, (int) bytes(c.outputs()));
             }
             outputBytes = most;
             for (int w = 0; w < workers; w++) {
-                Path out = create("out-" + w, new byte[most]);
-                register("bench-out-" + w, out, most);
-                outputs.add(FileChannel.open(out, StandardOpenOption.READ));
+                region("bench-out-" + w, "out-" + w, new byte[most]);
             }
         } catch (IOException e) {
             close();
@@ -95,8 +98,31 @@ final class SharedMemoryObjects implements AutoCloseable {
         return JSON.writeValueAsBytes(root);
     }
 
+    /** Region {@code region} holding {@code bytes}, registered; an output region is kept to be read. */
+    private void region(String region, String object, byte[] bytes) throws IOException, InterruptedException {
+        boolean output = region.startsWith("bench-out-");
+        if (device != null) {
+            DeviceAllocations.Allocation a = device.allocate(bytes);
+            post("/v2/cudasharedmemory/region/" + region + "/register", "{\"raw_handle\":{\"b64\":\""
+                    + Base64.getEncoder().encodeToString(a.handle()) + "\"},\"device_id\":0,\"byte_size\":"
+                    + bytes.length + "}");
+            if (output) {
+                deviceOutputs.add(a);
+            }
+            return;
+        }
+        Path file = create(object, bytes);
+        register(region, file, bytes.length);
+        if (output) {
+            outputs.add(FileChannel.open(file, StandardOpenOption.READ));
+        }
+    }
+
     /** What the service last wrote into worker {@code worker}'s region. */
     byte[] outputs(int worker) {
+        if (device != null) {
+            return device.read(deviceOutputs.get(worker));
+        }
         ByteBuffer into = ByteBuffer.allocate(outputBytes);
         try {
             while (into.hasRemaining() && outputs.get(worker).read(into, into.position()) >= 0) {
@@ -123,6 +149,9 @@ final class SharedMemoryObjects implements AutoCloseable {
             }
         }
         deleteObjects();
+        if (device != null) {
+            device.close();
+        }
     }
 
     private synchronized void deleteObjects() {
@@ -155,7 +184,7 @@ final class SharedMemoryObjects implements AutoCloseable {
     }
 
     private void unregisterAll() throws IOException, InterruptedException {
-        post("/v2/systemsharedmemory/unregister", "");
+        post(device != null ? "/v2/cudasharedmemory/unregister" : "/v2/systemsharedmemory/unregister", "");
     }
 
     private void post(String path, String body) throws IOException, InterruptedException {
