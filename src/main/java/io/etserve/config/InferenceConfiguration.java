@@ -9,6 +9,7 @@ import io.etserve.protocol.PublicMessages;
 import io.etserve.repository.ModelRegistry;
 import io.etserve.resilience.ResilientAdmission;
 import io.etserve.runtime.DirectBufferPool;
+import io.etserve.sharedmemory.SharedMemoryRegions;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -38,12 +39,15 @@ class InferenceConfiguration {
         return new PublicMessages(props.modelRepository());
     }
 
-    /** Traced when {@link TracingConfiguration} provides spans, {@link InferenceSpans#OFF} otherwise. */
+    /**
+     * Traced when {@link TracingConfiguration} provides spans, {@link InferenceSpans#OFF} otherwise;
+     * outputs asked for in shared memory written there as each call's last step.
+     */
     @Bean
     InferenceService inferenceService(ModelRegistry registry, EtServeProperties props, TritonMetrics metrics,
             ResilientAdmission admission, CudaFaultMonitor faults, DirectBufferPool tensorBuffers,
-            ObjectProvider<InferenceSpans> spans) {
+            ObjectProvider<InferenceSpans> spans, SharedMemoryRegions sharedMemory) {
         return new InferenceService(registry, props.inference().queueTimeout(), metrics, admission, faults,
-                tensorBuffers, spans.getIfAvailable(() -> InferenceSpans.OFF));
+                tensorBuffers, spans.getIfAvailable(() -> InferenceSpans.OFF), sharedMemory);
     }
 }

@@ -6,6 +6,7 @@ import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.ModelNotFoundException;
 import io.etserve.inference.ModelUnavailableException;
+import io.etserve.inference.OutputDelivery;
 import io.etserve.inference.RequestCancelledException;
 import io.etserve.inference.ReservedParameters;
 import io.etserve.inference.WouldWaitException;
@@ -41,15 +42,26 @@ public final class InferenceService {
     private final InferenceSpans spans;
     private final Forward forward;
     private final UnbatchedCalls unbatched;
+    private final OutputDelivery delivery;
+
+    /** As the full constructor, every output in the answer ({@link OutputDelivery#NONE}). */
+    public InferenceService(ModelLookup models, Duration queueTimeout, InferenceObserver observer,
+            ModelAdmission admission, FaultListener faults, DirectBufferPool buffers, InferenceSpans spans) {
+        this(models, queueTimeout, observer, admission, faults, buffers, spans, OutputDelivery.NONE);
+    }
 
     /**
      * @param faults told of every runtime failure, so a sticky CUDA fault can take the process
      *     out of liveness (io.etserve.health.CudaFaultMonitor)
      * @param buffers where batches hold their joined tensors while they run
      * @param spans trace spans of each request's queueing and forward call ({@link InferenceSpans#OFF}: none)
+     * @param delivery writes the outputs a request asks for in shared memory, as the call's last
+     *     step: its time is the call's output time, its refusal the call's outcome
      */
     public InferenceService(ModelLookup models, Duration queueTimeout, InferenceObserver observer,
-            ModelAdmission admission, FaultListener faults, DirectBufferPool buffers, InferenceSpans spans) {
+            ModelAdmission admission, FaultListener faults, DirectBufferPool buffers, InferenceSpans spans,
+            OutputDelivery delivery) {
+        this.delivery = delivery;
         this.spans = spans;
         this.models = models;
         this.queueTimeout = queueTimeout;
@@ -131,7 +143,8 @@ public final class InferenceService {
 
     /**
      * Runs {@code request}; its outputs are copied once, out of the Module, into buffers from
-     * {@code outputs} (the caller's to give back once the response is written). Every call ends
+     * {@code outputs} (the caller's to give back once the response is written), and those it asks
+     * for in shared memory written there ({@link OutputDelivery}). Every call ends
      * in one outcome, recorded once in its {@code finally}: a success with its times, or one
      * {@link InferenceException}, which is what the caller sees.
      *
@@ -173,8 +186,8 @@ public final class InferenceService {
                 throw cancellation.dropped(RequestCancelledException.Stage.EXECUTION, model.name());
             }
             named = System.nanoTime();
-            response = new InferenceResponse(model.name(), model.version(), request.id(),
-                    TensorContract.nameOutputs(model, done.outputs(), selected.names()), selected.binary());
+            response = delivery.deliver(request, new InferenceResponse(model.name(), model.version(), request.id(),
+                    TensorContract.nameOutputs(model, done.outputs(), selected.names()), selected.binary()));
             return response;
         } catch (WouldWaitException e) {
             throw e;  // not an outcome: the request runs again on a thread that may wait

@@ -95,7 +95,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
 
     /**
      * @param inPlace how the server holds the buffers of ModelInfer requests parsed in place
-     * @param sharedMemory the system shared-memory regions, REST's too
+     * @param sharedMemory the shared-memory regions, system and CUDA, REST's too
      * @param inflight the in-flight byte budget, which inputs read from shared memory count in
      *     (messages are counted by {@link InflightMessages})
      */
@@ -432,9 +432,9 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
         try {
             ModelInferResponse answer;
             try {
-                InferenceResponse response = sharedMemory.deliver(decoded, inference.infer(request.getModelName(),
+                InferenceResponse response = inference.infer(request.getModelName(),
                         emptyToNull(request.getModelVersion()), decoded, buffers,
-                        new GrpcCaller(Context.current(), handOver == null), arrivedNanos));
+                        new GrpcCaller(Context.current(), handOver == null), arrivedNanos);
                 try (var span = inference.spans().encode(response.modelName(), "grpc")) {
                     answer = GrpcTensors.encode(response);
                 }

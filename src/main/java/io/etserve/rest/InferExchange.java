@@ -10,7 +10,6 @@ import io.etserve.protocol.DecodeLimits;
 import io.etserve.protocol.EncodedResponse;
 import io.etserve.protocol.InferRequestDecoder;
 import io.etserve.protocol.InferResponseEncoder;
-import io.etserve.sharedmemory.SharedMemoryRegions;
 import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.ServletResponse;
 import jakarta.servlet.ServletResponseWrapper;
@@ -48,19 +47,16 @@ public final class InferExchange {
     private final ServerReadiness readiness;
     private final InferRequestDecoder decoder;
     private final InferResponseEncoder encoder;
-    private final SharedMemoryRegions sharedMemory;
     private final DecodeLimits limits;
     private final ClientConnections clients;
     private final ApiExceptionHandler errors;
 
     InferExchange(InferenceService inference, ServerReadiness readiness, InferRequestDecoder decoder,
-            InferResponseEncoder encoder, SharedMemoryRegions sharedMemory, DecodeLimits limits,
-            ClientConnections clients, ApiExceptionHandler errors) {
+            InferResponseEncoder encoder, DecodeLimits limits, ClientConnections clients, ApiExceptionHandler errors) {
         this.inference = inference;
         this.readiness = readiness;
         this.decoder = decoder;
         this.encoder = encoder;
-        this.sharedMemory = sharedMemory;
         this.limits = limits;
         this.clients = clients;
         this.errors = errors;
@@ -269,13 +265,12 @@ public final class InferExchange {
     }
 
     /**
-     * Runs a {@link #decode decoded} request, writes the outputs it asks for in shared memory
-     * there, and encodes its answer; throws what failed.
+     * Runs a {@link #decode decoded} request (which writes the outputs it asks for in shared
+     * memory there) and encodes its answer; throws what failed.
      */
     EncodedResponse run(String model, String version, InferenceRequest request, RequestBody body, Caller caller,
             long arrivedNanos) {
-        InferenceResponse response = sharedMemory.deliver(request,
-                inference.infer(model, version, request, body, caller, arrivedNanos));
+        InferenceResponse response = inference.infer(model, version, request, body, caller, arrivedNanos);
         try (var span = inference.spans().encode(response.modelName(), "rest")) {
             return encoder.encode(response);
         }

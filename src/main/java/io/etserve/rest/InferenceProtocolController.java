@@ -70,7 +70,7 @@ public class InferenceProtocolController {
         this.pool = pool;
         this.messages = messages;
         this.extensions = TritonExtensions.served(sharedMemory.cudaServed());
-        this.exchange = new InferExchange(inference, readiness, decoder, encoder, sharedMemory, limits, clients,
+        this.exchange = new InferExchange(inference, readiness, decoder, encoder, limits, clients,
                 new ApiExceptionHandler(messages));
     }
 

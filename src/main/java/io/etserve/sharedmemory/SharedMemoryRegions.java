@@ -4,6 +4,7 @@ import io.etserve.cuda.ImportedDeviceMemory;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.InvalidInputException;
+import io.etserve.inference.OutputDelivery;
 import io.etserve.inference.SharedMemoryReference;
 import io.etserve.inference.Tensor;
 import io.etserve.inference.UntrustedText;
@@ -42,7 +43,7 @@ import java.util.function.Predicate;
  * every shared-memory object the service's user may open, and the device memory of any process
  * whose IPC handles it learns. Thread-safe.
  */
-public final class SharedMemoryRegions implements SharedMemoryInputs, AutoCloseable {
+public final class SharedMemoryRegions implements SharedMemoryInputs, OutputDelivery, AutoCloseable {
 
     /** Where glibc's {@code shm_open(3)} keeps POSIX shared-memory objects. */
     public static final Path POSIX_SHARED_MEMORY = Path.of("/dev/shm");
@@ -339,6 +340,7 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, AutoClosea
      * {@code response} with them marked so (its encoders then send their name, datatype and shape
      * only). An output larger than the room its request gave is refused, and so is the request.
      */
+    @Override
     public InferenceResponse deliver(InferenceRequest request, InferenceResponse response) {
         if (!request.anyOutputInSharedMemory()) {
             return response;  // the usual request

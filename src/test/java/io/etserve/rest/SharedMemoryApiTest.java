@@ -146,6 +146,13 @@ class SharedMemoryApiTest {
         }
     }
 
+    /** demo-portable's successful and failed requests in Triton's statistics. */
+    long[] successAndFailures() {
+        JsonNode stats = http.get("/v2/models/demo-portable/stats").json().path("model_stats").get(0)
+                .path("inference_stats");
+        return new long[] {stats.path("success").path("count").asLong(), stats.path("fail").path("count").asLong()};
+    }
+
     String shmInput(String region, long byteSize, long offset) {
         return "{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],\"parameters\":{\"shared_memory_region\":\""
                 + region + "\",\"shared_memory_byte_size\":" + byteSize + ",\"shared_memory_offset\":" + offset + "}}";
@@ -263,9 +270,14 @@ class SharedMemoryApiTest {
         assertRefused(infer("{\"inputs\":[" + shmInput("in", 64, 4) + "]}"), 400,
                 "Input 'x' reaches past shared memory region 'in': shared_memory_offset 4 + shared_memory_byte_size 64"
                         + " > the region's 64 bytes.");
+        long[] before = successAndFailures();
         assertRefused(infer("{\"inputs\":[" + shmInput("in", 64, 0) + "],\"outputs\":[{\"name\":\"y\",\"parameters\":"
                 + "{\"shared_memory_region\":\"out\",\"shared_memory_byte_size\":15}}]}"), 400,
                 "Requested output 'y' holds 16 bytes, more than the 15 of its shared_memory_byte_size.");
+        // The model ran, but the request failed: Triton's statistics count a failure, not a success.
+        long[] after = successAndFailures();
+        assertThat(after[0] - before[0]).as("successes").isZero();
+        assertThat(after[1] - before[1]).as("failures").isEqualTo(1);
         assertRefused(infer("{\"inputs\":[" + shmInput("in", 64, 0).replace("\"parameters\"", "\"data\":" + input().json().path("data") + ",\"parameters\"")
                 + "]}"), 400, "Input 'x' has 'data' and shared_memory_region; give one of them.");
         assertRefused(http.post("/v2/systemsharedmemory/region/x/register", "{\"key\":\"/../etc/passwd\",\"byte_size\":1}"),
