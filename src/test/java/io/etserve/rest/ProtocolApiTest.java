@@ -7,6 +7,7 @@ import io.etserve.support.ModelRepositoryFixture;
 import io.etserve.support.RawConnection;
 import io.etserve.support.Reference;
 import io.etserve.support.TestPaths;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -259,6 +260,27 @@ class ProtocolApiTest {
         assertThat(cuda.json().path("error").asString()).startsWith("Client shared memory is off");
         assertThat(http.post("/v2/cudasharedmemory/unregister", "").status()).isEqualTo(200);
         assertThat(http.get("/v2/cudasharedmemory/region/r/status").status()).isEqualTo(404);
+    }
+
+    /**
+     * A registration refused while off, whose body comes after its head (as Java's HttpClient
+     * may send it): the body is read, so the connection carries the next request (Jetty closes a
+     * connection whose request left bytes unread, and the next request on it was lost).
+     */
+    @Test
+    void aRefusedRegistrationKeepsItsConnectionUsable() throws IOException, InterruptedException {
+        for (String kind : List.of("systemsharedmemory", "cudasharedmemory")) {
+            String request = RawConnection.post("/v2/" + kind + "/region/r/register", "{\"key\":\"/k\",\"byte_size\":4}");
+            int split = request.indexOf("\r\n\r\n") + 4;
+            try (RawConnection c = RawConnection.open(port, 10_000)) {
+                c.send(request.substring(0, split));
+                Thread.sleep(200);  // the head alone has arrived and is being answered
+                c.send(request.substring(split));
+                assertThat(c.read().status()).as(kind).isEqualTo(501);
+                RawConnection.Response next = c.exchange("GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+                assertThat(next.status()).as(kind + ": the next request on the connection").isEqualTo(200);
+            }
+        }
     }
 
     @Test

@@ -10,6 +10,7 @@ import io.etserve.grpc.protocol.RepositoryIndexRequest;
 import io.etserve.grpc.protocol.RepositoryModelLoadRequest;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.RawConnection;
 import io.etserve.support.TestPaths;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
@@ -96,6 +97,21 @@ class RestrictedApiTest {
         }
         // The model is still there: the refused unload did nothing.
         assertThat(Http.local(port).get("/v2/models/demo-xnnpack/ready").status()).isEqualTo(200);
+    }
+
+    /** A refusal whose body came after its head: read, so the connection carries the next request. */
+    @Test
+    void aRefusedRequestKeepsItsConnectionUsable() throws Exception {
+        String request = RawConnection.post("/v2/repository/models/m/load", "{\"parameters\":{}}");
+        int split = request.indexOf("\r\n\r\n") + 4;
+        try (RawConnection c = RawConnection.open(port, 10_000)) {
+            c.send(request.substring(0, split));
+            Thread.sleep(200);  // the head alone has arrived and is being refused
+            c.send(request.substring(split));
+            assertThat(c.read().status()).isEqualTo(403);
+            assertThat(c.exchange("GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").status())
+                    .as("the next request on the connection").isEqualTo(200);
+        }
     }
 
     @Test
