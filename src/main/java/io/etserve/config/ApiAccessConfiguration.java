@@ -29,7 +29,7 @@ class ApiAccessConfiguration {
     @Bean
     FilterRegistrationBean<RestrictedApiFilter> restrictedApiFilter(RestrictedApis restricted) {
         var registration = new FilterRegistrationBean<>(new RestrictedApiFilter(restricted));
-        registration.setOrder(Ordered.HIGHEST_PRECEDENCE);
+        registration.setOrder(Ordered.HIGHEST_PRECEDENCE + 1);  // inside UnreadBodyFilter
         registration.addUrlPatterns("/v2", "/v2/*");
         registration.setDispatcherTypes(DispatcherType.REQUEST);
         registration.setAsyncSupported(true);  // the body filter after it reads asynchronously

@@ -16,6 +16,7 @@ import io.etserve.rest.ErrorPathFilter;
 import io.etserve.rest.InferBodyFilter;
 import io.etserve.rest.InferenceProtocolController;
 import io.etserve.rest.RestRequestMetricsFilter;
+import io.etserve.rest.UnreadBodyFilter;
 import io.etserve.runtime.DirectBufferPool;
 import io.etserve.sharedmemory.SharedMemoryRegions;
 import io.micrometer.observation.ObservationPredicate;
@@ -100,6 +101,19 @@ class RestConfiguration {
     ObservationPredicate noHttpObservationForInference() {
         return (name, context) -> !(context instanceof ServerRequestObservationContext server
                 && InferBodyFilter.isInfer(server.getCarrier()));
+    }
+
+    /**
+     * First on the public port: what a request answered on its own thread left unread of its body
+     * is read, so its connection carries the next request.
+     */
+    @Bean
+    FilterRegistrationBean<UnreadBodyFilter> unreadBodyFilter() {
+        var registration = new FilterRegistrationBean<>(new UnreadBodyFilter());
+        registration.addUrlPatterns("/*");
+        registration.setDispatcherTypes(DispatcherType.REQUEST);
+        registration.setOrder(Ordered.HIGHEST_PRECEDENCE);
+        return registration;
     }
 
     /**

@@ -114,20 +114,6 @@ public class RepositoryController {
         }
     }
 
-    /**
-     * Reads and discards a body refused before it was read (up to {@link #DRAINED_BYTES}), so
-     * that the connection can carry the client's next request: Jetty closes a connection whose
-     * request left bytes unread, and a client that sent its body after the head may already have
-     * sent that next request on it.
-     */
-    static void discardBody(HttpServletRequest request) {
-        try {
-            InferBodyFilter.Drain.rest(request.getInputStream(), DRAINED_BYTES);
-        } catch (IOException e) {
-            // the connection failed: nothing to keep usable
-        }
-    }
-
     /** The 413, once up to {@link #DRAINED_BYTES} more of the body were read when {@code drain}. */
     private static ApiException tooLarge(HttpServletRequest request, boolean drain) throws IOException {
         if (drain) {

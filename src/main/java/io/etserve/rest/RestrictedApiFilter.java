@@ -36,7 +36,6 @@ public final class RestrictedApiFilter extends OncePerRequestFilter {
             throws ServletException, IOException {
         String path = request.getRequestURI();
         if (disguised(path)) {
-            RepositoryController.discardBody(request);
             write(response, HttpServletResponse.SC_BAD_REQUEST, "the path must not contain ';' or escape a letter,"
                     + " a digit, '-', '.', '_', '~' or '/': the protocol's paths need neither");
             return;
@@ -48,8 +47,6 @@ public final class RestrictedApiFilter extends OncePerRequestFilter {
             chain.doFilter(request, response);
             return;
         }
-        // Read first, so the connection carries the client's next request (RepositoryController.discardBody).
-        RepositoryController.discardBody(request);
         write(response, HttpServletResponse.SC_FORBIDDEN, refusal.get());
     }
 

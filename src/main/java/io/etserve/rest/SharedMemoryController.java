@@ -64,7 +64,6 @@ public class SharedMemoryController {
     ResponseEntity<Void> register(@PathVariable("region") String name, HttpServletRequest request) {
         if (!regions.registrationEnabled()) {
             // The answer whatever the body holds.
-            RepositoryController.discardBody(request);
             throw new ApiException(HttpStatus.NOT_IMPLEMENTED, SharedMemoryRegions.REGISTRATION_OFF);
         }
         JsonNode body = ControlBodies.object(RepositoryController.body(request), "register",
@@ -109,7 +108,6 @@ public class SharedMemoryController {
             // The answer whatever the body holds.
             regions.requireCudaRegistration();
         } catch (SharedMemoryRegions.RegistrationOffException | SharedMemoryRegions.NoCudaException e) {
-            RepositoryController.discardBody(request);
             throw new ApiException(HttpStatus.NOT_IMPLEMENTED, e.getMessage());
         }
         JsonNode body = ControlBodies.object(RepositoryController.body(request), "register",
