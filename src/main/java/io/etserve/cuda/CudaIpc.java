@@ -48,6 +48,7 @@ public final class CudaIpc implements ImportedDeviceMemory.Opener {
                 int rc = cudart.cudaIpcOpenMemHandle(base, h, cudart.cudaIpcMemLazyEnablePeerAccess);
                 if (rc != 0) {
                     // A handle of no live allocation, of this process, or of another device.
+                    CudaRuntime.clearLastError();
                     throw new IllegalArgumentException("the CUDA IPC handle could not be opened on device " + device
                             + ": " + CudaRuntime.errorName(rc));
                 }
@@ -74,6 +75,7 @@ public final class CudaIpc implements ImportedDeviceMemory.Opener {
     private static void closeQuietly(Pointer base) {
         int rc = cudart.cudaIpcCloseMemHandle(base);
         if (rc != 0) {
+            CudaRuntime.clearLastError();
             log.warn("cudaIpcCloseMemHandle failed: {}", CudaRuntime.errorName(rc));
         }
     }
@@ -159,6 +161,7 @@ public final class CudaIpc implements ImportedDeviceMemory.Opener {
                     rc = cudart.cudaStreamDestroy(stream);
                 }
                 if (rc != 0) {
+                    CudaRuntime.clearLastError();
                     log.warn("the stream of a CUDA IPC region on device {} could not be destroyed: {}", device,
                             CudaRuntime.errorName(rc));
                 }

@@ -205,8 +205,19 @@ public final class CudaRuntime {
 
     static void check(String call, int rc) {
         if (rc != 0) {
+            clearLastError();
             throw new CudaException(call, rc, errorName(rc), cudart.cudaGetErrorString(rc).getString());
         }
+    }
+
+    /**
+     * Resets the calling thread's last CUDA error after a failure this code reports itself:
+     * left set, it would be the next check of a delegate's kernel launch on this thread (one
+     * that asks {@code cudaGetLastError}), failing a call that did nothing wrong. A sticky error
+     * stays whatever this does.
+     */
+    static void clearLastError() {
+        cudart.cudaGetLastError();
     }
 
     static String errorName(int rc) {
