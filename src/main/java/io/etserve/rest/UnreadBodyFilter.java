@@ -30,14 +30,16 @@ public final class UnreadBodyFilter extends OncePerRequestFilter {
         try {
             chain.doFilter(request, response);
         } finally {
-            if (!request.isAsyncStarted() && hasBody(request)) {
+            if (!request.isAsyncStarted() && worthReading(request)) {
                 discard(request);
             }
         }
     }
 
-    private static boolean hasBody(HttpServletRequest request) {
-        return request.getContentLengthLong() > 0 || request.getHeader("Transfer-Encoding") != null;
+    /** A body that may still have bytes: declared within the limit (one declared past it is not read), or chunked. */
+    private static boolean worthReading(HttpServletRequest request) {
+        long declared = request.getContentLengthLong();
+        return declared > 0 ? declared <= MAX_DISCARDED : request.getHeader("Transfer-Encoding") != null;
     }
 
     private static void discard(HttpServletRequest request) {
