@@ -47,8 +47,8 @@ class GrpcConfiguration {
         InPlaceRequests inPlace = new InPlaceRequests(GRPCInferenceServiceGrpc.getModelInferMethod());
         InferenceGrpcService service = new InferenceGrpcService(registry, inference, readiness, probes,
                 new DecodeLimits(limits.maxElementsPerTensor(), limits.maxInputs()), messages,
-                ServiceVersion.current(), TritonExtensions.served(sharedMemory.cudaServed()), metrics, repository, triton,
-                tensorBuffers, inPlace, sharedMemory, inflight);
+                ServiceVersion.current(), TritonExtensions.served(sharedMemory.cudaServed()), metrics, repository,
+                triton, tensorBuffers, inPlace, sharedMemory, inflight);
         return new GrpcServer(grpc.address(), grpc.port(), (int) Math.min(Integer.MAX_VALUE, maxMessage),
                 grpc.threads(), grpc.eventLoopsFor(Runtime.getRuntime().availableProcessors()), drainTimeout,
                 traced(RestrictedApiInterceptor.guard(service, restricted), tracing.getIfAvailable()),

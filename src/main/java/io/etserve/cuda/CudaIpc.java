@@ -58,7 +58,8 @@ public final class CudaIpc implements ImportedDeviceMemory.Opener {
                 int rc = cudart.cuMemGetAddressRange((long[]) null, size, base.address());
                 if (rc != 0) {
                     closeQuietly(base);
-                    throw new IllegalStateException("cuMemGetAddressRange of an opened CUDA IPC handle failed: CUresult " + rc);
+                    throw new IllegalStateException("cuMemGetAddressRange of an opened CUDA IPC handle failed: CUresult "
+                            + rc);
                 }
                 bytes = size.get();
             }

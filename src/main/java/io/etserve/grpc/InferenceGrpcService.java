@@ -154,11 +154,7 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
             if (request.getOffset() < 0 || request.getByteSize() < 0) {
                 throw new InvalidInputException("A shared memory region's offset and byte_size must be below 2^63.");
             }
-            try {
-                sharedMemory.register(request.getName(), request.getKey(), request.getOffset(), request.getByteSize());
-            } catch (SharedMemoryRegions.RegistrationOffException e) {
-                throw Status.UNIMPLEMENTED.withDescription(e.getMessage()).asRuntimeException();
-            }
+            sharedMemory.register(request.getName(), request.getKey(), request.getOffset(), request.getByteSize());
             return SystemSharedMemoryRegisterResponse.getDefaultInstance();
         });
     }
@@ -190,13 +186,13 @@ public final class InferenceGrpcService extends GRPCInferenceServiceGrpc.GRPCInf
             StreamObserver<CudaSharedMemoryRegisterResponse> out) {
         answer(out, () -> {
             try {
-                sharedMemory.requireCudaRegistration();
+                // Off and no device are refused first, whatever the request holds. byte_size is a uint64:
+                // one past 2^63 - 1 reads as negative, which registerCuda refuses as such.
+                sharedMemory.registerCuda(request.getName(), request.getRawHandle().toByteArray(),
+                        request.getDeviceId(), request.getByteSize());
             } catch (SharedMemoryRegions.RegistrationOffException | SharedMemoryRegions.NoCudaException e) {
                 throw Status.UNIMPLEMENTED.withDescription(e.getMessage()).asRuntimeException();
             }
-            // byte_size is a uint64: one past 2^63 - 1 reads as negative, which registerCuda refuses as such.
-            sharedMemory.registerCuda(request.getName(), request.getRawHandle().toByteArray(), request.getDeviceId(),
-                    request.getByteSize());
             return CudaSharedMemoryRegisterResponse.getDefaultInstance();
         });
     }

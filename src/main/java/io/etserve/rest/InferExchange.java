@@ -265,8 +265,8 @@ public final class InferExchange {
     }
 
     /**
-     * Runs a {@link #decode decoded} request (which writes the outputs it asks for in shared
-     * memory there) and encodes its answer; throws what failed.
+     * Runs a {@link #decode decoded} request (the call itself writes the outputs it asks for in
+     * shared memory) and encodes its answer; throws what failed.
      */
     EncodedResponse run(String model, String version, InferenceRequest request, RequestBody body, Caller caller,
             long arrivedNanos) {
