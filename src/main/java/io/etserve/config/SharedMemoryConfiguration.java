@@ -2,6 +2,7 @@ package io.etserve.config;
 
 import io.etserve.cuda.CudaIpc;
 import io.etserve.cuda.CudaRuntime;
+import io.etserve.health.CudaFaultMonitor;
 import io.etserve.sharedmemory.SharedMemoryRegions;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -16,9 +17,10 @@ import org.springframework.context.annotation.Configuration;
 class SharedMemoryConfiguration {
 
     @Bean
-    SharedMemoryRegions sharedMemoryRegions(EtServeProperties props, CudaRuntime cuda) {
+    SharedMemoryRegions sharedMemoryRegions(EtServeProperties props, CudaRuntime cuda, CudaFaultMonitor faults) {
         return new SharedMemoryRegions(SharedMemoryRegions.POSIX_SHARED_MEMORY, props.sharedMemory().enabled(),
                 props.sharedMemory().maxRegions(), props.inference().maxRequestSize().toBytes(),
-                cuda.available() ? new CudaIpc(cuda) : null, cuda.unavailableReason().orElse("no CUDA device"));
+                cuda.available() ? new CudaIpc(cuda) : null, cuda.unavailableReason().orElse("no CUDA device"),
+                faults);
     }
 }

@@ -1,20 +1,28 @@
 package io.etserve.sharedmemory;
 
+import io.etserve.cuda.CudaException;
 import io.etserve.cuda.ImportedDeviceMemory;
+import io.etserve.execution.FaultListener;
 import java.nio.ByteBuffer;
+import java.util.OptionalInt;
 
 /**
  * A CUDA shared-memory region: the first {@code byteSize} bytes of device memory another process
  * exported (its IPC handle, opened at registration). Inputs are copied out of it into the
- * request's own buffers and outputs into it from theirs, on the memory's own stream.
+ * request's own buffers and outputs into it from theirs. A copy's CUDA failure is told to the
+ * fault listener with the region's device, as a forward call's is: a sticky error there (the
+ * context is lost) takes the device out of service, where it would otherwise wait for the next
+ * forward call to be seen.
  */
 final class CudaRegion extends Region {
 
     private final ImportedDeviceMemory memory;
+    private final FaultListener faults;
 
-    CudaRegion(String name, long byteSize, ImportedDeviceMemory memory) {
+    CudaRegion(String name, long byteSize, ImportedDeviceMemory memory, FaultListener faults) {
         super(name, byteSize);
         this.memory = memory;
+        this.faults = faults;
     }
 
     int device() {
@@ -29,11 +37,11 @@ final class CudaRegion extends Region {
     @Override
     void read(String label, ByteBuffer into, long at) {
         if (into.isDirect()) {
-            memory.copyToHost(at, into);
+            copyToHost(at, into);
             return;
         }
         ByteBuffer direct = ByteBuffer.allocateDirect(into.remaining());
-        memory.copyToHost(at, direct);
+        copyToHost(at, direct);
         into.put(direct.flip());
     }
 
@@ -43,7 +51,24 @@ final class CudaRegion extends Region {
         if (!from.isDirect()) {
             bytes = ByteBuffer.allocateDirect(from.remaining()).put(from).flip();
         }
-        memory.copyFromHost(bytes, at);
+        try {
+            memory.copyFromHost(bytes, at);
+        } catch (CudaException e) {
+            throw told(e);
+        }
+    }
+
+    private void copyToHost(long at, ByteBuffer into) {
+        try {
+            memory.copyToHost(at, into);
+        } catch (CudaException e) {
+            throw told(e);
+        }
+    }
+
+    private CudaException told(CudaException e) {
+        faults.onRuntimeFailure(OptionalInt.of(memory.device()), e);
+        return e;
     }
 
     @Override

@@ -1,6 +1,7 @@
 package io.etserve.sharedmemory;
 
 import io.etserve.cuda.ImportedDeviceMemory;
+import io.etserve.execution.FaultListener;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceResponse;
 import io.etserve.inference.InvalidInputException;
@@ -68,6 +69,7 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, OutputDeli
     /** Opens CUDA IPC handles; null on a host without a CUDA device. */
     private final ImportedDeviceMemory.Opener cuda;
     private final String noCuda;
+    private final FaultListener faults;
     /** Regions of both kinds: a name is registered once, as one or the other (as Triton's). */
     private final ConcurrentHashMap<String, Region> regions = new ConcurrentHashMap<>();
     /** Registrations and unregistrations one at a time: the count and the names stay consistent. */
@@ -76,10 +78,10 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, OutputDeli
     /**
      * System shared memory only: a CUDA registration is refused as on a host without a device.
      *
-     * @see #SharedMemoryRegions(Path, boolean, int, long, ImportedDeviceMemory.Opener, String)
+     * @see #SharedMemoryRegions(Path, boolean, int, long, ImportedDeviceMemory.Opener, String, FaultListener)
      */
     public SharedMemoryRegions(Path directory, boolean registrationEnabled, int maxRegions, long maxBytesPerRequest) {
-        this(directory, registrationEnabled, maxRegions, maxBytesPerRequest, null, "no CUDA device");
+        this(directory, registrationEnabled, maxRegions, maxBytesPerRequest, null, "no CUDA device", FaultListener.NONE);
     }
 
     /**
@@ -89,9 +91,10 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, OutputDeli
      * @param maxBytesPerRequest most bytes one request's inputs may read from regions
      * @param cuda opens CUDA IPC handles, or null where there is no CUDA device
      * @param noCuda why there is none (for the refusal of a CUDA registration), when {@code cuda} is null
+     * @param faults told of a CUDA region's failed copy and its device, as of a failed forward call
      */
     public SharedMemoryRegions(Path directory, boolean registrationEnabled, int maxRegions, long maxBytesPerRequest,
-            ImportedDeviceMemory.Opener cuda, String noCuda) {
+            ImportedDeviceMemory.Opener cuda, String noCuda, FaultListener faults) {
         if (maxRegions < 0 || maxBytesPerRequest < 0) {
             throw new IllegalArgumentException("maxRegions and maxBytesPerRequest must be >= 0");
         }
@@ -101,6 +104,7 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, OutputDeli
         this.maxBytesPerRequest = maxBytesPerRequest;
         this.cuda = cuda;
         this.noCuda = noCuda;
+        this.faults = faults;
     }
 
     /** Whether CUDA regions can be registered here (while registration is on): a CUDA device is. */
@@ -186,7 +190,7 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, OutputDeli
                 throw refused(name, "its byte_size " + byteSize + " is more than the " + memory.allocationBytes()
                         + " bytes the handle's allocation holds");
             }
-            regions.put(name, new CudaRegion(name, byteSize, memory));
+            regions.put(name, new CudaRegion(name, byteSize, memory, faults));
         }
     }
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
 import io.etserve.config.EtServeProperties;
+import io.etserve.cuda.CudaException;
 import io.etserve.grpc.GrpcServer;
 import io.etserve.grpc.protocol.CudaSharedMemoryRegisterRequest;
 import io.etserve.grpc.protocol.CudaSharedMemoryStatusRequest;
@@ -11,6 +12,7 @@ import io.etserve.grpc.protocol.CudaSharedMemoryStatusResponse;
 import io.etserve.grpc.protocol.CudaSharedMemoryUnregisterRequest;
 import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
 import io.etserve.grpc.protocol.ServerMetadataRequest;
+import io.etserve.health.CudaFaultMonitor;
 import io.etserve.sharedmemory.HostAllocations;
 import io.etserve.sharedmemory.SharedMemoryRegions;
 import io.etserve.support.Http;
@@ -28,7 +30,10 @@ import java.util.Base64;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -46,6 +51,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * client, is checked on the GPU host (scripts/gpu/cuda-shm.sh).
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class CudaSharedMemoryApiTest {
 
     static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-cuda-shm-")
@@ -65,14 +71,18 @@ class CudaSharedMemoryApiTest {
     static class PretendDevice {
         @Bean
         @Primary
-        SharedMemoryRegions pretendDeviceRegions(EtServeProperties props) {
+        SharedMemoryRegions pretendDeviceRegions(EtServeProperties props, CudaFaultMonitor faults) {
             return new SharedMemoryRegions(SharedMemoryRegions.POSIX_SHARED_MEMORY, true,
-                    props.sharedMemory().maxRegions(), props.inference().maxRequestSize().toBytes(), DEVICE, null);
+                    props.sharedMemory().maxRegions(), props.inference().maxRequestSize().toBytes(), DEVICE, null,
+                    faults);
         }
     }
 
     @Value("${local.server.port}")
     int port;
+
+    @Value("${local.management.port}")
+    int managementPort;
 
     @Autowired
     GrpcServer grpcServer;
@@ -91,6 +101,7 @@ class CudaSharedMemoryApiTest {
 
     @AfterEach
     void tearDown() {
+        DEVICE.failCopies(null);
         http.post("/v2/cudasharedmemory/unregister", "");
         channel.shutdownNow();
     }
@@ -195,5 +206,27 @@ class CudaSharedMemoryApiTest {
                 () -> grpc.cudaSharedMemoryStatus(CudaSharedMemoryStatusRequest.newBuilder().setName("g").build()));
         assertThat(gone.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
         assertThat(gone.getStatus().getDescription()).isEqualTo("Unable to find cuda shared memory region: 'g'");
+    }
+
+    /**
+     * A copy that meets a sticky CUDA error (the context is lost) fails its request and takes
+     * liveness down, as a forward call's would: on this host, which serves no device's pool, the
+     * process is to be restarted. Runs last: liveness stays down for the rest of the class.
+     */
+    @Test
+    @Order(Integer.MAX_VALUE)
+    void aStickyCudaErrorInACopyFailsTheRequestAndTakesLivenessDown() {
+        Http management = Http.local(managementPort);
+        assertThat(management.get("/actuator/health/liveness").status()).isEqualTo(200);
+        assertThat(register("lost", inputAllocation(0), 64).status()).isEqualTo(200);
+        DEVICE.failCopies(new CudaException("cudaMemcpyAsync", 700, "cudaErrorIllegalAddress",
+                "an illegal memory access was encountered"));
+
+        Http.Response answer = http.post("/v2/models/demo-portable/infer", "{\"inputs\":[{\"name\":\"x\","
+                + "\"datatype\":\"FP32\",\"shape\":[1,16],\"parameters\":{\"shared_memory_region\":\"lost\","
+                + "\"shared_memory_byte_size\":64}}]}");
+
+        assertThat(answer.status()).as(answer.text()).isEqualTo(500);
+        assertThat(management.get("/actuator/health/liveness").status()).isEqualTo(503);
     }
 }

@@ -3,7 +3,9 @@ package io.etserve.sharedmemory;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.etserve.cuda.CudaException;
 import io.etserve.cuda.ImportedDeviceMemory;
+import io.etserve.execution.FaultListener;
 import io.etserve.inference.DataType;
 import io.etserve.inference.InferenceRequest;
 import io.etserve.inference.InferenceRequest.RequestedOutput;
@@ -15,9 +17,11 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,7 +40,7 @@ class CudaRegionsTest {
     private final HostAllocations device = new HostAllocations();
 
     private SharedMemoryRegions regions() {
-        return new SharedMemoryRegions(shm, true, 4, 1 << 20, device, null);
+        return new SharedMemoryRegions(shm, true, 4, 1 << 20, device, null, FaultListener.NONE);
     }
 
     @Test
@@ -128,10 +132,11 @@ class CudaRegionsTest {
     @Test
     void registrationIsRefusedWhileOffAndWithoutACudaDevice() {
         byte[] handle = device.allocate(64, 0);
-        SharedMemoryRegions off = new SharedMemoryRegions(shm, false, 4, 1 << 20, device, null);
+        SharedMemoryRegions off = new SharedMemoryRegions(shm, false, 4, 1 << 20, device, null, FaultListener.NONE);
         assertThatThrownBy(() -> off.registerCuda("c", handle, 0, 64))
                 .isInstanceOf(SharedMemoryRegions.RegistrationOffException.class);
-        SharedMemoryRegions cpu = new SharedMemoryRegions(shm, true, 4, 1 << 20, null, "no CUDA device visible");
+        SharedMemoryRegions cpu = new SharedMemoryRegions(shm, true, 4, 1 << 20, null, "no CUDA device visible",
+                FaultListener.NONE);
         assertThat(cpu.cudaServed()).isFalse();
         assertThatThrownBy(() -> cpu.registerCuda("c", handle, 0, 64))
                 .isInstanceOf(SharedMemoryRegions.NoCudaException.class)
@@ -157,5 +162,31 @@ class CudaRegionsTest {
         regions.registerCuda("again", handle, 0, 64);
         regions.close();
         assertThat(device.closed(handle)).isEqualTo(2);
+    }
+
+    @Test
+    void aCopysCudaFailureIsToldToTheFaultListenerWithTheRegionsDeviceAndThrown() {
+        List<Map.Entry<OptionalInt, Throwable>> told = new ArrayList<>();
+        SharedMemoryRegions regions = new SharedMemoryRegions(shm, true, 4, 1 << 20, device, null,
+                (onDevice, error) -> told.add(Map.entry(onDevice, error)));
+        regions.registerCuda("c", device.allocate(256, 3), 3, 256);
+        CudaException lost = new CudaException("cudaMemcpyAsync", 700, "cudaErrorIllegalAddress",
+                "an illegal memory access was encountered");
+        device.failCopies(lost);
+
+        assertThatThrownBy(() -> regions.read("Input 'x'", new SharedMemoryReference("c", 0, 8),
+                ByteBuffer::allocateDirect)).isSameAs(lost);
+        Tensor output = new Tensor("y", DataType.FP32, new long[] {2}, ByteBuffer.wrap(new byte[8]));
+        InferenceRequest request = new InferenceRequest(null, Map.of(), List.of(),
+                List.of(new RequestedOutput("y", null, new SharedMemoryReference("c", 8, 8))), false);
+        assertThatThrownBy(() -> regions.deliver(request, new InferenceResponse("m", "1", null, List.of(output),
+                Set.of()))).isSameAs(lost);
+        assertThat(told).containsExactly(Map.entry(OptionalInt.of(3), lost), Map.entry(OptionalInt.of(3), lost));
+
+        // A failure that is no CUDA call's (here the client's: past the region) is not the device's.
+        device.failCopies(null);
+        assertThatThrownBy(() -> regions.read("Input 'x'", new SharedMemoryReference("c", 250, 8),
+                ByteBuffer::allocateDirect)).isInstanceOf(InvalidInputException.class);
+        assertThat(told).hasSize(2);
     }
 }

@@ -18,10 +18,22 @@ public final class HostAllocations implements ImportedDeviceMemory.Opener {
     private final Map<Integer, Integer> devices = new HashMap<>();
     private final Map<Integer, Integer> closes = new HashMap<>();
     private int opened;
+    private RuntimeException copyFailure;
 
     /** How many handles were opened. */
     public synchronized int opened() {
         return opened;
+    }
+
+    /** Every copy from now on fails with {@code failure}, as a CUDA call would (null: copies work again). */
+    public synchronized void failCopies(RuntimeException failure) {
+        copyFailure = failure;
+    }
+
+    private synchronized void copying() {
+        if (copyFailure != null) {
+            throw copyFailure;
+        }
     }
 
     /** A new allocation of {@code bytes} on device {@code onDevice}; its handle. */
@@ -70,12 +82,14 @@ public final class HostAllocations implements ImportedDeviceMemory.Opener {
             @Override
             public void copyToHost(long offset, ByteBuffer into) {
                 assertThat(into.isDirect()).isTrue();
+                copying();
                 into.put(data, (int) offset, into.remaining());
             }
 
             @Override
             public void copyFromHost(ByteBuffer from, long offset) {
                 assertThat(from.isDirect()).isTrue();
+                copying();
                 from.get(data, (int) offset, from.remaining());
             }
 
