@@ -8,8 +8,11 @@
 # ETSERVE_DATA_PATH_CONCURRENCY ("1 2"),
 # ETSERVE_DATA_PATH_DURATION (5 s), ETSERVE_DATA_PATH_ARGS (more service arguments),
 # ETSERVE_DATA_PATH_BASELINE_ARGS (set: the same jar beside it with these arguments instead, in the
-# same rounds, label base), SERVICE_CPUS (the service's and the echo's CPUs; run the step under
-# `taskset -c` for the client's).
+# same rounds, label base), ETSERVE_DATA_PATH_BASELINE_JAR (the application jar of another build,
+# as `bundle` extracts it, carried here: served beside this one on the bundle's libraries, in the
+# same rounds, label base, with ETSERVE_DATA_PATH_BASELINE_ARGS or else ETSERVE_DATA_PATH_ARGS),
+# SERVICE_CPUS (the service's and the echo's CPUs; run the step under `taskset -c` for the
+# client's).
 data_path_bench() {
   local models="${ETSERVE_DATA_PATH_MODELS:-affine-4mib affine-4mib-unplanned}" m dir
   for m in $models; do
@@ -26,9 +29,15 @@ data_path_bench() {
     fi
     python3 "$GPU_SCRIPTS/affine_reference.py" "$dir" $((1024 * 1024)) || die "could not write $m's reference"
   done
-  local baseline=()
-  [[ -z ${ETSERVE_DATA_PATH_BASELINE_ARGS+set} ]] || baseline=(BENCH_BASELINE_JAR="$JAR" BENCH_BASELINE_UNPLANNED=1
-    BENCH_BASELINE_ARGS="$(bundle_bridge_arg) ${ETSERVE_DATA_PATH_BASELINE_ARGS}")
+  local baseline=() base_jar=$JAR
+  if [[ -n ${ETSERVE_DATA_PATH_BASELINE_JAR:-} ]]; then
+    # Beside the bundle's jar, so that its manifest's class path finds the same lib/.
+    base_jar="$(dirname "$JAR")/etserve-base.jar"
+    cp "$ETSERVE_DATA_PATH_BASELINE_JAR" "$base_jar" || die "no baseline jar $ETSERVE_DATA_PATH_BASELINE_JAR"
+  fi
+  [[ -z ${ETSERVE_DATA_PATH_BASELINE_ARGS+set} && -z ${ETSERVE_DATA_PATH_BASELINE_JAR:-} ]] \
+    || baseline=(BENCH_BASELINE_JAR="$base_jar" BENCH_BASELINE_UNPLANNED=1
+      BENCH_BASELINE_ARGS="$(bundle_bridge_arg) ${ETSERVE_DATA_PATH_BASELINE_ARGS-${ETSERVE_DATA_PATH_ARGS:-}}")
   local st=0
   bundle_bench data-path "${ETSERVE_DATA_PATH_ARGS:-}" "${baseline[@]}" \
     BENCH_MODELS="$models" BENCH_FORMATS="${ETSERVE_DATA_PATH_FORMATS:-binary grpc}" \
