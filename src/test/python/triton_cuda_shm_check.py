@@ -4,12 +4,14 @@ with tritonclient.utils.cuda_shared_memory (cuda-python), its IPC handle registe
 whose input is read from one region (at an offset) and whose output is written into another,
 compared with the PyTorch reference exported beside the model; then the status calls (by kind),
 the refusals (a handle of nothing, a size past the allocation, a name of the other kind, too
-little room for an output, an unregistered region) and the unregister calls. Prints one line per
+little room for an output, an unregistered region), concurrent requests naming one region, and
+the unregister calls. Prints one line per
 check and exits non-zero on the first failure.
 Usage: triton_cuda_shm_check.py HTTP_HOST:PORT GRPC_HOST:PORT MODELS_DIR [MODEL]"""
 import base64
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +30,7 @@ want = np.array(case["outputs"][0]["data"], dtype=np.float32).reshape(case["outp
 input_name, output_name = case["inputs"][0]["name"], case["outputs"][0]["name"]
 pad = np.full(16, -7.0, dtype=np.float32)  # 64 bytes before the input: it is read at an offset
 invalid = ("400", "StatusCode.INVALID_ARGUMENT")
+CONCURRENT_THREADS, CONCURRENT_REQUESTS = 8, 25  # 8 slices of the 256-byte output region
 
 for protocol, module, client in (("http", httpclient, httpclient.InferenceServerClient(url=http_url)),
                                  ("grpc", grpcclient, grpcclient.InferenceServerClient(url=grpc_url))):
@@ -110,6 +113,30 @@ for protocol, module, client in (("http", httpclient, httpclient.InferenceServer
         again = client.infer(model, [given]).as_numpy(output_name)
         check(f"{protocol}: a handle registered again after its unregister serves",
               again is not None and np.allclose(again, want, atol=atol, rtol=rtol))
+
+        # Concurrent requests naming one input region, as perf_analyzer sends them, each thread
+        # writing its own slice of the output region: every answer is the reference's.
+        def requests_of_one_thread(t):
+            own = module.InferenceServerClient(url=http_url if protocol == "http" else grpc_url)
+            given = module.InferInput(input_name, list(x.shape), "FP32")
+            given.set_shared_memory("in", x.nbytes, offset=pad.nbytes)
+            asked = module.InferRequestedOutput(output_name) if protocol == "grpc" \
+                else module.InferRequestedOutput(output_name, binary_data=False)
+            asked.set_shared_memory("out", want.nbytes, offset=t * want.nbytes)
+            wrong = 0
+            for _ in range(CONCURRENT_REQUESTS):
+                own.infer(model, [given], outputs=[asked])
+                answer = own.infer(model, [given]).as_numpy(output_name)
+                wrong += answer is None or not np.allclose(answer, want, atol=atol, rtol=rtol)
+            own.close()
+            return wrong
+        with ThreadPoolExecutor(CONCURRENT_THREADS) as threads:
+            wrong = sum(threads.map(requests_of_one_thread, range(CONCURRENT_THREADS)))
+        slices = cudashm.get_contents_as_numpy(outputs, np.float32, [CONCURRENT_THREADS] + list(want.shape))
+        check(f"{protocol}: {CONCURRENT_THREADS} threads reading one region at once get the reference answer",
+              wrong == 0 and np.allclose(slices, np.broadcast_to(want, slices.shape), atol=atol, rtol=rtol),
+              f"{wrong} wrong answers of {2 * CONCURRENT_THREADS * CONCURRENT_REQUESTS}")
+
         client.unregister_cuda_shared_memory()
         status = client.get_cuda_shared_memory_status()
         check(f"{protocol}: unregister with no name unregisters every CUDA region",

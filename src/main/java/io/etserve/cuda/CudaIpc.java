@@ -1,6 +1,9 @@
 package io.etserve.cuda;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.cudart.cudaIpcMemHandle_t;
 import org.bytedeco.cuda.global.cudart;
@@ -14,14 +17,22 @@ import org.slf4j.LoggerFactory;
  * Opens CUDA IPC handles of other processes' device memory through the CUDA runtime (JavaCPP),
  * as Triton's server does for its CUDA shared memory: {@code cudaIpcOpenMemHandle} on the
  * handle's device, the allocation's size from the driver ({@code cuMemGetAddressRange}) so that no
- * region can claim more than was allocated, and copies on a non-blocking stream of the memory's
- * own, never the legacy default stream, which would wait for every blocking stream's work.
+ * region can claim more than was allocated, and copies on non-blocking streams, never the legacy
+ * default stream, which would wait for every blocking stream's work.
+ *
+ * <p>Each copy borrows a stream of its device for itself and waits for that stream only, so the
+ * copies of concurrent requests overlap, those naming one region too (Triton's perf_analyzer
+ * sends every concurrent request's inputs from one region). The streams are kept for the next
+ * copies, as many per device as copies ever ran at once, and destroyed by {@link #close}.
  */
 public final class CudaIpc implements ImportedDeviceMemory.Opener {
 
     private static final Logger log = LoggerFactory.getLogger(CudaIpc.class);
 
     private final CudaRuntime runtime;
+    /** Copy streams no copy holds, by device; guarded by itself. */
+    private final Map<Integer, ArrayDeque<CUstream_st>> idleStreams = new HashMap<>();
+    private boolean closed;  // guarded by idleStreams
 
     public CudaIpc(CudaRuntime runtime) {
         if (!runtime.available()) {
@@ -63,13 +74,70 @@ public final class CudaIpc implements ImportedDeviceMemory.Opener {
                 }
                 bytes = size.get();
             }
-            CUstream_st stream = new CUstream_st();
-            int rc = cudart.cudaStreamCreateWithFlags(stream, cudart.cudaStreamNonBlocking);
-            if (rc != 0) {
-                closeQuietly(base);
-                CudaRuntime.check("cudaStreamCreateWithFlags", rc);
+            return new Opened(device, base.address(), bytes);
+        }
+    }
+
+    /** An idle copy stream of {@code device}, or a new one. */
+    private CUstream_st borrowStream(int device) {
+        synchronized (idleStreams) {
+            if (closed) {
+                throw new IllegalStateException("CUDA shared memory is closed: the service is stopping");
             }
-            return new Opened(device, base.address(), bytes, stream);
+            ArrayDeque<CUstream_st> idle = idleStreams.get(device);
+            if (idle != null && !idle.isEmpty()) {
+                return idle.pop();
+            }
+        }
+        synchronized (CudaRuntime.class) {
+            CudaRuntime.check("cudaSetDevice", cudart.cudaSetDevice(device));
+            CUstream_st stream = new CUstream_st();
+            CudaRuntime.check("cudaStreamCreateWithFlags",
+                    cudart.cudaStreamCreateWithFlags(stream, cudart.cudaStreamNonBlocking));
+            return stream;
+        }
+    }
+
+    /** Keeps {@code stream} for the next copy on {@code device}, or destroys it once closed. */
+    private void returnStream(int device, CUstream_st stream) {
+        synchronized (idleStreams) {
+            if (!closed) {
+                idleStreams.computeIfAbsent(device, d -> new ArrayDeque<>()).push(stream);
+                return;
+            }
+        }
+        destroyQuietly(device, stream);
+    }
+
+    /**
+     * Destroys the idle copy streams; a copy still running destroys its own when done. Regions
+     * are closed first ({@code SharedMemoryRegions.close}): no copy starts after this.
+     */
+    @Override
+    public void close() {
+        Map<Integer, ArrayDeque<CUstream_st>> idle;
+        synchronized (idleStreams) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            idle = new HashMap<>(idleStreams);
+            idleStreams.clear();
+        }
+        idle.forEach((device, streams) -> streams.forEach(s -> destroyQuietly(device, s)));
+    }
+
+    private static void destroyQuietly(int device, CUstream_st stream) {
+        synchronized (CudaRuntime.class) {
+            int rc = cudart.cudaSetDevice(device);
+            if (rc == 0) {
+                rc = cudart.cudaStreamDestroy(stream);
+            }
+            if (rc != 0) {
+                CudaRuntime.clearLastError();
+                log.warn("a CUDA IPC copy stream on device {} could not be destroyed: {}", device,
+                        CudaRuntime.errorName(rc));
+            }
         }
     }
 
@@ -90,18 +158,16 @@ public final class CudaIpc implements ImportedDeviceMemory.Opener {
         };
     }
 
-    private static final class Opened implements ImportedDeviceMemory {
+    private final class Opened implements ImportedDeviceMemory {
         private final int device;
         private final long base;
         private final long bytes;
-        private final CUstream_st stream;
         private boolean closed;  // guarded by this
 
-        Opened(int device, long base, long bytes, CUstream_st stream) {
+        Opened(int device, long base, long bytes) {
             this.device = device;
             this.base = base;
             this.bytes = bytes;
-            this.stream = stream;
         }
 
         @Override
@@ -137,19 +203,25 @@ public final class CudaIpc implements ImportedDeviceMemory.Opener {
         }
 
         /**
-         * One copy, on the memory's own stream, waited for. The calling thread's current device is
+         * One copy, on a stream of its own, waited for. The calling thread's current device is
          * set to the memory's: forward calls set their own before they run.
          */
         private void copy(Pointer to, Pointer from, long n) {
             if (n == 0) {
                 return;
             }
-            CudaRuntime.check("cudaSetDevice", cudart.cudaSetDevice(device));
-            CudaRuntime.check("cudaMemcpyAsync", cudart.cudaMemcpyAsync(to, from, n, cudart.cudaMemcpyDefault, stream));
-            CudaRuntime.check("cudaStreamSynchronize", cudart.cudaStreamSynchronize(stream));
+            CUstream_st stream = borrowStream(device);
+            try {
+                CudaRuntime.check("cudaSetDevice", cudart.cudaSetDevice(device));
+                CudaRuntime.check("cudaMemcpyAsync",
+                        cudart.cudaMemcpyAsync(to, from, n, cudart.cudaMemcpyDefault, stream));
+                CudaRuntime.check("cudaStreamSynchronize", cudart.cudaStreamSynchronize(stream));
+            } finally {
+                returnStream(device, stream);
+            }
         }
 
-        /** Closes the handle and the stream (once); failures are logged, never thrown: nothing can be done then. */
+        /** Closes the handle (once); a failure is logged, never thrown: nothing can be done then. */
         @Override
         public synchronized void close() {
             if (closed) {
@@ -158,12 +230,9 @@ public final class CudaIpc implements ImportedDeviceMemory.Opener {
             closed = true;
             synchronized (CudaRuntime.class) {
                 int rc = cudart.cudaSetDevice(device);
-                if (rc == 0) {
-                    rc = cudart.cudaStreamDestroy(stream);
-                }
                 if (rc != 0) {
                     CudaRuntime.clearLastError();
-                    log.warn("the stream of a CUDA IPC region on device {} could not be destroyed: {}", device,
+                    log.warn("device {} of a CUDA IPC region could not be made current to close it: {}", device,
                             CudaRuntime.errorName(rc));
                 }
                 closeQuietly(at(base));

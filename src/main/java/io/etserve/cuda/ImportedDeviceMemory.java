@@ -29,7 +29,7 @@ public interface ImportedDeviceMemory extends AutoCloseable {
 
     /** Opens handles; {@link CudaIpc} on a host with CUDA. */
     @FunctionalInterface
-    interface Opener {
+    interface Opener extends AutoCloseable {
 
         /**
          * Opens the {@link #HANDLE_BYTES}-byte {@code handle} on {@code device}.
@@ -37,5 +37,9 @@ public interface ImportedDeviceMemory extends AutoCloseable {
          * @throws IllegalArgumentException for a handle this host cannot open (the client's error)
          */
         ImportedDeviceMemory open(byte[] handle, int device);
+
+        /** Releases what the opened memory shares (none unless overridden), after the last region is closed. */
+        @Override
+        default void close() {}
     }
 }

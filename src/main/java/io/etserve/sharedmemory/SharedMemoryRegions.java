@@ -381,10 +381,13 @@ public final class SharedMemoryRegions implements SharedMemoryInputs, OutputDeli
         throw new IllegalStateException("output '" + name + "' was asked for but is not in the response");
     }
 
-    /** Unregisters every region of both kinds (the service is stopping). */
+    /** Unregisters every region of both kinds (the service is stopping), then closes the CUDA opener. */
     @Override
     public void close() {
         unregisterAll(r -> true);
+        if (cuda != null) {
+            cuda.close();
+        }
     }
 
     /** The region {@code reference} names, in use until {@link Region#done}; refused when it does not fit there. */

@@ -160,8 +160,10 @@ class CudaRegionsTest {
         assertThatThrownBy(() -> regions.read("Input 'x'", new SharedMemoryReference("c", 0, 8), ByteBuffer::allocateDirect))
                 .hasMessageContaining("which is not registered");
         regions.registerCuda("again", handle, 0, 64);
+        assertThat(device.openerClosed()).isFalse();
         regions.close();
         assertThat(device.closed(handle)).isEqualTo(2);
+        assertThat(device.openerClosed()).as("the opener, after its regions").isTrue();
     }
 
     @Test

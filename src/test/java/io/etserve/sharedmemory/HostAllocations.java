@@ -19,6 +19,7 @@ public final class HostAllocations implements ImportedDeviceMemory.Opener {
     private final Map<Integer, Integer> closes = new HashMap<>();
     private int opened;
     private RuntimeException copyFailure;
+    private boolean closed;
 
     /** How many handles were opened. */
     public synchronized int opened() {
@@ -34,6 +35,16 @@ public final class HostAllocations implements ImportedDeviceMemory.Opener {
         if (copyFailure != null) {
             throw copyFailure;
         }
+    }
+
+    /** Whether the opener itself was closed. */
+    public synchronized boolean openerClosed() {
+        return closed;
+    }
+
+    @Override
+    public synchronized void close() {
+        closed = true;
     }
 
     /** A new allocation of {@code bytes} on device {@code onDevice}; its handle. */
