@@ -2,6 +2,7 @@ package io.etserve.inference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.etserve.cuda.CudaException;
 import io.etserve.runtime.ExecuTorchException;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
@@ -62,6 +63,16 @@ class InferenceExceptionTest {
         InferenceException e = InferenceException.of(oom, "m");
         assertThat(e).isInstanceOf(InferenceFailedException.class).hasCause(oom)
                 .hasMessage("inference failed: out of memory (MemoryAllocationFailed): log line");
+        assertThat(((InferenceFailedException) e).unexpected()).isFalse();
+    }
+
+    @Test
+    void aCudaCallsFailureFailedTheRequestAndSaysWhatCudaReported() {
+        CudaException lost = new CudaException("cudaMemcpyAsync", 700, "cudaErrorIllegalAddress",
+                "an illegal memory access was encountered");
+        InferenceException e = InferenceException.of(lost, "m");
+        assertThat(e).isInstanceOf(InferenceFailedException.class).hasCause(lost).hasMessage("inference failed:"
+                + " cudaMemcpyAsync failed: cudaErrorIllegalAddress (700): an illegal memory access was encountered");
         assertThat(((InferenceFailedException) e).unexpected()).isFalse();
     }
 

@@ -11,6 +11,8 @@ import io.etserve.grpc.protocol.CudaSharedMemoryStatusRequest;
 import io.etserve.grpc.protocol.CudaSharedMemoryStatusResponse;
 import io.etserve.grpc.protocol.CudaSharedMemoryUnregisterRequest;
 import io.etserve.grpc.protocol.GRPCInferenceServiceGrpc;
+import io.etserve.grpc.protocol.InferTensorContents;
+import io.etserve.grpc.protocol.ModelInferRequest;
 import io.etserve.grpc.protocol.ServerMetadataRequest;
 import io.etserve.health.CudaFaultMonitor;
 import io.etserve.sharedmemory.HostAllocations;
@@ -227,6 +229,23 @@ class CudaSharedMemoryApiTest {
                 + "\"shared_memory_byte_size\":64}}]}");
 
         assertThat(answer.status()).as(answer.text()).isEqualTo(500);
+        assertThat(answer.json().path("error").asString()).isEqualTo("inference failed: cudaMemcpyAsync failed:"
+                + " cudaErrorIllegalAddress (700): an illegal memory access was encountered");
+        // Over gRPC, an output written into the region: INTERNAL.
+        assertThat(register("lost-out", DEVICE.allocate(64, 0), 64).status()).isEqualTo(200);
+        StatusRuntimeException failed = Assertions.assertThrows(StatusRuntimeException.class,
+                () -> grpc.modelInfer(ModelInferRequest.newBuilder().setModelName("demo-portable")
+                        .addInputs(ModelInferRequest.InferInputTensor.newBuilder().setName("x").setDatatype("FP32")
+                                .addShape(1).addShape(16)
+                                .setContents(InferTensorContents.newBuilder().addAllFp32Contents(REF.cases().get(0)
+                                        .inputs().get(0).data().stream().map(Double::floatValue).toList())))
+                        .addOutputs(ModelInferRequest.InferRequestedOutputTensor.newBuilder().setName("y")
+                                .putParameters("shared_memory_region", SharedMemoryApiTest.string("lost-out"))
+                                .putParameters("shared_memory_byte_size", SharedMemoryApiTest.int64(16)))
+                        .build()));
+        assertThat(failed.getStatus().getCode()).isEqualTo(Status.Code.INTERNAL);
+        assertThat(failed.getStatus().getDescription()).isEqualTo("inference failed: cudaMemcpyAsync failed:"
+                + " cudaErrorIllegalAddress (700): an illegal memory access was encountered");
         assertThat(management.get("/actuator/health/liveness").status()).isEqualTo(503);
     }
 }
