@@ -25,12 +25,15 @@
 #                             off it (bench/cpu-threadpool.sh with the bundle)
 #   cuda-shm (cuda-shm.sh)    Triton's CUDA shared memory through the packaged service, with
 #                             Triton's own Python client over REST and gRPC: answers against the
-#                             PyTorch references, status and unregister by kind, the refusals
+#                             PyTorch references, status and unregister by kind, the refusals,
+#                             concurrent requests on one region; and pa-cuda-shm: Triton's
+#                             perf_analyzer with its tensors in the request, in system and in
+#                             CUDA shared memory (needs bundle-perf-analyzer's transfer)
 #
 # Commands:
 #   scripts/gpu-suite.sh run            from a checkout where `mvn verify` ran (Java + Maven on
 #                                       the host): native, junit, then service
-#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab|jit|data-path|cpu-threadpool|cuda-shm
+#   scripts/gpu-suite.sh startup|throughput|benchmark|batching|fault|jvm-options|selectors|ab|startup-ab|jit|data-path|cpu-threadpool|cuda-shm|pa-cuda-shm
 #                                       one service or benchmark step alone (after the stages
 #                                       below on this host); jvm-options compares the option sets
 #                                       in ETSERVE_JVM_VARIANTS (';'-separated), optionally pinned
@@ -74,6 +77,9 @@
 #                                       test classes), stage3 (the server's libraries, a bench program)
 #   scripts/gpu-suite.sh bundle-clients here: .device/clients, the wheels of Triton's Python clients
 #                                       (with cuda-python) for the cuda-shm step, a transfer of its own
+#   scripts/gpu-suite.sh bundle-perf-analyzer
+#                                       here: .device/perf-analyzer, perf_analyzer's wheel for the
+#                                       pa-cuda-shm step (7 MB: alone, or beside stage2)
 #   scripts/gpu-suite.sh bundle-cuda SOURCE
 #                                       here: .device/cuda, the ExecuTorch tree's subset the CUDA
 #                                       delegate builds from, and the export's Python packages
@@ -158,6 +164,7 @@ case "${1:-run}" in
   bundle) bundle ;;
   bundle-cuda) cuda_bundle "${2:-${ETSERVE_EXECUTORCH_SOURCE:-}}" ;;
   bundle-clients) bundle_clients ;;
+  bundle-perf-analyzer) bundle_perf_analyzer ;;
   cuda-stage1) unpack_stage1; cuda_stage1 ;;
   cuda-export) cuda_export "${2:-blob}" ;;
   cuda-programs)
@@ -177,7 +184,7 @@ case "${1:-run}" in
   stage2) stage2 ;;
   stage3) stage3 ;;
   unpack) unpack_app ;;  # only unpack the part this transfer carried (stage2 or stage3)
-  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab|jit|data-path|cpu-threadpool|cuda-shm)
+  batching|fault|throughput|benchmark|startup|jvm-options|selectors|ab|startup-ab|jit|data-path|cpu-threadpool|cuda-shm|pa-cuda-shm)
     # After stage1 on this host (and stage2, plus stage3 for all but the benchmark), one step
     # alone, without the JUnit suite: the dynamic-batching step, the sticky fault through REST,
     # the throughput and service-CPU step (K = 1, 4, 16, the spinning wait beside, then
@@ -195,6 +202,7 @@ case "${1:-run}" in
       data-path) data_path_bench; exit $? ;;
       cpu-threadpool) cpu_threadpool_bench; exit $? ;;
       cuda-shm) cuda_shm_check; exit $? ;;
+      pa-cuda-shm) cuda_shm_perf_analyzer; exit $? ;;
       startup-ab) startup_ab_bench; exit $? ;;
       batching)
         { echo "$BATCHING_HEADER"; batching_bench "$WORK/service-repo"; } | tee "$RESULTS/gpu-h200-batching.txt" ;;

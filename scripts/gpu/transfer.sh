@@ -125,3 +125,29 @@ unpack_clients() {
   done
   echo "$site"
 }
+
+# Triton's perf_analyzer, as bench/perf-analyzer.sh pins it: one manylinux_2_38 wheel with the C++
+# binary inside, which the GPU host's glibc (2.39) runs as it is.
+PA_VERSION="${PA_VERSION:-2.60.0}"
+
+# Here: .device/perf-analyzer, its wheel (7 MB): a transfer of its own, or beside stage2.
+bundle_perf_analyzer() {
+  cd "$ROOT"
+  local into="$BUNDLE/perf-analyzer"
+  rm -rf "$into" && mkdir -p "$into"
+  python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --platform manylinux_2_38_x86_64 -d "$into" "perf-analyzer==$PA_VERSION" \
+    || die "could not download perf-analyzer==$PA_VERSION"
+  du -sh "$into"
+}
+
+# There: the carried wheel unzipped into $WORK/perf-analyzer. Prints the binary's path.
+unpack_perf_analyzer() {
+  local dir="$WORK/perf-analyzer" wheel
+  wheel="$(ls "$BUNDLE"/perf-analyzer/perf_analyzer-"$PA_VERSION"-*.whl 2>/dev/null | head -1)"
+  [[ -n $wheel ]] || die "no perf-analyzer $PA_VERSION wheel in $BUNDLE/perf-analyzer: run 'scripts/gpu-suite.sh bundle-perf-analyzer' on a build machine"
+  rm -rf "$dir" && mkdir -p "$dir"
+  python3 -m zipfile -e "$wheel" "$dir" || die "could not unpack $wheel"
+  chmod +x "$dir/perf_analyzer/bin/perf_analyzer"
+  echo "$dir/perf_analyzer/bin/perf_analyzer"
+}
