@@ -51,10 +51,14 @@ final class CudaRegion extends Region {
         if (!from.isDirect()) {
             bytes = ByteBuffer.allocateDirect(from.remaining()).put(from).flip();
         }
+        copyFromHost(bytes, at);
+    }
+
+    private void copyFromHost(ByteBuffer from, long at) {
         try {
-            memory.copyFromHost(bytes, at);
+            memory.copyFromHost(from, at);
         } catch (CudaException e) {
-            throw told(e);
+            throw reported(e);
         }
     }
 
@@ -62,11 +66,12 @@ final class CudaRegion extends Region {
         try {
             memory.copyToHost(at, into);
         } catch (CudaException e) {
-            throw told(e);
+            throw reported(e);
         }
     }
 
-    private CudaException told(CudaException e) {
+    /** {@code e}, once the fault listener has been told of it. */
+    private CudaException reported(CudaException e) {
         faults.onRuntimeFailure(OptionalInt.of(memory.device()), e);
         return e;
     }
