@@ -19,10 +19,7 @@ cuda_shm_check() {
         "127.0.0.1:$GRPC" "$ROOT/models" "$model" || status=1
     done
     # Still up, and live, after the refusals.
-    echo "liveness: $(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
-      "http://127.0.0.1:$MGMT/actuator/health/liveness")" || status=1
-    echo "the service's log on CUDA IPC and errors:"
-    grep -E "CUDA IPC|cudaIpc|ERROR" "$SERVICE_LOG" | head -20 || true
+    service_after_shm || status=1
   } > "$out" 2>&1
   cat "$out"
   stop_service
@@ -70,14 +67,26 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("*.csv")):
               f" | {float(row['Inferences/Second']):.0f} | {row['p50 latency']} | {row['p99 latency']}"
               f" | {row['Server Compute Input']} | {row['Server Compute Infer']} | {row['Server Compute Output']} |")
 PY
-    echo "liveness: $(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
-      "http://127.0.0.1:$MGMT/actuator/health/liveness")" || status=1
-    echo "regions left registered (perf_analyzer unregisters its own): $(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+    echo "regions left registered (perf_analyzer unregisters its own): $(loopback_get \
       "http://127.0.0.1:$PORT/v2/cudasharedmemory/status")"
-    echo "the service's log on CUDA IPC and errors:"
-    grep -E "CUDA IPC|cudaIpc|ERROR" "$SERVICE_LOG" | head -20 || true
+    service_after_shm || status=1
   } > "$out" 2>&1
   cat "$out"
   stop_service
   return $status
+}
+
+# The body of a GET on the loopback (python3: the GPU host may have no curl); fails on an error status.
+loopback_get() {
+  python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' "$1"
+}
+
+# What the shared-memory steps end with: liveness (fails unless 200) and the service's log on
+# CUDA IPC and errors.
+service_after_shm() {
+  local live
+  live="$(loopback_get "http://127.0.0.1:$MGMT/actuator/health/liveness")" || { echo "liveness: not 200"; return 1; }
+  echo "liveness: $live"
+  echo "the service's log on CUDA IPC and errors:"
+  grep -E "CUDA IPC|cudaIpc|ERROR" "$SERVICE_LOG" | head -20 || true
 }
