@@ -19,16 +19,24 @@ import io.etserve.sharedmemory.HostAllocations;
 import io.etserve.sharedmemory.SharedMemoryRegions;
 import io.etserve.support.Http;
 import io.etserve.support.ModelRepositoryFixture;
+import io.etserve.support.RawConnection;
 import io.etserve.support.Reference;
+import io.etserve.support.RequestMutator;
 import io.etserve.support.TestPaths;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Base64;
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.BeforeEach;
@@ -36,14 +44,18 @@ import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.TestConfiguration;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Primary;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
+import tools.jackson.databind.JsonNode;
 
 /**
  * Triton's CUDA shared-memory calls through both protocols, end to end but for the device: the
@@ -54,6 +66,7 @@ import org.springframework.test.context.DynamicPropertySource;
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@ExtendWith(OutputCaptureExtension.class)
 class CudaSharedMemoryApiTest {
 
     static final ModelRepositoryFixture REPO = ModelRepositoryFixture.create("etserve-cuda-shm-")
@@ -79,6 +92,12 @@ class CudaSharedMemoryApiTest {
                     faults);
         }
     }
+
+    /** The input read from region "in" at 128, the output written into region "out" at 40. */
+    static final String IN_AND_OUT = "{\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"shape\":[1,16],"
+            + "\"parameters\":{\"shared_memory_region\":\"in\",\"shared_memory_byte_size\":64,"
+            + "\"shared_memory_offset\":128}}],\"outputs\":[{\"name\":\"y\",\"parameters\":{"
+            + "\"shared_memory_region\":\"out\",\"shared_memory_byte_size\":16,\"shared_memory_offset\":40}}]}";
 
     @Value("${local.server.port}")
     int port;
@@ -139,25 +158,81 @@ class CudaSharedMemoryApiTest {
         assertThat(system.json().path("error").asString())
                 .isEqualTo("The region named 'in' is registered as CUDA shared memory, not system shared memory");
 
-        Http.Response answer = http.post("/v2/models/demo-portable/infer", "{\"inputs\":[{\"name\":\"x\","
-                + "\"datatype\":\"FP32\",\"shape\":[1,16],\"parameters\":{\"shared_memory_region\":\"in\","
-                + "\"shared_memory_byte_size\":64,\"shared_memory_offset\":128}}],\"outputs\":[{\"name\":\"y\","
-                + "\"parameters\":{\"shared_memory_region\":\"out\",\"shared_memory_byte_size\":16,"
-                + "\"shared_memory_offset\":40}}]}");
+        Http.Response answer = http.post("/v2/models/demo-portable/infer", IN_AND_OUT);
 
         assertThat(answer.status()).as(answer.text()).isEqualTo(200);
         assertThat(answer.json().path("outputs").toString()).isEqualTo("[{\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[1,4]}]");
+        assertReferenceAt40(out);
+        assertThat(DEVICE.bytes(out)[39]).as("the byte before the output is the allocation's own").isEqualTo((byte) 39);
+
+        assertThat(http.post("/v2/cudasharedmemory/region/in/unregister", "").status()).isEqualTo(200);
+        assertThat(DEVICE.closed(in)).isEqualTo(1);
+        assertThat(http.get("/v2/cudasharedmemory/region/in/status").status()).isEqualTo(404);
+    }
+
+    /** The reference's output at byte 40 of the allocation {@code out}. */
+    static void assertReferenceAt40(byte[] out) {
         ByteBuffer written = ByteBuffer.wrap(DEVICE.bytes(out)).order(ByteOrder.LITTLE_ENDIAN);
         var expected = REF.cases().get(0).outputs().get(0).data();
         for (int i = 0; i < 4; i++) {
             float got = written.getFloat(40 + 4 * i);
             assertThat(REF.close(got, expected.get(i))).as("element %d: %s vs %s", i, got, expected.get(i)).isTrue();
         }
-        assertThat(written.get(39)).as("the byte before the output is the allocation's own").isEqualTo((byte) 39);
+    }
 
-        assertThat(http.post("/v2/cudasharedmemory/region/in/unregister", "").status()).isEqualTo(200);
-        assertThat(DEVICE.closed(in)).isEqualTo(1);
-        assertThat(http.get("/v2/cudasharedmemory/region/in/status").status()).isEqualTo(404);
+    /**
+     * Seeded variants of a request naming CUDA regions and of a CUDA registration (values
+     * replaced, removed, added; bytes flipped and cut): each is answered or refused with a
+     * client's status and a message that says what is wrong, never a 5xx or an ERROR in the log,
+     * and the regions still give the reference answer after. Replay a seed with
+     * {@code -Detserve.test.mutation-seed=N}.
+     */
+    @Test
+    void mutatedCudaRequestsAndRegistrationsAreAnsweredOrRefusedClearly(CapturedOutput output) throws IOException {
+        byte[] in = inputAllocation(128);
+        byte[] out = DEVICE.allocate(256, 0);
+        assertThat(register("in", in, 192).status()).isEqualTo(200);
+        assertThat(register("out", out, 256).status()).isEqualTo(200);
+        JsonNode valid = Http.JSON.readTree(IN_AND_OUT);
+        JsonNode registration = Http.JSON.readTree("{\"raw_handle\":{\"b64\":\""
+                + Base64.getEncoder().encodeToString(DEVICE.allocate(64, 0)) + "\"},\"device_id\":0,\"byte_size\":64}");
+        RequestMutator mutator = new RequestMutator(SharedMemoryApiTest.SEED);
+        List<String> problems = new ArrayList<>();
+        int answered = 0;
+        for (int i = 0; i < 400; i++) {
+            int kind = mutator.random().nextInt(10);
+            String path = "/v2/models/demo-portable/infer";
+            byte[] body;
+            if (kind < 5) {
+                body = Http.JSON.writeValueAsBytes(mutator.mutate(valid));
+            } else if (kind < 7) {
+                body = mutator.mutate(Http.JSON.writeValueAsBytes(valid));
+            } else {
+                path = "/v2/cudasharedmemory/region/m" + i + "/register";
+                body = kind < 9 ? Http.JSON.writeValueAsBytes(mutator.mutate(registration))
+                        : mutator.mutate(Http.JSON.writeValueAsBytes(registration));
+            }
+            RawConnection.Response r = MutatedRequestsApiTest.post(port, path, "application/json", Map.of(), body);
+            String problem = MutatedRequestsApiTest.problem(r);
+            if (problem != null) {
+                problems.add("#" + i + " " + path + " " + problem + "; sent "
+                        + new String(body, StandardCharsets.ISO_8859_1));
+            } else if (r.status() == 200) {
+                answered++;
+            }
+            if (path.endsWith("/register")) {
+                http.post("/v2/cudasharedmemory/region/m" + i + "/unregister", "");
+            }
+        }
+        assertThat(problems).as("seed %d", SharedMemoryApiTest.SEED).isEmpty();
+        assertThat(answered).as("answered variants").isPositive();
+        assertThat(output.getAll()).doesNotContain(" ERROR ");
+        assertThat(http.get("/v2/cudasharedmemory/status").json().toString())
+                .isEqualTo("[{\"name\":\"in\",\"device_id\":0,\"byte_size\":192},"
+                        + "{\"name\":\"out\",\"device_id\":0,\"byte_size\":256}]");
+        Arrays.fill(DEVICE.bytes(out), (byte) 0);
+        assertThat(http.post("/v2/models/demo-portable/infer", IN_AND_OUT).status()).isEqualTo(200);
+        assertReferenceAt40(out);
     }
 
     @Test
