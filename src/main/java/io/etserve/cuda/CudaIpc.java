@@ -20,10 +20,11 @@ import org.slf4j.LoggerFactory;
  * region can claim more than was allocated, and copies on non-blocking streams, never the legacy
  * default stream, which would wait for every blocking stream's work.
  *
- * <p>Each copy borrows a stream of its device for itself and waits for that stream only, so the
- * copies of concurrent requests overlap, those naming one region too (Triton's perf_analyzer
- * sends every concurrent request's inputs from one region). The streams are kept for the next
- * copies, as many per device as copies ever ran at once, and destroyed by {@link #close}.
+ * <p>Each copy borrows a stream of its device for itself and waits for that stream only, so no
+ * copy waits for another request's, those naming the same region included (Triton's
+ * perf_analyzer sends every concurrent request's inputs from one region). The streams are kept
+ * for the next copies, as many per device as copies ever ran at once, and destroyed by
+ * {@link #close}.
  */
 public final class CudaIpc implements ImportedDeviceMemory.Opener {
 
