@@ -77,6 +77,9 @@
 #                                       test classes), stage3 (the server's libraries, a bench program)
 #   scripts/gpu-suite.sh bundle-clients here: .device/clients, the wheels of Triton's Python clients
 #                                       (with cuda-python) for the cuda-shm step, a transfer of its own
+#   scripts/gpu-suite.sh bundle-baseline COMMIT
+#                                       here, after bundle: .device/stage3/base/etserve.jar, COMMIT's
+#                                       application jar, for data-path's ETSERVE_DATA_PATH_BASELINE_JAR
 #   scripts/gpu-suite.sh bundle-perf-analyzer
 #                                       here: .device/perf-analyzer, perf_analyzer's wheel for the
 #                                       pa-cuda-shm step (7 MB: alone, or beside stage2)
@@ -165,6 +168,7 @@ case "${1:-run}" in
   bundle-cuda) cuda_bundle "${2:-${ETSERVE_EXECUTORCH_SOURCE:-}}" ;;
   bundle-clients) bundle_clients ;;
   bundle-perf-analyzer) bundle_perf_analyzer ;;
+  bundle-baseline) bundle_baseline "${2:-}" ;;
   cuda-stage1) unpack_stage1; cuda_stage1 ;;
   cuda-export) cuda_export "${2:-blob}" ;;
   cuda-programs)

@@ -151,3 +151,33 @@ unpack_perf_analyzer() {
   chmod +x "$dir/perf_analyzer/bin/perf_analyzer"
   echo "$dir/perf_analyzer/bin/perf_analyzer"
 }
+
+# Here, after bundle (which clears .device): .device/stage3/base/etserve.jar, the application jar
+# of commit $1 as bundle extracts its own, built Java-only on this tree's native libraries (as
+# bench/lib.sh's baselines: native/ must not differ). It travels with stage3; the data-path step
+# serves it beside the bundle's with ETSERVE_DATA_PATH_BASELINE_JAR=.device/stage3/base/etserve.jar.
+bundle_baseline() {
+  local ref="${1:-}" src jdk
+  cd "$ROOT"
+  [[ -n $ref ]] || die "bundle-baseline needs a commit"
+  [[ -d "$BUNDLE/stage3" && -d target/native-stage ]] || die "run mvn package and 'scripts/gpu-suite.sh bundle' first"
+  git diff --quiet "$ref" HEAD -- native || die "native/ differs between $ref and HEAD: the baseline cannot reuse this tree's native build"
+  src="$(mktemp -d)"
+  git archive "$ref" | tar -x -C "$src"
+  log "building $ref in $src (Java only, this tree's native libraries)"
+  (cd "$src" && mvn -B -q -ntp -DskipTests -DskipNative=true -Dnative.stage.dir="$ROOT/target/native-stage" package) \
+    || { rm -rf "$src"; die "could not build $ref"; }
+  jdk="$(bash "$ROOT/scripts/java-home.sh")"
+  [[ -n "$jdk" ]] || jdk="$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")"
+  (cd "$src" && "$jdk/bin/java" -Djarmode=tools -jar target/etserve-0.1.0-SNAPSHOT.jar extract --destination app >/dev/null) \
+    || { rm -rf "$src"; die "could not extract $ref's jar"; }
+  mkdir -p "$BUNDLE/stage3/base"
+  cp "$src/app/etserve-0.1.0-SNAPSHOT.jar" "$BUNDLE/stage3/base/etserve.jar"
+  git rev-parse --short "$ref" > "$BUNDLE/stage3/base/commit"
+  rm -rf "$src"
+  local tree size
+  tree="$(git ls-files -z | xargs -0 stat -c %s | awk '{n += $1} END {print n}')"
+  size="$(du -sb "$BUNDLE/stage3" | cut -f1)"
+  (( size + tree < 63 * 1024 * 1024 )) || die "stage3 with the baseline is $size bytes: with the work tree ($tree bytes) over 63 MiB"
+  du -sh "$BUNDLE/stage3/base"
+}
