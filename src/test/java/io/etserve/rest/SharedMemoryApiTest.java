@@ -314,6 +314,27 @@ class SharedMemoryApiTest {
                 + "\"shared_memory_offset\":8}}]}");
         JsonNode registration = Http.JSON.readTree("{\"key\":\"/" + outObject.getFileName() + "\",\"offset\":0,"
                 + "\"byte_size\":64}");
+        Mutated sent = sendMutated(port, http, "systemsharedmemory", valid, registration, 8);
+        assertThat(sent.problems()).as("seed %d", SEED).isEmpty();
+        assertThat(sent.answered()).as("answered variants").isPositive();
+        assertThat(output.getAll()).doesNotContain(" ERROR ");
+        Files.write(outObject, new byte[256]);
+        assertThat(infer(Http.JSON.writeValueAsString(valid)).status()).isEqualTo(200);
+        assertReference(outputAt(8));
+    }
+
+    /** What {@link #sendMutated} saw: each variant answered or refused unclearly, and how many were answered. */
+    record Mutated(List<String> problems, int answered) {}
+
+    /**
+     * 400 variants, from {@link #SEED}, of {@code request} (an inference on demo-portable) and of
+     * {@code registration} (a register body of the {@code extension}, "systemsharedmemory" or
+     * "cudasharedmemory", each under a name of its own and unregistered after): values replaced,
+     * removed, added in the JSON tree, bytes flipped and cut in its text. {@code requestTenths} of
+     * them change the request, the rest the registration.
+     */
+    static Mutated sendMutated(int port, Http http, String extension, JsonNode request, JsonNode registration,
+            int requestTenths) throws IOException {
         RequestMutator mutator = new RequestMutator(SEED);
         List<String> problems = new ArrayList<>();
         int answered = 0;
@@ -321,13 +342,13 @@ class SharedMemoryApiTest {
             int kind = mutator.random().nextInt(10);
             String path = "/v2/models/demo-portable/infer";
             byte[] body;
-            if (kind < 6) {
-                body = Http.JSON.writeValueAsBytes(mutator.mutate(valid));
-            } else if (kind < 8) {
-                body = mutator.mutate(Http.JSON.writeValueAsBytes(valid));
+            if (kind < requestTenths - 2) {
+                body = Http.JSON.writeValueAsBytes(mutator.mutate(request));
+            } else if (kind < requestTenths) {
+                body = mutator.mutate(Http.JSON.writeValueAsBytes(request));
             } else {
-                path = "/v2/systemsharedmemory/region/m" + i + "/register";
-                body = kind == 8 ? Http.JSON.writeValueAsBytes(mutator.mutate(registration))
+                path = "/v2/" + extension + "/region/m" + i + "/register";
+                body = kind < 9 ? Http.JSON.writeValueAsBytes(mutator.mutate(registration))
                         : mutator.mutate(Http.JSON.writeValueAsBytes(registration));
             }
             RawConnection.Response r = MutatedRequestsApiTest.post(port, path, "application/json", Map.of(), body);
@@ -339,15 +360,10 @@ class SharedMemoryApiTest {
                 answered++;
             }
             if (path.endsWith("/register")) {
-                http.post("/v2/systemsharedmemory/region/m" + i + "/unregister", "");
+                http.post("/v2/" + extension + "/region/m" + i + "/unregister", "");
             }
         }
-        assertThat(problems).as("seed %d", SEED).isEmpty();
-        assertThat(answered).as("answered variants").isPositive();
-        assertThat(output.getAll()).doesNotContain(" ERROR ");
-        Files.write(outObject, new byte[256]);
-        assertThat(infer(Http.JSON.writeValueAsString(valid)).status()).isEqualTo(200);
-        assertReference(outputAt(8));
+        return new Mutated(problems, answered);
     }
 
     static void assertRefused(Http.Response r, int status, String error) {
